@@ -1,0 +1,71 @@
+"""Repository rule: cc_library targets for Debian's system libraries, flags from pkg-config.
+
+Each entry of `libs` maps a target name to a list of pkg-config modules (or "-lNAME" link
+flags for libraries that ship no .pc file). The flags are read when the repository is
+fetched, so they stay correct for the installed packages; nothing is downloaded.
+"""
+
+def _pkg_config(ctx, args):
+    res = ctx.execute(["pkg-config"] + args)
+    if res.return_code != 0:
+        fail("pkg-config %s failed: %s (run tools/install_deps.sh)" % (" ".join(args), res.stderr))
+    return [f for f in res.stdout.strip().replace("\n", " ").split(" ") if f]
+
+def _system_libs_impl(ctx):
+    out = ['package(default_visibility = ["//visibility:public"])', ""]
+    for name, modules in ctx.attr.libs.items():
+        pc = [m for m in modules if not m.startswith("-")]
+        raw = [m for m in modules if m.startswith("-")]
+        linkopts = []
+        defines = []
+        if pc:
+            linkopts = _pkg_config(ctx, ["--libs"] + pc)
+            for flag in _pkg_config(ctx, ["--cflags"] + pc):
+                if flag.startswith("-D"):
+                    defines.append(flag[2:])
+        linkopts = linkopts + raw
+        out.append("cc_library(")
+        out.append("    name = %r," % name)
+        out.append("    linkopts = %r," % linkopts)
+        out.append("    defines = %r," % defines)
+        out.append(")")
+        out.append("")
+    ctx.file("BUILD.bazel", "\n".join(out))
+    ctx.file("WORKSPACE", 'workspace(name = "%s")\n' % ctx.name)
+
+system_libs = repository_rule(
+    implementation = _system_libs_impl,
+    attrs = {"libs": attr.string_list_dict(mandatory = True)},
+    local = True,
+)
+
+def _cuda_impl(ctx):
+    root = ctx.os.environ.get("CUDA_PATH", "/usr/local/cuda")
+    have = ctx.path(root + "/include/cuda_runtime_api.h").exists
+    if have:
+        ctx.symlink(root + "/include", "include")
+        ctx.symlink(root + "/lib64", "lib64")
+        build = """
+package(default_visibility = ["//visibility:public"])
+cc_library(
+    name = "cudart",
+    hdrs = glob(["include/**/*.h", "include/**/*.hpp"]),
+    includes = ["include"],
+    srcs = ["lib64/libcudart_static.a"],
+    linkopts = ["-ldl", "-lpthread", "-lrt"],
+)
+"""
+    else:
+        build = """
+package(default_visibility = ["//visibility:public"])
+# CUDA was not found at %s; --config=cuda cannot build here.
+cc_library(name = "cudart", srcs = [], linkopts = ["-lcudart-not-found"])
+""" % root
+    ctx.file("BUILD.bazel", build)
+    ctx.file("WORKSPACE", 'workspace(name = "%s")\n' % ctx.name)
+
+local_cuda = repository_rule(
+    implementation = _cuda_impl,
+    environ = ["CUDA_PATH"],
+    local = True,
+)

@@ -1,0 +1,222 @@
+#include "server/segy/sample_format.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+
+namespace shotstream::segy {
+namespace {
+
+inline uint64_t Load64(const uint8_t* p, ByteOrder order) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  return order == ByteOrder::kBigEndian ? __builtin_bswap64(v) : v;
+}
+inline uint32_t Load24(const uint8_t* p, ByteOrder order) {
+  return order == ByteOrder::kBigEndian
+             ? (uint32_t{p[0]} << 16) | (uint32_t{p[1]} << 8) | p[2]
+             : (uint32_t{p[2]} << 16) | (uint32_t{p[1]} << 8) | p[0];
+}
+
+// Straight loops the compiler vectorises: 4-byte formats with a byte swap.
+template <bool kSwap>
+void DecodeIeee32(const uint8_t* src, size_t n, float* dst) {
+  uint32_t* out = reinterpret_cast<uint32_t*>(dst);
+  for (size_t i = 0; i < n; ++i) {
+    uint32_t v;
+    std::memcpy(&v, src + 4 * i, 4);
+    out[i] = kSwap ? __builtin_bswap32(v) : v;
+  }
+}
+
+template <bool kSwap>
+void DecodeIbm(const uint8_t* src, size_t n, float* dst) {
+  uint32_t* out = reinterpret_cast<uint32_t*>(dst);
+  for (size_t i = 0; i < n; ++i) {
+    uint32_t v;
+    std::memcpy(&v, src + 4 * i, 4);
+    out[i] = IbmToIeeeBits(kSwap ? __builtin_bswap32(v) : v);
+  }
+}
+
+template <typename T, bool kSwap>
+void DecodeInt(const uint8_t* src, size_t n, float* dst) {
+  for (size_t i = 0; i < n; ++i) {
+    T v;
+    std::memcpy(&v, src + sizeof(T) * i, sizeof(T));
+    if constexpr (kSwap && sizeof(T) == 2) v = static_cast<T>(__builtin_bswap16(v));
+    if constexpr (kSwap && sizeof(T) == 4) v = static_cast<T>(__builtin_bswap32(v));
+    if constexpr (kSwap && sizeof(T) == 8) v = static_cast<T>(__builtin_bswap64(v));
+    dst[i] = static_cast<float>(v);
+  }
+}
+
+}  // namespace
+
+absl::string_view ByteOrderName(ByteOrder order) {
+  return order == ByteOrder::kBigEndian ? "big-endian" : "little-endian";
+}
+
+int BytesPerSample(int code) {
+  switch (code) {
+    case 1: case 2: case 4: case 5: case 10: return 4;
+    case 3: case 11: return 2;
+    case 6: case 9: case 12: return 8;
+    case 7: case 15: return 3;
+    case 8: case 16: return 1;
+    default: return 0;
+  }
+}
+
+absl::StatusOr<SampleFormat> SampleFormatFromCode(int code) {
+  if (code == 4) {
+    return absl::UnimplementedError(
+        "sample format code 4 (fixed point with gain, obsolete since SEG-Y rev 1) is not "
+        "supported");
+  }
+  if (BytesPerSample(code) == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "sample format code ", code,
+        " is not a SEG-Y format (expected 1, 2, 3, 5, 6, 7, 8, 9, 10, 11, 12, 15 or 16)"));
+  }
+  return static_cast<SampleFormat>(code);
+}
+
+absl::string_view SampleFormatName(SampleFormat format) {
+  switch (format) {
+    case SampleFormat::kIbmFloat32: return "IBM float32";
+    case SampleFormat::kInt32: return "int32";
+    case SampleFormat::kInt16: return "int16";
+    case SampleFormat::kFixedPointGain: return "fixed point with gain";
+    case SampleFormat::kIeeeFloat32: return "IEEE float32";
+    case SampleFormat::kIeeeFloat64: return "IEEE float64";
+    case SampleFormat::kInt24: return "int24";
+    case SampleFormat::kInt8: return "int8";
+    case SampleFormat::kInt64: return "int64";
+    case SampleFormat::kUInt32: return "uint32";
+    case SampleFormat::kUInt16: return "uint16";
+    case SampleFormat::kUInt64: return "uint64";
+    case SampleFormat::kUInt24: return "uint24";
+    case SampleFormat::kUInt8: return "uint8";
+  }
+  return "unknown";
+}
+
+uint32_t IbmToIeeeBits(uint32_t ibm) {
+  const uint32_t sign = ibm & 0x80000000u;
+  uint32_t frac = ibm & 0x00ffffffu;
+  if (frac == 0) return sign;  // signed zero, whatever the exponent
+  const int lz = __builtin_clz(frac) - 8;  // leading zero bits of the 24-bit fraction
+  int exp = static_cast<int>((ibm >> 24) & 0x7f) * 4 - 130 - lz;
+  uint32_t fr = frac << (8 + lz);  // normalised: top bit set
+  if (exp <= 0) {
+    if (exp < -24) return sign;  // complete underflow
+    fr >>= -exp;                 // denormal, truncated
+    return sign | (fr >> 9);
+  }
+  if (exp >= 255) return sign | 0x7f800000u;  // overflow: infinity
+  return sign | (static_cast<uint32_t>(exp) << 23) | ((fr << 1) >> 9);
+}
+
+float IbmToFloat(uint32_t ibm) {
+  const uint32_t bits = IbmToIeeeBits(ibm);
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+void DecodeSamples(const uint8_t* src, size_t n, SampleFormat format, ByteOrder order,
+                   float* dst) {
+  const bool be = order == ByteOrder::kBigEndian;
+  switch (format) {
+    case SampleFormat::kIeeeFloat32:
+      be ? DecodeIeee32<true>(src, n, dst) : DecodeIeee32<false>(src, n, dst);
+      return;
+    case SampleFormat::kIbmFloat32:
+      be ? DecodeIbm<true>(src, n, dst) : DecodeIbm<false>(src, n, dst);
+      return;
+    case SampleFormat::kInt32:
+      be ? DecodeInt<int32_t, true>(src, n, dst) : DecodeInt<int32_t, false>(src, n, dst);
+      return;
+    case SampleFormat::kInt16:
+      be ? DecodeInt<int16_t, true>(src, n, dst) : DecodeInt<int16_t, false>(src, n, dst);
+      return;
+    case SampleFormat::kInt8:
+      DecodeInt<int8_t, false>(src, n, dst);
+      return;
+    case SampleFormat::kUInt8:
+      DecodeInt<uint8_t, false>(src, n, dst);
+      return;
+    case SampleFormat::kInt64:
+      be ? DecodeInt<int64_t, true>(src, n, dst) : DecodeInt<int64_t, false>(src, n, dst);
+      return;
+    case SampleFormat::kUInt32:
+      be ? DecodeInt<uint32_t, true>(src, n, dst) : DecodeInt<uint32_t, false>(src, n, dst);
+      return;
+    case SampleFormat::kUInt16:
+      be ? DecodeInt<uint16_t, true>(src, n, dst) : DecodeInt<uint16_t, false>(src, n, dst);
+      return;
+    case SampleFormat::kUInt64:
+      be ? DecodeInt<uint64_t, true>(src, n, dst) : DecodeInt<uint64_t, false>(src, n, dst);
+      return;
+    case SampleFormat::kIeeeFloat64:
+      for (size_t i = 0; i < n; ++i) {
+        const uint64_t bits = Load64(src + 8 * i, order);
+        double d;
+        std::memcpy(&d, &bits, 8);
+        dst[i] = static_cast<float>(d);
+      }
+      return;
+    case SampleFormat::kInt24:
+      for (size_t i = 0; i < n; ++i) {
+        uint32_t v = Load24(src + 3 * i, order);
+        dst[i] = static_cast<float>(static_cast<int32_t>(v << 8) >> 8);
+      }
+      return;
+    case SampleFormat::kUInt24:
+      for (size_t i = 0; i < n; ++i) dst[i] = static_cast<float>(Load24(src + 3 * i, order));
+      return;
+    case SampleFormat::kFixedPointGain:
+      break;
+  }
+  // Unreachable for validated formats; never leave the destination uninitialised.
+  std::memset(dst, 0, n * sizeof(float));
+}
+
+uint32_t FloatToIbm(float value) {
+  if (value == 0.0f || std::isnan(value)) {
+    return std::signbit(value) ? 0x80000000u : 0u;
+  }
+  const uint32_t sign = std::signbit(value) ? 0x80000000u : 0u;
+  double a = std::fabs(static_cast<double>(value));
+  int e2;
+  double m = std::frexp(a, &e2);  // a = m * 2^e2, m in [0.5, 1)
+  // Base-16 exponent: a = f * 16^e16 with f in [1/16, 1).
+  int e16 = static_cast<int>(std::ceil(e2 / 4.0));
+  double f = std::ldexp(m, e2 - 4 * e16);
+  uint64_t frac = static_cast<uint64_t>(std::llround(std::ldexp(f, 24)));
+  if (frac >= (1u << 24)) {  // rounding carried into a new hex digit
+    frac >>= 4;
+    ++e16;
+  }
+  int biased = e16 + 64;
+  if (biased > 127) return sign | 0x7fffffffu;  // saturate
+  if (biased < 0) return sign;                  // underflow to zero
+  return sign | (static_cast<uint32_t>(biased) << 24) | static_cast<uint32_t>(frac);
+}
+
+void EncodeSamplesBigEndian(const float* src, size_t n, SampleFormat format, uint8_t* dst) {
+  for (size_t i = 0; i < n; ++i) {
+    uint32_t bits;
+    if (format == SampleFormat::kIbmFloat32) {
+      bits = FloatToIbm(src[i]);
+    } else {
+      std::memcpy(&bits, src + i, 4);
+    }
+    bits = __builtin_bswap32(bits);
+    std::memcpy(dst + 4 * i, &bits, 4);
+  }
+}
+
+}  // namespace shotstream::segy

@@ -1,0 +1,308 @@
+#include "server/segy/segy_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <functional>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "server/common/status_macros.h"
+#include "server/segy/trace_header.h"
+
+namespace shotstream::segy {
+namespace {
+
+using ReadFn = std::function<absl::Status(uint64_t, uint64_t, uint8_t*)>;
+
+uint32_t Read32(const uint8_t* p, ByteOrder order) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return order == ByteOrder::kBigEndian ? __builtin_bswap32(v) : v;
+}
+uint16_t Read16(const uint8_t* p, ByteOrder order) {
+  uint16_t v;
+  std::memcpy(&v, p, 2);
+  return order == ByteOrder::kBigEndian ? __builtin_bswap16(v) : v;
+}
+double ReadDouble(const uint8_t* p, ByteOrder order) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  if (order == ByteOrder::kBigEndian) v = __builtin_bswap64(v);
+  double d;
+  std::memcpy(&d, &v, 8);
+  return d;
+}
+
+// Binary header field at 1-based file byte `byte` (3201..3600).
+const uint8_t* Bin(const uint8_t* head, int byte) { return head + byte - 1; }
+
+absl::Status Err(const std::string& path, uint64_t byte, absl::string_view what) {
+  return absl::InvalidArgumentError(absl::StrCat(path, ": byte ", byte, ": ", what));
+}
+
+bool IsKnownFormat(int code) { return BytesPerSample(code) > 0; }
+
+// segyio's rule for the sample interval: binary (3217-3218) and trace (117-118)
+// intervals; a positive one wins, both positive must agree, otherwise 4000 us.
+double ChooseInterval(int bin_dt, int trace_dt) {
+  if (bin_dt > 0 && trace_dt > 0) return bin_dt == trace_dt ? bin_dt : 4000.0;
+  if (bin_dt > 0) return bin_dt;
+  if (trace_dt > 0) return trace_dt;
+  return 4000.0;
+}
+
+constexpr absl::string_view kEndTextAscii = "((SEG: EndText))";
+constexpr uint8_t kEndTextEbcdic[] = {0x4D, 0x4D, 0xE2, 0xC5, 0xC7, 0x7A, 0x40, 0xC5,
+                                      0x95, 0x84, 0xE3, 0x85, 0xA7, 0xA3, 0x5D, 0x5D};
+
+bool HasEndText(const uint8_t* record, size_t n) {
+  absl::string_view text(reinterpret_cast<const char*>(record), n);
+  if (absl::StrContains(text, kEndTextAscii)) return true;
+  absl::string_view ebcdic(reinterpret_cast<const char*>(kEndTextEbcdic),
+                           sizeof(kEndTextEbcdic));
+  return absl::StrContains(text, ebcdic);
+}
+
+absl::StatusOr<SegyLayout> ParseSeismicUnix(const std::string& path, const uint8_t* head,
+                                            size_t head_size, uint64_t file_size,
+                                            const OpenOptions& options) {
+  if (file_size == 0) {
+    SegyLayout empty;
+    empty.seismic_unix = true;
+    empty.first_trace_offset = 0;
+    return absl::InvalidArgumentError(absl::StrCat(path, ": empty Seismic Unix file"));
+  }
+  if (head_size < kTraceHeaderBytes) {
+    return Err(path, file_size, "Seismic Unix file shorter than one 240-byte trace header");
+  }
+  std::vector<ByteOrder> orders;
+  if (options.byte_order) {
+    orders.push_back(*options.byte_order);
+  } else {
+    orders = {ByteOrder::kBigEndian, ByteOrder::kLittleEndian};
+  }
+  for (ByteOrder order : orders) {
+    const uint32_t ns = Read16(head + 114, order);
+    if (ns == 0) continue;
+    const uint64_t trace_bytes = kTraceHeaderBytes + 4ull * ns;
+    if (file_size % trace_bytes != 0) continue;
+    SegyLayout l;
+    l.seismic_unix = true;
+    l.byte_order = order;
+    l.format = SampleFormat::kIeeeFloat32;
+    l.bytes_per_sample = 4;
+    l.n_samples = ns;
+    l.sample_interval_us = ChooseInterval(0, static_cast<int16_t>(Read16(head + 116, order)));
+    l.first_trace_offset = 0;
+    l.trace_bytes = trace_bytes;
+    l.n_traces = file_size / trace_bytes;
+    return l;
+  }
+  return Err(path, 115,
+             "Seismic Unix trace header sample count (bytes 115-116) does not divide the file "
+             "into whole traces in either byte order");
+}
+
+absl::StatusOr<SegyLayout> ParseLayoutImpl(const std::string& path, const uint8_t* head,
+                                           size_t head_size, uint64_t file_size,
+                                           const OpenOptions& options, const ReadFn& read_at) {
+  if (absl::EndsWith(path, ".su")) {
+    return ParseSeismicUnix(path, head, head_size, file_size, options);
+  }
+  if (file_size < kFileHeaderBytes || head_size < kFileHeaderBytes) {
+    return Err(path, file_size,
+               absl::StrCat("file is ", file_size,
+                            " bytes, shorter than the 3600-byte SEG-Y file header"));
+  }
+  SegyLayout l;
+  // Byte order: the rev 2 byte-order word, else the one in which the format code is valid.
+  const uint32_t order_word = Read32(Bin(head, 3297), ByteOrder::kBigEndian);
+  if (options.byte_order) {
+    l.byte_order = *options.byte_order;
+  } else if (order_word == 0x01020304u) {
+    l.byte_order = ByteOrder::kBigEndian;
+  } else if (order_word == 0x04030201u) {
+    l.byte_order = ByteOrder::kLittleEndian;
+  } else {
+    const int be = static_cast<int16_t>(Read16(Bin(head, 3225), ByteOrder::kBigEndian));
+    const int le = static_cast<int16_t>(Read16(Bin(head, 3225), ByteOrder::kLittleEndian));
+    if (IsKnownFormat(be)) {
+      l.byte_order = ByteOrder::kBigEndian;
+    } else if (IsKnownFormat(le)) {
+      l.byte_order = ByteOrder::kLittleEndian;
+    } else {
+      return Err(path, 3225,
+                 absl::StrCat("sample format code is ", be, " read big-endian and ", le,
+                              " read little-endian; neither is a SEG-Y format, so the byte "
+                              "order cannot be detected"));
+    }
+  }
+  const ByteOrder order = l.byte_order;
+  const int format_code = static_cast<int16_t>(Read16(Bin(head, 3225), order));
+  auto format = SampleFormatFromCode(format_code);
+  if (!format.ok()) {
+    return Err(path, 3225, format.status().message());
+  }
+  l.format = *format;
+  l.bytes_per_sample = BytesPerSample(format_code);
+
+  const int rev_major = head[3500];
+  l.revision_major = rev_major;
+  const bool rev2 = rev_major == 2 || rev_major == 3;
+
+  l.n_samples = Read16(Bin(head, 3221), order);  // unsigned in rev 2
+  if (rev2 && l.n_samples == 0) {
+    l.n_samples = Read32(Bin(head, 3269), order);
+  }
+  if (l.n_samples == 0) {
+    return Err(path, 3221, "number of samples per trace is 0");
+  }
+  if (l.n_samples > 100'000'000) {
+    return Err(path, 3269, absl::StrCat("number of samples per trace ", l.n_samples,
+                                        " is absurd (more than 100 million)"));
+  }
+
+  const int ext = static_cast<int16_t>(Read16(Bin(head, 3505), order));
+  if (ext >= 0) {
+    l.extended_textual_headers = ext;
+  } else if (ext == -1) {
+    // Variable count: 3200-byte records up to and including ((SEG: EndText)).
+    std::vector<uint8_t> record(kTextualHeaderBytes);
+    int count = 0;
+    for (uint64_t pos = kFileHeaderBytes;; pos += kTextualHeaderBytes) {
+      if (pos + kTextualHeaderBytes > file_size) {
+        return Err(path, 3505,
+                   "extended textual header count is -1 but no ((SEG: EndText)) record was "
+                   "found before the end of the file");
+      }
+      SS_RETURN_IF_ERROR(read_at(pos, kTextualHeaderBytes, record.data()));
+      ++count;
+      if (HasEndText(record.data(), record.size())) break;
+    }
+    l.extended_textual_headers = count;
+  } else {
+    return Err(path, 3505, absl::StrCat("extended textual header count ", ext,
+                                        " is negative (only -1, variable, is allowed)"));
+  }
+
+  if (rev2) {
+    const int64_t extra = static_cast<int32_t>(Read32(Bin(head, 3507), order));
+    if (extra < 0 || extra > 1000) {
+      return Err(path, 3507, absl::StrCat("additional trace header count ", extra,
+                                          " is out of range"));
+    }
+    l.trace_headers_per_trace = 1 + static_cast<int>(extra);
+  }
+  l.first_trace_offset =
+      kFileHeaderBytes + uint64_t{kTextualHeaderBytes} * l.extended_textual_headers;
+  l.trace_bytes = l.header_bytes() + l.sample_bytes();
+  if (file_size < l.first_trace_offset) {
+    return Err(path, 3505,
+               absl::StrCat(l.extended_textual_headers,
+                            " extended textual headers do not fit in a file of ", file_size,
+                            " bytes"));
+  }
+  const uint64_t data = file_size - l.first_trace_offset;
+  if (data % l.trace_bytes != 0) {
+    return Err(path, l.first_trace_offset + data / l.trace_bytes * l.trace_bytes,
+               absl::StrCat("file size ", file_size, " is not the ", l.first_trace_offset,
+                            "-byte header plus whole traces of ", l.trace_bytes, " bytes (",
+                            l.n_samples, " samples of ", l.bytes_per_sample, " bytes + ",
+                            l.header_bytes(), " header bytes): ", data % l.trace_bytes,
+                            " bytes left over (truncated file, or wrong n_samples/format)"));
+  }
+  l.n_traces = data / l.trace_bytes;
+
+  const int bin_dt = static_cast<int16_t>(Read16(Bin(head, 3217), order));
+  int trace_dt = 0;
+  if (l.n_traces > 0) {
+    uint8_t th[kTraceHeaderBytes];
+    SS_RETURN_IF_ERROR(read_at(l.first_trace_offset, kTraceHeaderBytes, th));
+    trace_dt = static_cast<int16_t>(Read16(th + 116, order));
+  }
+  l.sample_interval_us = ChooseInterval(bin_dt, trace_dt);
+  if (rev2 && bin_dt == 0 && trace_dt <= 0) {
+    const double ext_dt = ReadDouble(Bin(head, 3273), order);
+    if (ext_dt > 0 && ext_dt < 1e9) l.sample_interval_us = ext_dt;
+  }
+  return l;
+}
+
+}  // namespace
+
+absl::StatusOr<SegyLayout> ParseSegyHeaders(const std::string& path, const uint8_t* head,
+                                            size_t head_size, uint64_t file_size,
+                                            const OpenOptions& options) {
+  // Reads are served from `head` only (fuzzers and tests pass the whole file).
+  ReadFn read_at = [&](uint64_t off, uint64_t len, uint8_t* dst) -> absl::Status {
+    if (off + len > head_size) {
+      return absl::DataLossError(absl::StrCat(path, ": byte ", off, ": past the end"));
+    }
+    std::memcpy(dst, head + off, len);
+    return absl::OkStatus();
+  };
+  return ParseLayoutImpl(path, head, head_size, file_size, options, read_at);
+}
+
+absl::StatusOr<std::unique_ptr<SegyFile>> SegyFile::Open(const std::string& path,
+                                                         const OpenOptions& options) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    const int err = errno;
+    std::string msg = absl::StrCat(path, ": cannot open: ", std::strerror(err));
+    return err == ENOENT ? absl::NotFoundError(msg) : absl::PermissionDeniedError(msg);
+  }
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return absl::InvalidArgumentError(absl::StrCat(path, ": not a regular file"));
+  }
+  const int64_t mtime_ns = int64_t{st.st_mtim.tv_sec} * 1'000'000'000 + st.st_mtim.tv_nsec;
+  std::unique_ptr<SegyFile> file(
+      new SegyFile(path, fd, static_cast<uint64_t>(st.st_size), mtime_ns));
+  SS_RETURN_IF_ERROR(file->ParseLayout(options));
+  return file;
+}
+
+SegyFile::~SegyFile() { ::close(fd_); }
+
+absl::Status SegyFile::ParseLayout(const OpenOptions& options) {
+  const size_t head_size = std::min<uint64_t>(size_, kFileHeaderBytes + kTraceHeaderBytes);
+  std::vector<uint8_t> head(head_size);
+  SS_RETURN_IF_ERROR(ReadAt(0, head_size, head.data()));
+  ReadFn read_at = [this](uint64_t off, uint64_t len, uint8_t* dst) {
+    return ReadAt(off, len, dst);
+  };
+  SS_ASSIGN_OR_RETURN(layout_, ParseLayoutImpl(path_, head.data(), head.size(), size_,
+                                               options, read_at));
+  return absl::OkStatus();
+}
+
+absl::Status SegyFile::ReadAt(uint64_t offset, uint64_t length, uint8_t* dst) const {
+  uint64_t done = 0;
+  while (done < length) {
+    const ssize_t n = ::pread(fd_, dst + done, length - done, offset + done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return absl::UnavailableError(absl::StrCat(path_, ": read of ", length,
+                                                 " bytes at byte offset ", offset,
+                                                 " failed: ", std::strerror(errno)));
+    }
+    if (n == 0) {
+      return absl::DataLossError(absl::StrCat(
+          path_, ": file ends at byte ", offset + done, " but ", length,
+          " bytes were expected at byte offset ", offset,
+          " (file truncated or replaced while serving)"));
+    }
+    done += static_cast<uint64_t>(n);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace shotstream::segy

@@ -1,0 +1,88 @@
+// An open SEG-Y (or Seismic Unix) file: its layout parsed from the file headers, and
+// positioned reads of its bytes.
+//
+// Thread-safe after Open: reads use pread on a read-only descriptor.
+#ifndef SHOTSTREAM_SERVER_SEGY_SEGY_FILE_H_
+#define SHOTSTREAM_SERVER_SEGY_SEGY_FILE_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "server/segy/sample_format.h"
+
+namespace shotstream::segy {
+
+inline constexpr int kTextualHeaderBytes = 3200;
+inline constexpr int kBinaryHeaderBytes = 400;
+inline constexpr int kFileHeaderBytes = kTextualHeaderBytes + kBinaryHeaderBytes;
+
+// Where the traces are and how to decode them.
+struct SegyLayout {
+  ByteOrder byte_order = ByteOrder::kBigEndian;
+  SampleFormat format = SampleFormat::kIeeeFloat32;
+  int bytes_per_sample = 4;
+  uint32_t n_samples = 0;
+  double sample_interval_us = 0;
+  int revision_major = 0;
+  int extended_textual_headers = 0;  // 3200-byte records after the binary header
+  int trace_headers_per_trace = 1;   // 1 + additional 240-byte trace headers
+  bool seismic_unix = false;         // no file headers at all
+  uint64_t first_trace_offset = kFileHeaderBytes;
+  uint64_t trace_bytes = 0;  // all headers of a trace plus its samples
+  uint64_t n_traces = 0;
+
+  uint64_t header_bytes() const { return 240ull * trace_headers_per_trace; }
+  uint64_t sample_bytes() const { return uint64_t{n_samples} * bytes_per_sample; }
+  uint64_t TraceOffset(uint64_t trace) const { return first_trace_offset + trace * trace_bytes; }
+};
+
+struct OpenOptions {
+  // Force a byte order instead of detecting it.
+  std::optional<ByteOrder> byte_order;
+};
+
+// Parses the 3600-byte file header. `file_size` checks that traces fit; `read_at` is
+// used for the extended textual headers with a count of -1. Errors name the file, the
+// byte and the reason.
+class SegyFile {
+ public:
+  static absl::StatusOr<std::unique_ptr<SegyFile>> Open(const std::string& path,
+                                                        const OpenOptions& options = {});
+  ~SegyFile();
+  SegyFile(const SegyFile&) = delete;
+  SegyFile& operator=(const SegyFile&) = delete;
+
+  const std::string& path() const { return path_; }
+  const SegyLayout& layout() const { return layout_; }
+  uint64_t size() const { return size_; }
+  int64_t mtime_ns() const { return mtime_ns_; }
+
+  // Reads exactly `length` bytes at `offset`, or an error naming the file and offset
+  // (DATA_LOSS when the file is shorter than expected, UNAVAILABLE on I/O errors).
+  absl::Status ReadAt(uint64_t offset, uint64_t length, uint8_t* dst) const;
+
+ private:
+  SegyFile(std::string path, int fd, uint64_t size, int64_t mtime_ns)
+      : path_(std::move(path)), fd_(fd), size_(size), mtime_ns_(mtime_ns) {}
+  absl::Status ParseLayout(const OpenOptions& options);
+
+  std::string path_;
+  int fd_;
+  uint64_t size_;
+  int64_t mtime_ns_;
+  SegyLayout layout_;
+};
+
+// Parses a layout from the first bytes of a file (exposed for tests and fuzzers).
+// `head` holds min(file_size, 3600 + 240) bytes.
+absl::StatusOr<SegyLayout> ParseSegyHeaders(const std::string& path, const uint8_t* head,
+                                            size_t head_size, uint64_t file_size,
+                                            const OpenOptions& options);
+
+}  // namespace shotstream::segy
+
+#endif  // SHOTSTREAM_SERVER_SEGY_SEGY_FILE_H_

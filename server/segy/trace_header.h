@@ -1,0 +1,63 @@
+// Trace header fields by name, and the contract's derived header values.
+//
+// Thread-safe: pure functions over caller-owned bytes.
+#ifndef SHOTSTREAM_SERVER_SEGY_TRACE_HEADER_H_
+#define SHOTSTREAM_SERVER_SEGY_TRACE_HEADER_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "server/segy/sample_format.h"
+
+namespace shotstream::segy {
+
+inline constexpr int kTraceHeaderBytes = 240;
+
+// A standard rev 1 trace header field: 1-based byte position and size (2 or 4 bytes,
+// signed integers).
+struct HeaderField {
+  absl::string_view name;
+  int byte;  // 1-based within the 240-byte trace header
+  int size;  // 2 or 4
+};
+
+// Every standard SEG-Y rev 1 trace header field (bytes 1-240), snake_case names.
+const std::vector<HeaderField>& StandardTraceHeaderFields();
+
+// Reads a signed integer of `size` bytes at 1-based `byte` of `header`.
+int64_t ReadHeaderInt(const uint8_t* header, int byte, int size, ByteOrder order);
+
+// A field to return with a shot: a standard field (raw integer value) or one of the
+// contract's scaled fields (coordinates with bytes 71-72 applied, elevations with bytes
+// 69-70 applied).
+struct HeaderSelector {
+  std::string name;
+  int byte = 0;
+  int size = 0;
+  enum class Scale { kNone, kCoordinate, kElevation } scale = Scale::kNone;
+};
+
+// Resolves a header name, or NOT_FOUND-style InvalidArgument naming it.
+absl::StatusOr<HeaderSelector> ResolveHeader(absl::string_view name);
+
+// The value of `selector` in `header`, with its scalar applied (negative divides, zero
+// means 1, as SEG-Y rev 1 says).
+double HeaderValue(const HeaderSelector& selector, const uint8_t* header, ByteOrder order);
+
+// The names a dataset can return: the contract's fields, then every standard field.
+std::vector<std::string> ServableHeaderNames();
+
+// The trace header field that identifies a shot: one of field_record, energy_source_point,
+// inline, crossline, or byte:N (a 4-byte signed integer at 1-based byte N, 1..237).
+struct ShotKey {
+  std::string name;
+  int byte = 9;
+};
+absl::StatusOr<ShotKey> ParseShotKey(absl::string_view text);
+
+}  // namespace shotstream::segy
+
+#endif  // SHOTSTREAM_SERVER_SEGY_TRACE_HEADER_H_
