@@ -1,0 +1,240 @@
+// shotstream: command-line client.
+//
+//   shotstream ls    --target=HOST:PORT
+//   shotstream info  --target=HOST:PORT --dataset=NAME
+//   shotstream fetch --target=HOST:PORT --dataset=NAME [--shots=1,2,5|all] --out=DIR
+//                    [--headers=group_x,offset]
+//   shotstream bench --target=HOST:PORT --dataset=NAME [--shots=...] [--streams=N]
+//                    [--queue_depth=N] [--repeat=N]
+//
+// bench verifies every checksum and prints one JSON object on its last line with
+// shots, bytes, seconds and gbps (= bytes / seconds / 1e9).
+#include <sys/stat.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "client/client.h"
+#include "client/npy.h"
+
+ABSL_FLAG(std::string, target, "127.0.0.1:50051", "server HOST:PORT");
+ABSL_FLAG(std::string, dataset, "", "dataset name");
+ABSL_FLAG(std::string, shots, "all", "comma-separated shot ids, or 'all'");
+ABSL_FLAG(std::string, headers, "", "comma-separated trace header fields to fetch");
+ABSL_FLAG(std::string, out, ".", "fetch: output directory");
+ABSL_FLAG(std::string, format, "npy", "fetch: output format (npy)");
+ABSL_FLAG(uint32_t, queue_depth, 2, "shots read and received ahead");
+ABSL_FLAG(int, streams, 1, "bench: concurrent streams, each over all the shots");
+ABSL_FLAG(int, repeat, 1, "bench: times each stream goes over the shots");
+ABSL_FLAG(bool, progress, true, "fetch: progress bar on stderr");
+
+namespace {
+
+using shotstream::client::Client;
+using shotstream::client::Shot;
+
+int Fail(const absl::Status& s) {
+  std::cerr << "shotstream: " << absl::StatusCodeToString(s.code()) << ": " << s.message()
+            << std::endl;
+  return 1;
+}
+
+absl::StatusOr<std::vector<int64_t>> ShotList(Client& client, const std::string& dataset) {
+  const std::string flag = absl::GetFlag(FLAGS_shots);
+  if (flag == "all") {
+    auto info = client.GetDataset(dataset);
+    if (!info.ok()) return info.status();
+    return info->shot_ids;
+  }
+  std::vector<int64_t> ids;
+  for (absl::string_view part : absl::StrSplit(flag, ',', absl::SkipEmpty())) {
+    int64_t id;
+    if (!absl::SimpleAtoi(part, &id)) {
+      return absl::InvalidArgumentError(absl::StrCat("--shots: '", part, "' is not a shot id"));
+    }
+    ids.push_back(id);
+  }
+  return ids;
+}
+
+std::vector<std::string> HeaderList() {
+  return absl::StrSplit(absl::GetFlag(FLAGS_headers), ',', absl::SkipEmpty());
+}
+
+int Ls(Client& client) {
+  auto list = client.ListDatasets();
+  if (!list.ok()) return Fail(list.status());
+  std::printf("%-20s %-7s %10s %12s %9s %10s %7s\n", "NAME", "STATE", "SHOTS", "TRACES",
+              "SAMPLES", "DT_US", "FORMAT");
+  for (const auto& d : *list) {
+    std::printf("%-20s %-7s %10llu %12llu %9u %10g %7d%s%s\n", d.name.c_str(), d.state.c_str(),
+                static_cast<unsigned long long>(d.n_shots),
+                static_cast<unsigned long long>(d.n_traces), d.n_samples, d.sample_interval_us,
+                d.sample_format, d.error.empty() ? "" : "  ", d.error.c_str());
+  }
+  return 0;
+}
+
+int Info(Client& client, const std::string& dataset) {
+  auto d = client.GetDataset(dataset);
+  if (!d.ok()) return Fail(d.status());
+  std::printf("name: %s\nstate: %s\nfiles: %u\nshots: %llu\ntraces: %llu\nn_samples: %u\n"
+              "sample_interval_us: %g\nsample_format: %d\nshot_key: %s\n",
+              d->name.c_str(), d->state.c_str(), d->n_files,
+              static_cast<unsigned long long>(d->n_shots),
+              static_cast<unsigned long long>(d->n_traces), d->n_samples,
+              d->sample_interval_us, d->sample_format, d->shot_key.c_str());
+  std::printf("shot_ids:");
+  for (size_t i = 0; i < d->shot_ids.size(); ++i) {
+    std::printf(" %lld(%u)", static_cast<long long>(d->shot_ids[i]), d->shot_trace_counts[i]);
+  }
+  std::printf("\n");
+  return 0;
+}
+
+void ProgressBar(size_t done, size_t total, uint64_t bytes, absl::Time start) {
+  const double secs = absl::ToDoubleSeconds(absl::Now() - start);
+  const int width = 30;
+  const int filled = total ? static_cast<int>(width * done / total) : width;
+  std::fprintf(stderr, "\r[%s%s] %zu/%zu shots  %.1f MB  %.2f GB/s", std::string(filled, '#').c_str(),
+               std::string(width - filled, ' ').c_str(), done, total, bytes / 1e6,
+               secs > 0 ? bytes / secs / 1e9 : 0.0);
+  if (done == total) std::fprintf(stderr, "\n");
+}
+
+int Fetch(Client& client, const std::string& dataset) {
+  if (absl::GetFlag(FLAGS_format) != "npy") {
+    return Fail(absl::InvalidArgumentError("--format: only npy is supported"));
+  }
+  auto ids = ShotList(client, dataset);
+  if (!ids.ok()) return Fail(ids.status());
+  const std::string out = absl::GetFlag(FLAGS_out);
+  ::mkdir(out.c_str(), 0755);
+  shotstream::client::StreamOptions options;
+  options.queue_depth = absl::GetFlag(FLAGS_queue_depth);
+  options.headers = HeaderList();
+  const size_t total = ids->size();
+  auto reader = client.Stream(dataset, *ids, options);
+  Shot shot;
+  size_t done = 0;
+  uint64_t bytes = 0;
+  const absl::Time start = absl::Now();
+  for (;;) {
+    auto more = reader->Next(&shot);
+    if (!more.ok()) return Fail(more.status());
+    if (!*more) break;
+    const std::string base = absl::StrCat(out, "/shot_", shot.shot_id);
+    absl::Status s = shotstream::client::WriteNpy(
+        base + ".npy", "<f4", {shot.n_traces, shot.n_samples}, shot.samples.data(),
+        shot.samples.size() * sizeof(float));
+    if (!s.ok()) return Fail(s);
+    for (const auto& [name, values] : shot.headers) {
+      s = shotstream::client::WriteNpy(absl::StrCat(base, ".", name, ".npy"), "<f8",
+                                       {values.size()}, values.data(),
+                                       values.size() * sizeof(double));
+      if (!s.ok()) return Fail(s);
+    }
+    ++done;
+    bytes += shot.samples.size() * sizeof(float);
+    if (absl::GetFlag(FLAGS_progress)) ProgressBar(done, total, bytes, start);
+  }
+  std::printf("fetched %zu shots (%llu bytes) to %s\n", done,
+              static_cast<unsigned long long>(bytes), out.c_str());
+  return 0;
+}
+
+int Bench(Client& client, const std::string& dataset) {
+  auto ids = ShotList(client, dataset);
+  if (!ids.ok()) return Fail(ids.status());
+  const int streams = std::max(1, absl::GetFlag(FLAGS_streams));
+  const int repeat = std::max(1, absl::GetFlag(FLAGS_repeat));
+  shotstream::client::StreamOptions options;
+  options.queue_depth = absl::GetFlag(FLAGS_queue_depth);
+  options.headers = HeaderList();
+  std::atomic<uint64_t> shots{0}, bytes{0};
+  std::vector<absl::Status> errors(streams);
+  std::vector<double> stream_seconds(streams);
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<std::thread> threads;
+  for (int s = 0; s < streams; ++s) {
+    threads.emplace_back([&, s] {
+      const auto t0 = std::chrono::steady_clock::now();
+      for (int r = 0; r < repeat && errors[s].ok(); ++r) {
+        auto reader = client.Stream(dataset, *ids, options);
+        Shot shot;
+        for (;;) {
+          auto more = reader->Next(&shot);  // checksum verified inside
+          if (!more.ok()) {
+            errors[s] = more.status();
+            break;
+          }
+          if (!*more) break;
+          ++shots;
+          bytes += shot.samples.size() * sizeof(float);
+        }
+      }
+      stream_seconds[s] =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    });
+  }
+  for (auto& t : threads) t.join();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  for (const absl::Status& e : errors) {
+    if (!e.ok()) return Fail(e);
+  }
+  double slowest = 0, fastest = 1e300;
+  for (double t : stream_seconds) {
+    slowest = std::max(slowest, t);
+    fastest = std::min(fastest, t);
+  }
+  std::printf(
+      "{\"shots\": %llu, \"bytes\": %llu, \"seconds\": %.6f, \"gbps\": %.4f, \"streams\": %d, "
+      "\"queue_depth\": %u, \"repeat\": %d, \"checksums_verified\": %llu, "
+      "\"slowest_stream_seconds\": %.6f, \"fastest_stream_seconds\": %.6f}\n",
+      static_cast<unsigned long long>(shots.load()), static_cast<unsigned long long>(bytes.load()),
+      seconds, bytes.load() / seconds / 1e9, streams, options.queue_depth, repeat,
+      static_cast<unsigned long long>(shots.load()), slowest, fastest);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "shotstream COMMAND --target=HOST:PORT [flags]; COMMAND is ls, info, fetch or bench");
+  std::vector<char*> args = absl::ParseCommandLine(argc, argv);
+  if (args.size() != 2) {
+    std::cerr << "usage: shotstream ls|info|fetch|bench --target=HOST:PORT [--dataset=NAME] "
+                 "[flags]; see --help"
+              << std::endl;
+    return 2;
+  }
+  const std::string command = args[1];
+  auto client = Client::Connect(absl::GetFlag(FLAGS_target));
+  if (!client.ok()) return Fail(client.status());
+  const std::string dataset = absl::GetFlag(FLAGS_dataset);
+  if (command == "ls") return Ls(**client);
+  if (dataset.empty()) {
+    return Fail(absl::InvalidArgumentError(absl::StrCat(command, " needs --dataset=NAME")));
+  }
+  if (command == "info") return Info(**client, dataset);
+  if (command == "fetch") return Fetch(**client, dataset);
+  if (command == "bench") return Bench(**client, dataset);
+  std::cerr << "shotstream: unknown command '" << command << "' (ls, info, fetch, bench)"
+            << std::endl;
+  return 2;
+}

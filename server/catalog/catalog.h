@@ -1,0 +1,60 @@
+// Catalog: shot id -> the shot's traces (file id, byte offset), built once by scanning
+// trace headers so that requests never parse headers.
+//
+// Thread-safe after Build: all accessors are const.
+#ifndef SHOTSTREAM_SERVER_CATALOG_CATALOG_H_
+#define SHOTSTREAM_SERVER_CATALOG_CATALOG_H_
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "server/io/coalescing_reader.h"
+#include "server/segy/segy_file.h"
+#include "server/segy/trace_header.h"
+
+namespace shotstream::catalog {
+
+struct ShotEntry {
+  int64_t shot_id = 0;
+  uint64_t first_trace = 0;  // index into Catalog::traces()
+  uint32_t n_traces = 0;
+};
+
+// Called now and then during a scan with (traces scanned, traces in all).
+using ScanProgress = std::function<void(uint64_t, uint64_t)>;
+
+class Catalog {
+ public:
+  Catalog() = default;
+
+  // Scans every trace header of `files` (file id = position) and groups traces by the
+  // 4-byte shot key. A shot's traces stay in file order (file id, then offset).
+  static absl::StatusOr<Catalog> Build(absl::Span<const segy::SegyFile* const> files,
+                                       const segy::ShotKey& key,
+                                       const ScanProgress& progress = nullptr);
+
+  // Assembles a catalog from already grouped columns (for loaders and tests).
+  static Catalog FromColumns(std::vector<ShotEntry> shots, std::vector<io::TraceRef> traces);
+
+  // Shots sorted by id.
+  const std::vector<ShotEntry>& shots() const { return shots_; }
+  uint64_t n_traces() const { return traces_.size(); }
+  const std::vector<io::TraceRef>& traces() const { return traces_; }
+
+  // The shot with this id, or null.
+  const ShotEntry* Find(int64_t shot_id) const;
+  absl::Span<const io::TraceRef> TracesOf(const ShotEntry& shot) const {
+    return absl::MakeConstSpan(traces_).subspan(shot.first_trace, shot.n_traces);
+  }
+
+ private:
+  std::vector<ShotEntry> shots_;
+  std::vector<io::TraceRef> traces_;  // grouped by shot, file order within a shot
+};
+
+}  // namespace shotstream::catalog
+
+#endif  // SHOTSTREAM_SERVER_CATALOG_CATALOG_H_

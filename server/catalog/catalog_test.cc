@@ -1,0 +1,73 @@
+#include "server/catalog/catalog.h"
+
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "server/segy/test_writer.h"
+
+namespace shotstream::catalog {
+namespace {
+
+std::unique_ptr<segy::SegyFile> Write(const std::string& name,
+                                      const std::vector<std::pair<int, int>>& key_fields,
+                                      int byte) {
+  segy::TestFileSpec spec;
+  spec.n_samples = 3;
+  for (auto [ffid, other] : key_fields) {
+    segy::TestTrace t;
+    t.fields.push_back({byte, 4, ffid});
+    t.fields.push_back({37, 4, other});
+    spec.traces.push_back(t);
+  }
+  const char* dir = std::getenv("TEST_TMPDIR");
+  const std::string path = std::string(dir ? dir : "/tmp") + "/" + name;
+  segy::WriteSegyFile(path, spec);
+  auto f = segy::SegyFile::Open(path);
+  EXPECT_TRUE(f.ok()) << f.status();
+  return std::move(*f);
+}
+
+TEST(CatalogTest, GroupsByShotAcrossFilesInFileOrder) {
+  // Shot 7 spans both files and is interleaved with shot 3 in the first.
+  auto a = Write("a.sgy", {{7, 0}, {3, 1}, {7, 2}, {3, 3}}, 9);
+  auto b = Write("b.sgy", {{7, 4}, {-2, 5}}, 9);
+  std::vector<const segy::SegyFile*> files = {a.get(), b.get()};
+  auto key = segy::ParseShotKey("field_record");
+  ASSERT_TRUE(key.ok());
+  uint64_t last_progress = 0;
+  auto c = Catalog::Build(files, *key, [&](uint64_t done, uint64_t total) {
+    EXPECT_EQ(total, 6u);
+    last_progress = done;
+  });
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(last_progress, 6u);
+  ASSERT_EQ(c->shots().size(), 3u);
+  EXPECT_EQ(c->shots()[0].shot_id, -2);
+  EXPECT_EQ(c->shots()[1].shot_id, 3);
+  EXPECT_EQ(c->shots()[2].shot_id, 7);
+  const ShotEntry* seven = c->Find(7);
+  ASSERT_NE(seven, nullptr);
+  auto traces = c->TracesOf(*seven);
+  ASSERT_EQ(traces.size(), 3u);
+  const auto& la = a->layout();
+  EXPECT_EQ(traces[0], (io::TraceRef{0, la.TraceOffset(0)}));
+  EXPECT_EQ(traces[1], (io::TraceRef{0, la.TraceOffset(2)}));
+  EXPECT_EQ(traces[2], (io::TraceRef{1, b->layout().TraceOffset(0)}));
+  EXPECT_EQ(c->Find(4), nullptr);
+  EXPECT_EQ(c->n_traces(), 6u);
+}
+
+TEST(CatalogTest, ByteKey) {
+  auto a = Write("k.sgy", {{11, 0}, {11, 1}, {12, 2}}, 21);
+  std::vector<const segy::SegyFile*> files = {a.get()};
+  auto c = Catalog::Build(files, *segy::ParseShotKey("byte:21"));
+  ASSERT_TRUE(c.ok());
+  ASSERT_EQ(c->shots().size(), 2u);
+  EXPECT_EQ(c->Find(11)->n_traces, 2u);
+}
+
+}  // namespace
+}  // namespace shotstream::catalog

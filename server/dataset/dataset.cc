@@ -1,0 +1,145 @@
+#include "server/dataset/dataset.h"
+
+#include <glob.h>
+#include <zlib.h>
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "server/common/status_macros.h"
+
+namespace shotstream::dataset {
+namespace {
+
+absl::StatusOr<std::vector<std::string>> ExpandGlobs(const DatasetSpec& spec) {
+  std::vector<std::string> paths;
+  for (const std::string& pattern : spec.globs) {
+    glob_t g{};
+    const int rc = ::glob(pattern.c_str(), GLOB_NOSORT, nullptr, &g);
+    if (rc == 0) {
+      for (size_t i = 0; i < g.gl_pathc; ++i) paths.emplace_back(g.gl_pathv[i]);
+    }
+    globfree(&g);
+    if (rc != 0 && rc != GLOB_NOMATCH) {
+      return absl::UnavailableError(
+          absl::StrCat("dataset '", spec.name, "': cannot expand '", pattern, "'"));
+    }
+  }
+  std::sort(paths.begin(), paths.end());
+  paths.erase(std::unique(paths.begin(), paths.end()), paths.end());
+  if (paths.empty()) {
+    return absl::NotFoundError(absl::StrCat("dataset '", spec.name, "': no file matches '",
+                                            absl::StrJoin(spec.globs, ","), "'"));
+  }
+  return paths;
+}
+
+}  // namespace
+
+absl::StatusOr<std::pair<std::string, std::string>> SplitDatasetFlag(absl::string_view flag) {
+  const size_t eq = flag.find('=');
+  if (eq == absl::string_view::npos || eq == 0 || eq + 1 == flag.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--dataset='", flag, "': expected NAME=GLOB, e.g. line1=/data/line1/*.sgy"));
+  }
+  std::string name(flag.substr(0, eq));
+  SS_RETURN_IF_ERROR(ValidateDatasetName(name));
+  return std::make_pair(name, std::string(flag.substr(eq + 1)));
+}
+
+absl::Status ValidateDatasetName(absl::string_view name) {
+  if (name.empty() || name.size() > 128) {
+    return absl::InvalidArgumentError("dataset name must be 1 to 128 characters");
+  }
+  for (char c : name) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '.' || c == '_' || c == '-';
+    if (!ok) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "dataset name '", name, "' may hold only letters, digits, '.', '_' and '-'"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<Dataset>> Dataset::Load(const DatasetSpec& spec,
+                                                       const catalog::ScanProgress& progress) {
+  std::unique_ptr<Dataset> d(new Dataset());
+  d->spec_ = spec;
+  SS_ASSIGN_OR_RETURN(std::vector<std::string> paths, ExpandGlobs(spec));
+  segy::OpenOptions options;
+  options.byte_order = spec.byte_order;
+  for (const std::string& path : paths) {
+    auto file = segy::SegyFile::Open(path, options);
+    if (!file.ok()) {
+      return absl::Status(file.status().code(),
+                          absl::StrCat("dataset '", spec.name, "': ", file.status().message()));
+    }
+    const segy::SegyLayout& l = (*file)->layout();
+    if (d->files_.empty()) {
+      d->n_samples_ = l.n_samples;
+      d->sample_interval_us_ = l.sample_interval_us;
+      d->sample_format_ = static_cast<int>(l.format);
+    } else if (l.n_samples != d->n_samples_) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "dataset '", spec.name, "': ", path, " has ", l.n_samples,
+          " samples per trace but ", d->files_[0]->path(), " has ", d->n_samples_,
+          "; all files of a dataset must share the sample count"));
+    }
+    d->files_.push_back(std::move(*file));
+    d->file_ptrs_.push_back(d->files_.back().get());
+  }
+  SS_ASSIGN_OR_RETURN(d->catalog_,
+                      catalog::Catalog::Build(d->file_ptrs_, spec.shot_key, progress));
+  return d;
+}
+
+absl::StatusOr<ShotData> Dataset::ReadShot(int64_t shot_id,
+                                           absl::Span<const segy::HeaderSelector> headers,
+                                           uint64_t max_chunk_bytes,
+                                           io::ReadStats* stats) const {
+  const catalog::ShotEntry* shot = catalog_.Find(shot_id);
+  if (shot == nullptr) {
+    return absl::NotFoundError(
+        absl::StrCat("dataset '", spec_.name, "' has no shot ", shot_id));
+  }
+  const absl::Span<const io::TraceRef> traces = catalog_.TracesOf(*shot);
+  ShotData out;
+  out.shot_id = shot_id;
+  out.n_traces = shot->n_traces;
+  out.n_samples = n_samples_;
+  const uint64_t trace_out_bytes = uint64_t{n_samples_} * sizeof(float);
+  out.total_bytes = trace_out_bytes * out.n_traces;
+  const uint64_t per_chunk = std::max<uint64_t>(1, max_chunk_bytes / trace_out_bytes);
+  std::vector<float*> dst(traces.size());
+  for (uint64_t t = 0; t < traces.size(); t += per_chunk) {
+    const uint64_t n = std::min<uint64_t>(per_chunk, traces.size() - t);
+    out.chunks.emplace_back();
+    std::string& chunk = out.chunks.back();
+    chunk.resize(n * trace_out_bytes);
+    float* base = reinterpret_cast<float*>(chunk.data());
+    for (uint64_t i = 0; i < n; ++i) dst[t + i] = base + i * n_samples_;
+  }
+  std::vector<uint8_t> raw_headers;
+  if (!headers.empty()) raw_headers.resize(traces.size() * segy::kTraceHeaderBytes);
+  SS_RETURN_IF_ERROR(io::ReadTraces(file_ptrs_, traces, spec_.coalesce, dst.data(),
+                                    headers.empty() ? nullptr : raw_headers.data(), stats));
+  for (const segy::HeaderSelector& h : headers) {
+    std::vector<double> column(traces.size());
+    for (size_t i = 0; i < traces.size(); ++i) {
+      const segy::ByteOrder order = files_[traces[i].file_id]->layout().byte_order;
+      column[i] = segy::HeaderValue(h, raw_headers.data() + i * segy::kTraceHeaderBytes, order);
+    }
+    out.headers.emplace_back(h.name, std::move(column));
+  }
+  uLong crc = ::crc32(0L, Z_NULL, 0);
+  for (const std::string& chunk : out.chunks) {
+    crc = ::crc32_z(crc, reinterpret_cast<const Bytef*>(chunk.data()), chunk.size());
+  }
+  out.crc32 = static_cast<uint32_t>(crc);
+  return out;
+}
+
+}  // namespace shotstream::dataset

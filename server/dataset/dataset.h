@@ -1,0 +1,87 @@
+// A dataset: the SEG-Y files matching a glob, their catalog, and reads of whole shots
+// decoded to float32 with the asked-for trace header columns.
+//
+// Thread-safe after Load: ReadShot may be called from many reader threads at once.
+#ifndef SHOTSTREAM_SERVER_DATASET_DATASET_H_
+#define SHOTSTREAM_SERVER_DATASET_DATASET_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "server/catalog/catalog.h"
+#include "server/io/coalescing_reader.h"
+#include "server/segy/segy_file.h"
+#include "server/segy/trace_header.h"
+
+namespace shotstream::dataset {
+
+struct DatasetSpec {
+  std::string name;
+  std::vector<std::string> globs;  // files: every match, sorted by name, deduplicated
+  segy::ShotKey shot_key;
+  std::optional<segy::ByteOrder> byte_order;  // force instead of detect
+  io::CoalesceOptions coalesce;
+};
+
+// One shot, decoded: samples split into chunks of whole traces (float32 little-endian,
+// trace-major), the header columns asked for, and the CRC-32 of all sample bytes.
+struct ShotData {
+  int64_t shot_id = 0;
+  uint32_t n_traces = 0;
+  uint32_t n_samples = 0;
+  uint64_t total_bytes = 0;
+  std::vector<std::string> chunks;
+  std::vector<std::pair<std::string, std::vector<double>>> headers;
+  uint32_t crc32 = 0;
+};
+
+// "--dataset=NAME=GLOB" parsing; the glob may hold commas to give several patterns.
+absl::StatusOr<std::pair<std::string, std::string>> SplitDatasetFlag(absl::string_view flag);
+
+// Names may be letters, digits, '.', '_' and '-' (they never become paths).
+absl::Status ValidateDatasetName(absl::string_view name);
+
+class Dataset {
+ public:
+  // Opens every file, checks they share n_samples, and builds the catalog. Errors name
+  // the dataset, the file and the reason.
+  static absl::StatusOr<std::unique_ptr<Dataset>> Load(const DatasetSpec& spec,
+                                                       const catalog::ScanProgress& progress =
+                                                           nullptr);
+
+  const std::string& name() const { return spec_.name; }
+  const DatasetSpec& spec() const { return spec_; }
+  const catalog::Catalog& catalog() const { return catalog_; }
+  uint32_t n_samples() const { return n_samples_; }
+  double sample_interval_us() const { return sample_interval_us_; }
+  int sample_format() const { return sample_format_; }
+  size_t n_files() const { return files_.size(); }
+  const segy::SegyFile& file(size_t i) const { return *files_[i]; }
+
+  // Reads one shot. Chunks hold at most max(1, max_chunk_bytes / trace bytes) traces.
+  // NOT_FOUND for an unknown shot id.
+  absl::StatusOr<ShotData> ReadShot(int64_t shot_id,
+                                    absl::Span<const segy::HeaderSelector> headers,
+                                    uint64_t max_chunk_bytes,
+                                    io::ReadStats* stats = nullptr) const;
+
+ private:
+  Dataset() = default;
+
+  DatasetSpec spec_;
+  std::vector<std::unique_ptr<segy::SegyFile>> files_;
+  std::vector<const segy::SegyFile*> file_ptrs_;
+  catalog::Catalog catalog_;
+  uint32_t n_samples_ = 0;
+  double sample_interval_us_ = 0;
+  int sample_format_ = 0;
+};
+
+}  // namespace shotstream::dataset
+
+#endif  // SHOTSTREAM_SERVER_DATASET_DATASET_H_

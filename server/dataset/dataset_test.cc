@@ -1,0 +1,107 @@
+#include "server/dataset/dataset.h"
+
+#include <zlib.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "gtest/gtest.h"
+#include "server/segy/test_writer.h"
+
+namespace shotstream::dataset {
+namespace {
+
+std::string Dir() {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  return dir ? dir : "/tmp";
+}
+
+// Two files; shot s has traces t in both; sample value = shot*1000 + trace*10 + sample.
+void WriteSurvey(const std::string& prefix, int ns) {
+  for (int f = 0; f < 2; ++f) {
+    segy::TestFileSpec spec;
+    spec.format = f == 0 ? 1 : 5;
+    spec.n_samples = ns;
+    for (int shot = 1; shot <= 3; ++shot) {
+      for (int t = 0; t < 4; ++t) {
+        segy::TestTrace tr;
+        const int trace = f * 4 + t;
+        tr.fields = {{9, 4, shot}, {81, 4, 1000 * trace}, {71, 2, -10}, {37, 4, trace * 25}};
+        for (int s = 0; s < ns; ++s) tr.samples.push_back(shot * 1000 + trace * 10 + s);
+        spec.traces.push_back(tr);
+      }
+    }
+    segy::WriteSegyFile(Dir() + "/" + prefix + std::to_string(f) + ".sgy", spec);
+  }
+}
+
+TEST(DatasetTest, ReadsShotAcrossFilesWithHeadersChunksAndCrc) {
+  WriteSurvey("s", 5);
+  DatasetSpec spec;
+  spec.name = "line1";
+  spec.globs = {Dir() + "/s*.sgy"};
+  auto d = Dataset::Load(spec);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ((*d)->n_files(), 2u);
+  EXPECT_EQ((*d)->catalog().shots().size(), 3u);
+  std::vector<segy::HeaderSelector> headers = {*segy::ResolveHeader("group_x"),
+                                                *segy::ResolveHeader("offset")};
+  // 3 traces per chunk: 8 traces -> chunks of 3, 3, 2.
+  auto shot = (*d)->ReadShot(2, headers, 3 * 5 * 4 + 7);
+  ASSERT_TRUE(shot.ok()) << shot.status();
+  EXPECT_EQ(shot->n_traces, 8u);
+  ASSERT_EQ(shot->chunks.size(), 3u);
+  EXPECT_EQ(shot->chunks[2].size(), 2u * 5 * 4);
+  std::string all;
+  for (const auto& c : shot->chunks) all += c;
+  ASSERT_EQ(all.size(), shot->total_bytes);
+  const float* v = reinterpret_cast<const float*>(all.data());
+  for (int trace = 0; trace < 8; ++trace) {
+    for (int s = 0; s < 5; ++s) ASSERT_EQ(v[trace * 5 + s], 2000 + trace * 10 + s);
+  }
+  ASSERT_EQ(shot->headers.size(), 2u);
+  EXPECT_EQ(shot->headers[0].first, "group_x");
+  EXPECT_DOUBLE_EQ(shot->headers[0].second[3], 300.0);  // 3000 / 10
+  EXPECT_DOUBLE_EQ(shot->headers[1].second[7], 175.0);
+  const uint32_t crc = ::crc32(0, reinterpret_cast<const Bytef*>(all.data()), all.size());
+  EXPECT_EQ(shot->crc32, crc);
+
+  auto missing = (*d)->ReadShot(99, {}, 1 << 20);
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(missing.status().message().find("99"), absl::string_view::npos);
+}
+
+TEST(DatasetTest, RefusesMixedSampleCountsNamingTheFile) {
+  WriteSurvey("m", 5);
+  segy::TestFileSpec other;
+  other.n_samples = 6;
+  other.traces.resize(1);
+  segy::WriteSegyFile(Dir() + "/m9.sgy", other);
+  DatasetSpec spec;
+  spec.name = "mixed";
+  spec.globs = {Dir() + "/m*.sgy"};
+  auto d = Dataset::Load(spec);
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.status().message().find("m9.sgy"), absl::string_view::npos);
+}
+
+TEST(DatasetTest, NoMatchIsNotFound) {
+  DatasetSpec spec;
+  spec.name = "none";
+  spec.globs = {Dir() + "/nothing-here-*.sgy"};
+  EXPECT_EQ(Dataset::Load(spec).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(DatasetTest, FlagAndNameValidation) {
+  auto ok = SplitDatasetFlag("line1=/data/*.sgy");
+  ASSERT_TRUE(ok.ok());
+  EXPECT_EQ(ok->first, "line1");
+  EXPECT_EQ(ok->second, "/data/*.sgy");
+  EXPECT_FALSE(SplitDatasetFlag("nofiles").ok());
+  EXPECT_FALSE(SplitDatasetFlag("../x=/a").ok());
+  EXPECT_FALSE(ValidateDatasetName("a/b").ok());
+}
+
+}  // namespace
+}  // namespace shotstream::dataset

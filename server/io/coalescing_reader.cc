@@ -1,0 +1,82 @@
+#include "server/io/coalescing_reader.h"
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
+#include "absl/strings/str_cat.h"
+#include "server/common/status_macros.h"
+
+namespace shotstream::io {
+
+ReadPlan PlanReads(absl::Span<const TraceRef> traces,
+                   absl::Span<const uint64_t> trace_bytes_by_file,
+                   const CoalesceOptions& options) {
+  ReadPlan plan;
+  plan.order.resize(traces.size());
+  std::iota(plan.order.begin(), plan.order.end(), size_t{0});
+  std::stable_sort(plan.order.begin(), plan.order.end(), [&](size_t a, size_t b) {
+    const TraceRef& x = traces[a];
+    const TraceRef& y = traces[b];
+    return x.file_id != y.file_id ? x.file_id < y.file_id : x.offset < y.offset;
+  });
+  for (size_t i = 0; i < plan.order.size(); ++i) {
+    const TraceRef& t = traces[plan.order[i]];
+    const uint64_t tb = trace_bytes_by_file[t.file_id];
+    if (!plan.reads.empty()) {
+      CoalescedRead& r = plan.reads.back();
+      const uint64_t end = r.offset + r.length;
+      // A repeated trace (offset inside the current read) costs nothing more.
+      const bool same_file = r.file_id == t.file_id;
+      if (same_file && t.offset + tb <= end) {
+        ++r.count;
+        continue;
+      }
+      if (same_file && t.offset >= end && t.offset - end <= options.max_gap_bytes &&
+          t.offset + tb - r.offset <= options.max_read_bytes) {
+        r.length = t.offset + tb - r.offset;
+        ++r.count;
+        continue;
+      }
+    }
+    plan.reads.push_back(CoalescedRead{t.file_id, t.offset, tb, i, 1});
+  }
+  return plan;
+}
+
+absl::Status ReadTraces(absl::Span<const segy::SegyFile* const> files,
+                        absl::Span<const TraceRef> traces, const CoalesceOptions& options,
+                        float* const* sample_dst, uint8_t* header_dst, ReadStats* stats) {
+  if (traces.empty()) return absl::OkStatus();
+  std::vector<uint64_t> trace_bytes(files.size());
+  for (size_t f = 0; f < files.size(); ++f) trace_bytes[f] = files[f]->layout().trace_bytes;
+  for (const TraceRef& t : traces) {
+    if (t.file_id >= files.size()) {
+      return absl::InternalError(absl::StrCat("trace refers to file id ", t.file_id, " of ",
+                                              files.size()));
+    }
+  }
+  const ReadPlan plan = PlanReads(traces, trace_bytes, options);
+  thread_local std::vector<uint8_t> scratch;
+  for (const CoalescedRead& r : plan.reads) {
+    const segy::SegyFile& file = *files[r.file_id];
+    const segy::SegyLayout& layout = file.layout();
+    if (scratch.size() < r.length) scratch.resize(r.length);
+    SS_RETURN_IF_ERROR(file.ReadAt(r.offset, r.length, scratch.data()));
+    if (stats != nullptr) {
+      ++stats->reads;
+      stats->bytes_read += r.length;
+      stats->bytes_wanted += r.count * layout.trace_bytes;
+    }
+    for (size_t k = r.first; k < r.first + r.count; ++k) {
+      const size_t i = plan.order[k];
+      const uint8_t* trace = scratch.data() + (traces[i].offset - r.offset);
+      segy::DecodeSamples(trace + layout.header_bytes(), layout.n_samples, layout.format,
+                          layout.byte_order, sample_dst[i]);
+      if (header_dst != nullptr) std::memcpy(header_dst + 240 * i, trace, 240);
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace shotstream::io

@@ -1,0 +1,70 @@
+// Coalescing trace reader: sorts a request's trace offsets, merges neighbours within a
+// gap into large positioned reads, decodes samples to float32, and scatters the traces
+// back to the caller's order.
+//
+// Thread-safe: ReadTraces keeps its scratch buffer per thread; files are read with pread.
+#ifndef SHOTSTREAM_SERVER_IO_COALESCING_READER_H_
+#define SHOTSTREAM_SERVER_IO_COALESCING_READER_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/types/span.h"
+#include "server/segy/segy_file.h"
+
+namespace shotstream::io {
+
+// Where a trace starts (its first header byte) in a dataset's files.
+struct TraceRef {
+  uint32_t file_id = 0;
+  uint64_t offset = 0;
+  bool operator==(const TraceRef& o) const { return file_id == o.file_id && offset == o.offset; }
+};
+
+struct CoalesceOptions {
+  // Traces whose gap (bytes between the end of one and the start of the next) is at most
+  // this are read in one call; the gap bytes are read and thrown away.
+  uint64_t max_gap_bytes = 64 * 1024;
+  // A merged read never grows beyond this (a single larger trace is read alone).
+  uint64_t max_read_bytes = 8 * 1024 * 1024;
+};
+
+// One positioned read covering traces order[first .. first+count) of a plan.
+struct CoalescedRead {
+  uint32_t file_id;
+  uint64_t offset;
+  uint64_t length;
+  size_t first;
+  size_t count;
+};
+
+struct ReadPlan {
+  std::vector<size_t> order;  // trace indices sorted by (file_id, offset)
+  std::vector<CoalescedRead> reads;
+};
+
+// Plans the reads for `traces`; trace_bytes_by_file[f] is the size of a whole trace
+// (headers + samples) in file f. Duplicate traces are read once per occurrence.
+ReadPlan PlanReads(absl::Span<const TraceRef> traces,
+                   absl::Span<const uint64_t> trace_bytes_by_file,
+                   const CoalesceOptions& options);
+
+struct ReadStats {
+  uint64_t reads = 0;         // positioned reads issued
+  uint64_t bytes_read = 0;    // including gap bytes
+  uint64_t bytes_wanted = 0;  // bytes of the traces themselves
+};
+
+// Reads `traces` from `files` (indexed by file_id): trace i's samples are decoded to
+// float32 at sample_dst[i] (n_samples floats, which every file must share), and its first
+// 240-byte header is copied to header_dst + 240 * i when header_dst is not null.
+absl::Status ReadTraces(absl::Span<const segy::SegyFile* const> files,
+                        absl::Span<const TraceRef> traces, const CoalesceOptions& options,
+                        float* const* sample_dst, uint8_t* header_dst,
+                        ReadStats* stats = nullptr);
+
+}  // namespace shotstream::io
+
+#endif  // SHOTSTREAM_SERVER_IO_COALESCING_READER_H_

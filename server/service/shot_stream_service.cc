@@ -1,0 +1,356 @@
+#include "server/service/shot_stream_service.h"
+
+#include <deque>
+#include <utility>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "grpcpp/grpcpp.h"
+#include "server/service/grpc_status.h"
+#include "shotstream/v1/shotstream.grpc.pb.h"
+
+namespace shotstream::service {
+namespace {
+
+namespace v1 = ::shotstream::v1;
+
+void FillInfo(const DatasetEntry& e, bool with_shots, v1::DatasetInfo* info) {
+  info->set_name(e.name);
+  if (e.dataset == nullptr) {
+    info->set_state("FAILED");
+    info->set_error(std::string(e.status.message()));
+    return;
+  }
+  const dataset::Dataset& d = *e.dataset;
+  info->set_state("READY");
+  info->set_n_traces(d.catalog().n_traces());
+  info->set_n_shots(d.catalog().shots().size());
+  info->set_n_samples(d.n_samples());
+  info->set_sample_interval_us(d.sample_interval_us());
+  info->set_sample_format(d.sample_format());
+  info->set_shot_key(d.spec().shot_key.name);
+  info->set_n_files(static_cast<uint32_t>(d.n_files()));
+  for (const std::string& h : segy::ServableHeaderNames()) info->add_header_fields(h);
+  if (with_shots) {
+    const auto& shots = d.catalog().shots();
+    info->mutable_shot_ids()->Reserve(shots.size());
+    info->mutable_shot_trace_counts()->Reserve(shots.size());
+    for (const catalog::ShotEntry& s : shots) {
+      info->add_shot_ids(s.shot_id);
+      info->add_shot_trace_counts(s.n_traces);
+    }
+  }
+}
+
+// What a validated StreamShots request resolved to.
+struct StreamPlan {
+  const dataset::Dataset* dataset = nullptr;
+  std::vector<int64_t> shot_ids;
+  std::vector<segy::HeaderSelector> headers;
+  uint32_t queue_depth = 2;
+  uint64_t max_chunk_bytes = 4 << 20;
+};
+
+// One StreamShots call. Reads are submitted to the pool, at most queue_depth shots ahead
+// of the shot being written; writes go one at a time from OnWriteDone or from the read
+// that completes the next shot in request order.
+//
+// Thread-safe: reactions and pool callbacks synchronise on mu_. The reactor deletes
+// itself once gRPC has called OnDone and no read is in flight.
+class StreamShotsReactor final : public grpc::ServerWriteReactor<v1::ShotChunk> {
+ public:
+  // Finishes at once with `error`.
+  explicit StreamShotsReactor(const grpc::Status& error) { Finish(error); finished_ = true; }
+
+  StreamShotsReactor(StreamPlan plan, stream::ReaderPool* pool)
+      : plan_(std::move(plan)), pool_(pool) {
+    bool write = false;
+    {
+      absl::MutexLock lock(&mu_);
+      SubmitReadsLocked();
+      write = PrepareNextLocked();
+    }
+    Act(write);
+  }
+
+  void OnWriteDone(bool ok) override {
+    bool write = false;
+    {
+      absl::MutexLock lock(&mu_);
+      writing_ = false;
+      if (!ok && !finished_) {
+        // The stream broke (client gone): stop reading; finish once.
+        cancelled_ = true;
+        finished_ = true;
+        pending_finish_ = grpc::Status(grpc::StatusCode::CANCELLED, "stream broken");
+        write = true;
+      } else {
+        SubmitReadsLocked();
+        write = PrepareNextLocked();
+      }
+    }
+    Act(write);
+  }
+
+  void OnCancel() override {
+    bool act = false;
+    {
+      absl::MutexLock lock(&mu_);
+      cancelled_ = true;
+      if (!finished_ && !writing_) {
+        finished_ = true;
+        pending_finish_ = grpc::Status(grpc::StatusCode::CANCELLED, "cancelled by the client");
+        act = true;
+      }
+    }
+    Act(act);
+  }
+
+  void OnDone() override {
+    bool destroy;
+    {
+      absl::MutexLock lock(&mu_);
+      done_ = true;
+      cancelled_ = true;
+      destroy = reads_in_flight_ == 0;
+    }
+    if (destroy) delete this;
+  }
+
+ private:
+  struct Slot {
+    bool ready = false;
+    absl::StatusOr<dataset::ShotData> shot;
+    size_t next_chunk = 0;
+  };
+
+  void SubmitReadsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    while (!cancelled_ && next_submit_ < plan_.shot_ids.size() &&
+           next_submit_ - window_base_ < plan_.queue_depth) {
+      const size_t index = next_submit_++;
+      window_.emplace_back();
+      ++reads_in_flight_;
+      pool_->Submit([this, index] { Read(index); });
+    }
+  }
+
+  void Read(size_t index) {
+    bool skip;
+    {
+      absl::MutexLock lock(&mu_);
+      skip = cancelled_;
+    }
+    absl::StatusOr<dataset::ShotData> shot =
+        skip ? absl::CancelledError("stream cancelled")
+             : plan_.dataset->ReadShot(plan_.shot_ids[index], plan_.headers,
+                                       plan_.max_chunk_bytes);
+    bool write = false;
+    bool destroy = false;
+    {
+      absl::MutexLock lock(&mu_);
+      --reads_in_flight_;
+      if (done_) {
+        destroy = reads_in_flight_ == 0;
+      } else if (!cancelled_) {
+        Slot& slot = window_[index - window_base_];
+        slot.shot = std::move(shot);
+        slot.ready = true;
+        write = PrepareNextLocked();
+      }
+    }
+    if (destroy) {
+      delete this;
+      return;
+    }
+    Act(write);
+  }
+
+  // Decides the next action: a write of msg_ (writing_ set), or a finish
+  // (pending_finish_ set). Returns true when the caller must act after unlocking.
+  bool PrepareNextLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (writing_ || finished_) return false;
+    if (cancelled_) {
+      finished_ = true;
+      pending_finish_ = grpc::Status(grpc::StatusCode::CANCELLED, "cancelled");
+      return true;
+    }
+    if (window_.empty()) {
+      if (window_base_ == plan_.shot_ids.size()) {
+        finished_ = true;
+        pending_finish_ = grpc::Status::OK;
+        return true;
+      }
+      return false;
+    }
+    Slot& slot = window_.front();
+    if (!slot.ready) return false;
+    if (!slot.shot.ok()) {
+      finished_ = true;
+      pending_finish_ = ToGrpcStatus(slot.shot.status());
+      return true;
+    }
+    dataset::ShotData& shot = *slot.shot;
+    msg_.Clear();
+    const size_t c = slot.next_chunk++;
+    msg_.set_index(static_cast<uint32_t>(window_base_));
+    msg_.set_shot_id(shot.shot_id);
+    msg_.set_n_traces(shot.n_traces);
+    msg_.set_n_samples(shot.n_samples);
+    msg_.set_sample_interval_us(plan_.dataset->sample_interval_us());
+    msg_.set_offset(chunk_offset_);
+    msg_.set_total_bytes(shot.total_bytes);
+    if (c == 0) {
+      for (auto& [name, values] : shot.headers) {
+        v1::HeaderColumn* col = msg_.add_headers();
+        col->set_name(name);
+        col->mutable_values()->Add(values.begin(), values.end());
+      }
+    }
+    chunk_offset_ += shot.chunks[c].size();
+    msg_.set_samples(std::move(shot.chunks[c]));
+    if (slot.next_chunk == shot.chunks.size()) {
+      msg_.set_last(true);
+      msg_.set_crc32(shot.crc32);
+      window_.pop_front();
+      ++window_base_;
+      chunk_offset_ = 0;
+    }
+    writing_ = true;
+    return true;
+  }
+
+  void Act(bool act) {
+    if (!act) return;
+    grpc::Status finish;
+    bool is_finish;
+    {
+      absl::MutexLock lock(&mu_);
+      is_finish = !writing_;
+      if (is_finish) finish = pending_finish_;
+    }
+    if (is_finish) {
+      Finish(finish);
+    } else {
+      StartWrite(&msg_);
+    }
+  }
+
+  const StreamPlan plan_;
+  stream::ReaderPool* const pool_ = nullptr;
+
+  absl::Mutex mu_;
+  std::deque<Slot> window_ ABSL_GUARDED_BY(mu_);  // shots window_base_.. in request order
+  size_t window_base_ ABSL_GUARDED_BY(mu_) = 0;   // request index of window_.front()
+  size_t next_submit_ ABSL_GUARDED_BY(mu_) = 0;   // request index of the next read
+  uint64_t chunk_offset_ ABSL_GUARDED_BY(mu_) = 0;  // byte offset within the front shot
+  int reads_in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;     // msg_ is owned by gRPC until OnWriteDone
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;    // Finish called or about to be
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;   // no more reads or writes
+  bool done_ ABSL_GUARDED_BY(mu_) = false;        // OnDone called
+  grpc::Status pending_finish_ ABSL_GUARDED_BY(mu_);
+  v1::ShotChunk msg_;  // the message on the wire while writing_
+};
+
+class ShotStreamServiceImpl final : public v1::ShotStream::CallbackService {
+ public:
+  ShotStreamServiceImpl(const std::vector<DatasetEntry>* datasets, stream::ReaderPool* pool,
+                        const ServiceOptions& options)
+      : datasets_(datasets), pool_(pool), options_(options) {}
+
+  grpc::ServerUnaryReactor* ListDatasets(grpc::CallbackServerContext* ctx,
+                                         const v1::ListDatasetsRequest*,
+                                         v1::ListDatasetsResponse* response) override {
+    for (const DatasetEntry& e : *datasets_) FillInfo(e, false, response->add_datasets());
+    auto* reactor = ctx->DefaultReactor();
+    reactor->Finish(grpc::Status::OK);
+    return reactor;
+  }
+
+  grpc::ServerUnaryReactor* GetDataset(grpc::CallbackServerContext* ctx,
+                                       const v1::GetDatasetRequest* request,
+                                       v1::DatasetInfo* response) override {
+    auto* reactor = ctx->DefaultReactor();
+    const DatasetEntry* e = Find(request->name());
+    if (e == nullptr) {
+      reactor->Finish(ToGrpcStatus(UnknownDataset(request->name())));
+    } else {
+      FillInfo(*e, true, response);
+      reactor->Finish(grpc::Status::OK);
+    }
+    return reactor;
+  }
+
+  grpc::ServerWriteReactor<v1::ShotChunk>* StreamShots(
+      grpc::CallbackServerContext*, const v1::StreamShotsRequest* request) override {
+    absl::StatusOr<StreamPlan> plan = Validate(*request);
+    if (!plan.ok()) return new StreamShotsReactor(ToGrpcStatus(plan.status()));
+    return new StreamShotsReactor(std::move(*plan), pool_);
+  }
+
+ private:
+  const DatasetEntry* Find(const std::string& name) const {
+    for (const DatasetEntry& e : *datasets_) {
+      if (e.name == name) return &e;
+    }
+    return nullptr;
+  }
+
+  absl::Status UnknownDataset(const std::string& name) const {
+    return absl::NotFoundError(absl::StrCat("unknown dataset '", name, "'"));
+  }
+
+  // Everything a request can get wrong is found here, before any data is sent.
+  absl::StatusOr<StreamPlan> Validate(const v1::StreamShotsRequest& r) const {
+    const DatasetEntry* e = Find(r.dataset());
+    if (e == nullptr) return UnknownDataset(r.dataset());
+    if (e->dataset == nullptr) {
+      return absl::UnavailableError(absl::StrCat("dataset '", r.dataset(),
+                                                 "' failed to load: ", e->status.message()));
+    }
+    if (static_cast<uint64_t>(r.shot_ids_size()) > options_.max_shots_per_request) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("request names ", r.shot_ids_size(), " shots; the limit "
+                       "(max_shots_per_request) is ", options_.max_shots_per_request));
+    }
+    if (r.queue_depth() > options_.max_queue_depth) {
+      return absl::InvalidArgumentError(absl::StrCat("queue_depth ", r.queue_depth(),
+                                                     " is above the limit (max_queue_depth) "
+                                                     "of ", options_.max_queue_depth));
+    }
+    StreamPlan plan;
+    plan.dataset = e->dataset.get();
+    for (const std::string& h : r.headers()) {
+      auto sel = segy::ResolveHeader(h);
+      if (!sel.ok()) return sel.status();
+      plan.headers.push_back(*std::move(sel));
+    }
+    plan.shot_ids.assign(r.shot_ids().begin(), r.shot_ids().end());
+    for (int64_t id : plan.shot_ids) {
+      if (plan.dataset->catalog().Find(id) == nullptr) {
+        return absl::NotFoundError(
+            absl::StrCat("dataset '", r.dataset(), "' has no shot ", id));
+      }
+    }
+    plan.queue_depth = r.queue_depth() == 0 ? options_.default_queue_depth : r.queue_depth();
+    plan.max_chunk_bytes = r.max_chunk_bytes() == 0
+                               ? options_.max_chunk_bytes
+                               : std::min<uint64_t>(r.max_chunk_bytes(), 64ull << 20);
+    return plan;
+  }
+
+  const std::vector<DatasetEntry>* const datasets_;
+  stream::ReaderPool* const pool_;
+  const ServiceOptions options_;
+};
+
+}  // namespace
+
+std::unique_ptr<grpc::Service> MakeShotStreamService(const std::vector<DatasetEntry>* datasets,
+                                                     stream::ReaderPool* pool,
+                                                     const ServiceOptions& options) {
+  return std::make_unique<ShotStreamServiceImpl>(datasets, pool, options);
+}
+
+}  // namespace shotstream::service
