@@ -1,0 +1,339 @@
+"""The shotstream Python client: generated gRPC stubs under a small API.
+
+Needs only grpcio, protobuf and numpy.
+"""
+
+import queue
+import threading
+import time
+import zlib
+
+import grpc
+import numpy as np
+
+from shotstream.v1 import shotstream_pb2 as pb
+from shotstream.v1 import shotstream_pb2_grpc as pb_grpc
+
+_CHANNEL_OPTIONS = [
+    ("grpc.max_receive_message_length", -1),
+    ("grpc.max_send_message_length", 16 * 1024 * 1024),
+    ("grpc.http2.max_frame_size", 16 * 1024 * 1024 - 1),
+    ("grpc.http2.lookahead_bytes", 64 * 1024 * 1024),
+]
+
+_RETRYABLE = (grpc.StatusCode.UNAVAILABLE,)
+
+
+class ShotstreamError(Exception):
+    """An error from the server or the stream, with the gRPC status code."""
+
+    def __init__(self, code, message):
+        super().__init__(f"{code.name}: {message}")
+        self._code = code
+        self._message = message
+
+    def code(self):
+        """The grpc.StatusCode."""
+        return self._code
+
+    def details(self):
+        """The server's message."""
+        return self._message
+
+
+class DatasetInfo:
+    """What the server says of one dataset (shot_ids only from Client.dataset)."""
+
+    def __init__(self, msg):
+        self.name = msg.name
+        self.state = msg.state
+        self.error = msg.error
+        self.n_traces = msg.n_traces
+        self.n_shots = msg.n_shots
+        self.n_samples = msg.n_samples
+        self.sample_interval_us = msg.sample_interval_us
+        self.sample_format = msg.sample_format
+        self.shot_key = msg.shot_key
+        self.n_files = msg.n_files
+        self.shot_ids = np.array(msg.shot_ids, dtype=np.int64)
+        self.shot_trace_counts = np.array(msg.shot_trace_counts, dtype=np.int64)
+        self.header_fields = list(msg.header_fields)
+
+    def __repr__(self):
+        return (f"DatasetInfo(name={self.name!r}, state={self.state}, n_shots={self.n_shots}, "
+                f"n_traces={self.n_traces}, n_samples={self.n_samples}, "
+                f"sample_interval_us={self.sample_interval_us})")
+
+
+class Shot:
+    """One shot gather: samples float32 (n_traces, n_samples), headers name -> array."""
+
+    __slots__ = ("index", "shot_id", "samples", "headers", "sample_interval_us")
+
+    def __init__(self, index, shot_id, samples, headers, sample_interval_us):
+        self.index = index
+        self.shot_id = shot_id
+        self.samples = samples
+        self.headers = headers
+        self.sample_interval_us = sample_interval_us
+
+    def __repr__(self):
+        return f"Shot(shot_id={self.shot_id}, samples={self.samples.shape})"
+
+
+def _error(exc):
+    if isinstance(exc, ShotstreamError):
+        return exc
+    if isinstance(exc, grpc.RpcError):
+        return ShotstreamError(exc.code(), exc.details())
+    return ShotstreamError(grpc.StatusCode.UNKNOWN, str(exc))
+
+
+class _Assembler:
+    """Reassembles chunks into shots with one copy, and verifies each shot's CRC-32."""
+
+    def __init__(self):
+        self._buf = None
+        self._crc = 0
+        self._first = None
+
+    def add(self, chunk):
+        """Returns a Shot when `chunk` completes one, else None."""
+        if self._buf is None:
+            n = chunk.n_traces * chunk.n_samples
+            if chunk.total_bytes != 4 * n:
+                raise ShotstreamError(grpc.StatusCode.DATA_LOSS,
+                                      f"shot {chunk.shot_id}: total_bytes {chunk.total_bytes} "
+                                      f"!= 4 * {chunk.n_traces} * {chunk.n_samples}")
+            self._buf = np.empty(n, dtype="<f4")
+            self._crc = 0
+            self._first = chunk
+        data = chunk.samples
+        start = chunk.offset
+        if start % 4 or len(data) % 4 or start + len(data) > self._buf.nbytes:
+            raise ShotstreamError(grpc.StatusCode.DATA_LOSS,
+                                  f"shot {chunk.shot_id}: chunk at byte {start} overruns the shot")
+        self._buf[start // 4:(start + len(data)) // 4] = np.frombuffer(data, dtype="<f4")
+        self._crc = zlib.crc32(data, self._crc)
+        if not chunk.last:
+            return None
+        first = self._first
+        if self._crc != chunk.crc32:
+            raise ShotstreamError(grpc.StatusCode.DATA_LOSS,
+                                  f"shot {first.shot_id}: checksum mismatch (CRC-32 "
+                                  f"{self._crc:#010x} received, {chunk.crc32:#010x} sent)")
+        headers = {c.name: np.array(c.values, dtype=np.float64) for c in first.headers}
+        shot = Shot(first.index, first.shot_id,
+                    self._buf.reshape(first.n_traces, first.n_samples), headers,
+                    first.sample_interval_us)
+        self._buf = None
+        self._first = None
+        return shot
+
+
+class Client:
+    """A connection to one or several shotstream servers.
+
+    targets: "HOST:PORT" or a list of them. With several, each shot is fetched from a
+    server that holds it (learned from GetDataset).
+    token: bearer token sent as `authorization: Bearer <token>`.
+    tls: None (plaintext), True (system roots) or PEM bytes / a path of the root CA.
+    retries: how many times a broken stream (UNAVAILABLE) is reconnected and resumed from
+    the first shot not yet delivered.
+    """
+
+    def __init__(self, targets, token=None, tls=None, retries=0, timeout=None):
+        if isinstance(targets, str):
+            targets = [targets]
+        if not targets:
+            raise ValueError("no target")
+        self._targets = list(targets)
+        self._metadata = [("authorization", f"Bearer {token}")] if token else []
+        self._retries = int(retries)
+        self._timeout = timeout
+        creds = None
+        if tls:
+            root = None
+            if isinstance(tls, (bytes, bytearray)):
+                root = bytes(tls)
+            elif isinstance(tls, str):
+                with open(tls, "rb") as f:
+                    root = f.read()
+            creds = grpc.ssl_channel_credentials(root_certificates=root)
+        self._channels = []
+        for t in self._targets:
+            if creds is None:
+                ch = grpc.insecure_channel(t, options=_CHANNEL_OPTIONS)
+            else:
+                ch = grpc.secure_channel(t, creds, options=_CHANNEL_OPTIONS)
+            self._channels.append(ch)
+        self._stubs = [pb_grpc.ShotStreamStub(ch) for ch in self._channels]
+
+    def close(self):
+        for ch in self._channels:
+            ch.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def list_datasets(self):
+        """Every dataset of every target (by name, first target first)."""
+        seen = {}
+        for stub in self._stubs:
+            try:
+                resp = stub.ListDatasets(pb.ListDatasetsRequest(), metadata=self._metadata,
+                                         timeout=self._timeout)
+            except grpc.RpcError as e:
+                raise _error(e) from None
+            for d in resp.datasets:
+                seen.setdefault(d.name, DatasetInfo(d))
+        return list(seen.values())
+
+    def _dataset_per_target(self, name):
+        infos = []
+        last = None
+        for stub in self._stubs:
+            try:
+                infos.append(stub.GetDataset(pb.GetDatasetRequest(name=name),
+                                             metadata=self._metadata, timeout=self._timeout))
+            except grpc.RpcError as e:
+                infos.append(None)
+                last = e
+        if all(i is None for i in infos):
+            raise _error(last)
+        return infos
+
+    def dataset(self, name):
+        """The dataset's info; with several targets, the union of their shots."""
+        infos = self._dataset_per_target(name)
+        present = [i for i in infos if i is not None]
+        if len(present) == 1:
+            return DatasetInfo(present[0])
+        merged = pb.DatasetInfo()
+        merged.CopyFrom(present[0])
+        counts = {}
+        for i in present:
+            for sid, n in zip(i.shot_ids, i.shot_trace_counts):
+                counts[sid] = counts.get(sid, 0) + n
+        del merged.shot_ids[:]
+        del merged.shot_trace_counts[:]
+        for sid in sorted(counts):
+            merged.shot_ids.append(sid)
+            merged.shot_trace_counts.append(counts[sid])
+        merged.n_shots = len(counts)
+        merged.n_traces = sum(i.n_traces for i in present)
+        return DatasetInfo(merged)
+
+    def _route(self, name, shot_ids):
+        """Target index per shot: a server that holds it, spreading shots held by several."""
+        if len(self._stubs) == 1:
+            return [0] * len(shot_ids)
+        holders = {}
+        for t, info in enumerate(self._dataset_per_target(name)):
+            if info is None:
+                continue
+            for sid in info.shot_ids:
+                holders.setdefault(sid, []).append(t)
+        route = []
+        for k, sid in enumerate(shot_ids):
+            h = holders.get(int(sid))
+            if not h:
+                raise ShotstreamError(grpc.StatusCode.NOT_FOUND,
+                                      f"dataset '{name}' has no shot {int(sid)} on any target")
+            route.append(h[k % len(h)])
+        return route
+
+    def stream(self, name, shot_ids, queue_depth=2, headers=(), max_chunk_bytes=0):
+        """Yields Shot objects in the order of shot_ids (repeats allowed).
+
+        Receiving runs ahead on a background thread (queue_depth shots), so the caller's
+        compute overlaps the network. Raises ShotstreamError on errors.
+        """
+        shot_ids = [int(s) for s in shot_ids]
+        route = self._route(name, shot_ids)
+        out = queue.Queue(maxsize=max(1, int(queue_depth)))
+        stop = threading.Event()
+        state = {"call": None}
+        _END = object()
+
+        def put(item):
+            while not stop.is_set():
+                try:
+                    out.put(item, timeout=0.1)
+                    return True
+                except queue.Full:
+                    continue
+            return False
+
+        def runs(start):
+            # Maximal runs of consecutive shots on one target, in request order.
+            k = start
+            while k < len(shot_ids):
+                t = route[k]
+                j = k
+                while j < len(shot_ids) and route[j] == t:
+                    j += 1
+                yield t, k, j
+                k = j
+
+        def receive():
+            delivered = 0
+            attempts = 0
+            try:
+                while delivered < len(shot_ids) and not stop.is_set():
+                    try:
+                        for t, k, j in runs(delivered):
+                            req = pb.StreamShotsRequest(dataset=name, shot_ids=shot_ids[k:j],
+                                                        queue_depth=int(queue_depth),
+                                                        headers=list(headers),
+                                                        max_chunk_bytes=int(max_chunk_bytes))
+                            call = self._stubs[t].StreamShots(req, metadata=self._metadata)
+                            state["call"] = call
+                            asm = _Assembler()
+                            for chunk in call:
+                                shot = asm.add(chunk)
+                                if shot is None:
+                                    continue
+                                shot.index = delivered
+                                if not put(shot):
+                                    call.cancel()
+                                    return
+                                delivered += 1
+                                attempts = 0
+                            if stop.is_set():
+                                return
+                            if delivered < j:
+                                raise ShotstreamError(
+                                    grpc.StatusCode.DATA_LOSS,
+                                    f"stream ended after {delivered - k} of {j - k} shots")
+                    except grpc.RpcError as e:
+                        if stop.is_set():
+                            return
+                        if e.code() in _RETRYABLE and attempts < self._retries:
+                            attempts += 1
+                            time.sleep(min(2.0, 0.05 * 2 ** attempts))
+                            continue
+                        raise
+                put(_END)
+            except BaseException as e:  # handed to the consumer
+                put(_error(e))
+
+        thread = threading.Thread(target=receive, name="shotstream-receive", daemon=True)
+        thread.start()
+        try:
+            while True:
+                item = out.get()
+                if item is _END:
+                    return
+                if isinstance(item, ShotstreamError):
+                    raise item
+                yield item
+        finally:
+            stop.set()
+            call = state["call"]
+            if call is not None:
+                call.cancel()
+            thread.join()

@@ -1,0 +1,194 @@
+"""End to end: SEG-Y files written by segyio, the real server binary on port 0, the
+Python client and the C++ CLI, every sample and header compared with segyio's reading."""
+
+import glob
+import json
+import os
+import random
+import shutil
+import sys
+import tempfile
+import unittest
+
+import grpc
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+import shotstream  # noqa: E402
+
+
+class EndToEndTest(unittest.TestCase):
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        d = os.path.join(cls.tmp, "line1")
+        os.makedirs(d)
+        # Shot 3 spans the first two files; the files differ in format (IBM and IEEE).
+        harness.write_survey(os.path.join(d, "a.sgy"), 1, [1, 2, 3], 24, 301, seed=1)
+        harness.write_survey(os.path.join(d, "b.sgy"), 5, [3, 4], 24, 301, seed=2,
+                             first_trace=72)
+        harness.write_survey(os.path.join(d, "c.sgy"), 5, [-7, 10, 11], 17, 301, seed=3)
+        cls.paths = sorted(glob.glob(os.path.join(d, "*.sgy")))
+        cls.oracle = harness.segyio_shots(cls.paths)
+        bad = os.path.join(cls.tmp, "bad")
+        os.makedirs(bad)
+        with open(os.path.join(bad, "junk.sgy"), "wb") as f:
+            f.write(b"\x00" * 5000)
+        cls.server = harness.Server([f"--dataset=line1={d}/*.sgy",
+                                     f"--dataset=broken={bad}/*.sgy",
+                                     "--max_chunk_bytes=20000"])
+        cls.client = shotstream.Client(cls.server.target)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.client.close()
+        cls.server.stop()
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def assert_shot(self, shot, sid):
+        samples, headers = self.oracle[sid]
+        self.assertEqual(shot.shot_id, sid)
+        self.assertEqual(shot.samples.dtype, np.float32)
+        self.assertEqual(shot.samples.shape, samples.shape)
+        np.testing.assert_array_equal(shot.samples, samples)
+        for name, values in shot.headers.items():
+            np.testing.assert_array_equal(values, headers[name], err_msg=name)
+
+    def test_list_and_info_match_segyio(self):
+        by_name = {d.name: d for d in self.client.list_datasets()}
+        self.assertEqual(by_name["line1"].state, "READY")
+        self.assertEqual(by_name["broken"].state, "FAILED")
+        self.assertIn("junk.sgy", by_name["broken"].error)
+        info = self.client.dataset("line1")
+        self.assertEqual(list(info.shot_ids), sorted(self.oracle))
+        self.assertEqual(info.shot_ids.dtype, np.int64)
+        self.assertEqual(list(info.shot_trace_counts),
+                         [self.oracle[s][0].shape[0] for s in sorted(self.oracle)])
+        self.assertEqual(info.n_samples, 301)
+        self.assertEqual(info.sample_interval_us, 2000)
+        self.assertEqual(info.sample_format, 1)
+        self.assertEqual(info.n_traces, 72 + 48 + 51)
+        self.assertEqual(info.n_files, 3)
+
+    def test_stream_random_order_with_repeats_and_all_headers(self):
+        ids = sorted(self.oracle)
+        order = ids + ids[::-1] + [3, 3, 3]
+        random.Random(5).shuffle(order)
+        got = list(self.client.stream("line1", order, queue_depth=3,
+                                      headers=list(harness.HEADER_FIELDS)))
+        self.assertEqual([s.shot_id for s in got], order)
+        self.assertEqual([s.index for s in got], list(range(len(order))))
+        for shot in got:
+            self.assert_shot(shot, shot.shot_id)
+            self.assertEqual(set(shot.headers), set(harness.HEADER_FIELDS))
+        # Scalars applied: -100 on coordinates, -10 on elevations.
+        self.assertAlmostEqual(got[0].headers["source_x"][0], got[0].shot_id * 50.0)
+
+    def test_large_shots_arrive_in_chunks_and_reassemble_exactly(self):
+        # 20000-byte chunks (server flag) and 5000-byte chunks (request) both split shots.
+        for chunk in (0, 5000):
+            for shot in self.client.stream("line1", [3, 1], max_chunk_bytes=chunk):
+                self.assert_shot(shot, shot.shot_id)
+
+    def test_cli_fetch_writes_npy_equal_to_segyio(self):
+        out = os.path.join(self.tmp, "fetch")
+        res = harness.cli("fetch", f"--target={self.server.target}", "--dataset=line1",
+                          "--shots=3,-7", f"--out={out}", "--headers=group_x,offset")
+        self.assertIn("fetched 2 shots", res.stdout)
+        for sid in (3, -7):
+            samples, headers = self.oracle[sid]
+            np.testing.assert_array_equal(np.load(os.path.join(out, f"shot_{sid}.npy")), samples)
+            for name in ("group_x", "offset"):
+                np.testing.assert_array_equal(
+                    np.load(os.path.join(out, f"shot_{sid}.{name}.npy")), headers[name])
+
+    def test_cli_ls_info_and_bench_json(self):
+        ls = harness.cli("ls", f"--target={self.server.target}").stdout
+        self.assertIn("line1", ls)
+        self.assertIn("FAILED", ls)
+        info = harness.cli("info", f"--target={self.server.target}", "--dataset=line1").stdout
+        self.assertIn("shots: 7", info)
+        res = harness.cli("bench", f"--target={self.server.target}", "--dataset=line1",
+                          "--repeat=3", "--streams=2")
+        result = json.loads(res.stdout.strip().splitlines()[-1])
+        total = sum(s.size * 4 for s, _ in self.oracle.values())
+        self.assertEqual(result["shots"], 2 * 3 * len(self.oracle))
+        self.assertEqual(result["bytes"], 2 * 3 * total)
+        self.assertGreater(result["seconds"], 0)
+        self.assertAlmostEqual(result["gbps"], result["bytes"] / result["seconds"] / 1e9,
+                               places=3)
+
+    def test_unknown_dataset_and_shot_are_not_found_before_data(self):
+        with self.assertRaises(shotstream.ShotstreamError) as e:
+            list(self.client.stream("nope", [1]))
+        self.assertEqual(e.exception.code(), grpc.StatusCode.NOT_FOUND)
+        self.assertIn("nope", e.exception.details())
+        with self.assertRaises(shotstream.ShotstreamError) as e:
+            self.client.dataset("../etc")
+        self.assertEqual(e.exception.code(), grpc.StatusCode.NOT_FOUND)
+        # The bad id is last: no shot may be delivered before the error.
+        got = []
+        with self.assertRaises(shotstream.ShotstreamError) as e:
+            for shot in self.client.stream("line1", [1, 2, 999]):
+                got.append(shot)
+        self.assertEqual(e.exception.code(), grpc.StatusCode.NOT_FOUND)
+        self.assertIn("999", e.exception.details())
+        self.assertEqual(got, [])
+        with self.assertRaises(shotstream.ShotstreamError) as e:
+            list(self.client.stream("line1", [1], headers=["no_such_field"]))
+        self.assertEqual(e.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+        with self.assertRaises(shotstream.ShotstreamError) as e:
+            list(self.client.stream("broken", [1]))
+        self.assertEqual(e.exception.code(), grpc.StatusCode.UNAVAILABLE)
+        self.assertIn("junk.sgy", e.exception.details())
+        res = harness.cli("fetch", f"--target={self.server.target}", "--dataset=line1",
+                          "--shots=12345", f"--out={self.tmp}/x", check=False)
+        self.assertNotEqual(res.returncode, 0)
+        self.assertIn("NOT_FOUND", res.stderr)
+        self.assertIn("12345", res.stderr)
+        # The server keeps serving.
+        self.assert_shot(next(iter(self.client.stream("line1", [4]))), 4)
+
+    def test_abandoned_stream_does_not_disturb_others(self):
+        gen = self.client.stream("line1", sorted(self.oracle) * 20, queue_depth=2)
+        first = next(gen)
+        self.assert_shot(first, first.shot_id)
+        gen.close()  # cancels the call mid-stream
+        self.assert_shot(next(iter(self.client.stream("line1", [10]))), 10)
+
+    def test_little_endian_file_written_with_numpy(self):
+        # segyio 1.8.3 writes little-endian files wrongly, so numpy writes this one.
+        d = os.path.join(self.tmp, "le")
+        os.makedirs(d)
+        ns, nt = 50, 6
+        rng = np.random.default_rng(9)
+        data = rng.standard_normal((nt, ns)).astype("<f4")
+        head = np.zeros(3600, dtype=np.uint8)
+        binh = head[3200:].view(np.uint8)
+        binh[16:18] = np.frombuffer(np.int16(1000).astype("<i2").tobytes(), np.uint8)
+        binh[20:22] = np.frombuffer(np.uint16(ns).astype("<u2").tobytes(), np.uint8)
+        binh[24:26] = np.frombuffer(np.int16(5).astype("<i2").tobytes(), np.uint8)
+        traces = []
+        for t in range(nt):
+            th = np.zeros(240, dtype=np.uint8)
+            th[8:12] = np.frombuffer(np.int32(40 + t // 3).astype("<i4").tobytes(), np.uint8)
+            th[36:40] = np.frombuffer(np.int32(t * 10).astype("<i4").tobytes(), np.uint8)
+            th[114:116] = np.frombuffer(np.uint16(ns).astype("<u2").tobytes(), np.uint8)
+            traces.append(th.tobytes() + data[t].tobytes())
+        with open(os.path.join(d, "le.sgy"), "wb") as f:
+            f.write(head.tobytes() + b"".join(traces))
+        with harness.Server([f"--dataset=le={d}/*.sgy"]) as server:
+            with shotstream.Client(server.target) as c:
+                info = c.dataset("le")
+                self.assertEqual(list(info.shot_ids), [40, 41])
+                self.assertEqual(info.sample_interval_us, 1000)
+                shots = list(c.stream("le", [41, 40], headers=["offset"]))
+                np.testing.assert_array_equal(shots[0].samples, data[3:])
+                np.testing.assert_array_equal(shots[1].samples, data[:3])
+                np.testing.assert_array_equal(shots[0].headers["offset"], [30, 40, 50])
+
+
+if __name__ == "__main__":
+    unittest.main()

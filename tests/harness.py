@@ -1,0 +1,174 @@
+"""Test harness: real server processes on loopback, SEG-Y files written by segyio."""
+
+import os
+import queue
+import subprocess
+import threading
+import time
+
+import numpy as np
+import segyio
+
+
+def runfile(path):
+    """Absolute path of a runfile (workspace-relative path) under bazel test or run."""
+    for root in (os.environ.get("TEST_SRCDIR"), os.environ.get("RUNFILES_DIR")):
+        if root:
+            p = os.path.join(root, "shotstream", path)
+            if os.path.exists(p):
+                return p
+    here = os.path.dirname(os.path.abspath(__file__))
+    for base in (os.path.join(here, ".."), os.path.join(here, "..", "bazel-bin")):
+        p = os.path.join(base, path)
+        if os.path.exists(p):
+            return os.path.abspath(p)
+    raise FileNotFoundError(path)
+
+
+SERVER = "server/shotstream_server"
+CLI = "client/shotstream"
+
+
+class Server:
+    """A shotstream_server process; `target` is HOST:PORT once it printed its line."""
+
+    def __init__(self, args, timeout=120):
+        self.args = [runfile(SERVER), "--listen=127.0.0.1:0"] + list(args)
+        self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True)
+        self.stderr_lines = []
+        lines = queue.Queue()
+        threading.Thread(target=lambda: [lines.put(l) for l in self.proc.stdout] and None,
+                         daemon=True).start()
+        threading.Thread(target=self._drain_stderr, daemon=True).start()
+        try:
+            line = lines.get(timeout=timeout)
+        except queue.Empty:
+            self.stop()
+            raise RuntimeError(f"server did not start: {''.join(self.stderr_lines)}")
+        prefix = "shotstream listening on "
+        if not line.startswith(prefix):
+            self.stop()
+            raise RuntimeError(f"unexpected first line {line!r}: {''.join(self.stderr_lines)}")
+        self.target = line[len(prefix):].strip()
+
+    def _drain_stderr(self):
+        for l in self.proc.stderr:
+            self.stderr_lines.append(l)
+
+    def stop(self, sig=None):
+        if self.proc.poll() is None:
+            self.proc.terminate() if sig is None else self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        for stream in (self.proc.stdout, self.proc.stderr):
+            try:
+                stream.close()
+            except Exception:  # the reader thread may hold it
+                pass
+        return self.proc.returncode
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+def cli(*args, check=True):
+    """Runs the C++ CLI; returns CompletedProcess."""
+    res = subprocess.run([runfile(CLI)] + list(args), capture_output=True, text=True,
+                         timeout=300)
+    if check and res.returncode != 0:
+        raise AssertionError(f"shotstream {args} failed: {res.stderr}")
+    return res
+
+
+def write_survey(path, fmt, shots, traces_per_shot, n_samples, first_trace=0, seed=0,
+                 dt_us=2000):
+    """A big-endian SEG-Y file written by segyio: FieldRecord = shot id, plausible geometry
+    with coordinate and elevation scalars, random samples (IBM-exact for format 1)."""
+    rng = np.random.default_rng(seed)
+    n = len(shots) * traces_per_shot
+    spec = segyio.spec()
+    spec.format = fmt
+    spec.samples = np.arange(n_samples) * dt_us / 1000.0
+    spec.tracecount = n
+    spec.sorting = None
+    with segyio.create(path, spec) as f:
+        f.bin.update(hdt=dt_us, hns=n_samples, format=fmt)
+        for k in range(n):
+            shot = shots[k // traces_per_shot]
+            r = k % traces_per_shot
+            f.header[k] = {
+                segyio.TraceField.FieldRecord: int(shot),
+                segyio.TraceField.TRACE_SEQUENCE_FILE: first_trace + k + 1,
+                segyio.TraceField.SourceGroupScalar: -100,
+                segyio.TraceField.ElevationScalar: -10,
+                segyio.TraceField.SourceX: int(shot) * 5000,
+                segyio.TraceField.SourceY: 123456,
+                segyio.TraceField.GroupX: int(shot) * 5000 + r * 2500 - 100000,
+                segyio.TraceField.GroupY: 123456 + r,
+                segyio.TraceField.offset: r * 25 - 1000,
+                segyio.TraceField.SourceSurfaceElevation: 1000 + int(shot),
+                segyio.TraceField.ReceiverGroupElevation: 900 + r,
+                segyio.TraceField.INLINE_3D: 7,
+                segyio.TraceField.CROSSLINE_3D: r,
+                segyio.TraceField.EnergySourcePoint: int(shot) + 1000,
+            }
+            data = rng.standard_normal(n_samples).astype(np.float32) * 100
+            if fmt == 1:
+                # Values with 20 significant bits are exact in IBM float.
+                m, e = np.frexp(data)
+                data = np.ldexp(np.round(np.ldexp(m, 20)), e - 20).astype(np.float32)
+            f.trace[k] = data
+
+
+HEADER_FIELDS = {
+    # contract name: (segyio field, scalar field or None)
+    "field_record": (segyio.TraceField.FieldRecord, None),
+    "energy_source_point": (segyio.TraceField.EnergySourcePoint, None),
+    "inline": (segyio.TraceField.INLINE_3D, None),
+    "crossline": (segyio.TraceField.CROSSLINE_3D, None),
+    "offset": (segyio.TraceField.offset, None),
+    "source_x": (segyio.TraceField.SourceX, segyio.TraceField.SourceGroupScalar),
+    "source_y": (segyio.TraceField.SourceY, segyio.TraceField.SourceGroupScalar),
+    "group_x": (segyio.TraceField.GroupX, segyio.TraceField.SourceGroupScalar),
+    "group_y": (segyio.TraceField.GroupY, segyio.TraceField.SourceGroupScalar),
+    "source_elevation": (segyio.TraceField.SourceSurfaceElevation,
+                         segyio.TraceField.ElevationScalar),
+    "receiver_elevation": (segyio.TraceField.ReceiverGroupElevation,
+                           segyio.TraceField.ElevationScalar),
+}
+
+
+def _scaled(value, scalar):
+    if scalar > 0:
+        return float(value) * scalar
+    if scalar < 0:
+        return float(value) / -scalar
+    return float(value)
+
+
+def segyio_shots(paths, key=segyio.TraceField.FieldRecord):
+    """The oracle: {shot id: (samples (n_traces, n_samples), {header: values})}, traces in
+    file order, read by segyio."""
+    shots = {}
+    for path in sorted(paths):
+        with segyio.open(path, ignore_geometry=True) as f:
+            keys = f.attributes(key)[:]
+            for k in range(f.tracecount):
+                h = f.header[k]
+                row = {}
+                for name, (field, scalar) in HEADER_FIELDS.items():
+                    row[name] = _scaled(h[field], h[scalar]) if scalar else float(h[field])
+                shots.setdefault(int(keys[k]), []).append((f.trace[k].astype(np.float32), row))
+    out = {}
+    for sid, rows in shots.items():
+        samples = np.stack([r[0] for r in rows])
+        headers = {name: np.array([r[1][name] for r in rows]) for name in HEADER_FIELDS}
+        out[sid] = (samples, headers)
+    return out
