@@ -69,3 +69,28 @@ local_cuda = repository_rule(
     environ = ["CUDA_PATH"],
     local = True,
 )
+
+def _testdata_dir_impl(ctx):
+    root = ctx.path(Label("@//:WORKSPACE")).dirname
+    res = ctx.execute(["realpath", "-m", "%s/%s" % (root, ctx.attr.path)])
+    path = res.stdout.strip()
+    exists = ctx.path(path).exists
+    ctx.file("testdata_dir.h", "\n".join([
+        "// Generated: where the shared test files are (empty when absent).",
+        "#pragma once",
+        "#define %s \"%s\"" % (ctx.attr.macro, path if exists else ""),
+        "",
+    ]))
+    ctx.file("BUILD.bazel", """
+package(default_visibility = ["//visibility:public"])
+cc_library(name = "dir", hdrs = ["testdata_dir.h"], includes = ["."])
+""")
+    ctx.file("WORKSPACE", 'workspace(name = "%s")\n' % ctx.name)
+
+# Exposes the absolute path of a directory outside the workspace (the shared test files)
+# to C++ tests as a macro, without copying its files into runfiles.
+testdata_dir = repository_rule(
+    implementation = _testdata_dir_impl,
+    attrs = {"path": attr.string(mandatory = True), "macro": attr.string(mandatory = True)},
+    local = True,
+)

@@ -7,7 +7,7 @@ PKGS=(
   g++ pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libgtest-dev libgmock-dev libbenchmark-dev
-  libxxhash-dev libyaml-cpp-dev
+  libxxhash-dev libyaml-cpp-dev nlohmann-json3-dev
   python3 python3-grpcio python3-protobuf python3-numpy python3-segyio python3-pytest
 )
 missing=()

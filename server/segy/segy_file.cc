@@ -57,16 +57,37 @@ double ChooseInterval(int bin_dt, int trace_dt) {
   return 4000.0;
 }
 
-constexpr absl::string_view kEndTextAscii = "((SEG: EndText))";
-constexpr uint8_t kEndTextEbcdic[] = {0x4D, 0x4D, 0xE2, 0xC5, 0xC7, 0x7A, 0x40, 0xC5,
-                                      0x95, 0x84, 0xE3, 0x85, 0xA7, 0xA3, 0x5D, 0x5D};
+// The stanza that ends a variable count of extended textual headers. Matched as
+// upstream segyio does in practice: case-insensitive, blanks ignored, ASCII or EBCDIC.
+char EbcdicToAscii(uint8_t c) {
+  if (c >= 0x81 && c <= 0x89) return static_cast<char>('a' + (c - 0x81));
+  if (c >= 0x91 && c <= 0x99) return static_cast<char>('j' + (c - 0x91));
+  if (c >= 0xA2 && c <= 0xA9) return static_cast<char>('s' + (c - 0xA2));
+  if (c >= 0xC1 && c <= 0xC9) return static_cast<char>('A' + (c - 0xC1));
+  if (c >= 0xD1 && c <= 0xD9) return static_cast<char>('J' + (c - 0xD1));
+  if (c >= 0xE2 && c <= 0xE9) return static_cast<char>('S' + (c - 0xE2));
+  switch (c) {
+    case 0x40: return ' ';
+    case 0x4D: return '(';
+    case 0x5D: return ')';
+    case 0x7A: return ':';
+    default: return '?';
+  }
+}
 
 bool HasEndText(const uint8_t* record, size_t n) {
-  absl::string_view text(reinterpret_cast<const char*>(record), n);
-  if (absl::StrContains(text, kEndTextAscii)) return true;
-  absl::string_view ebcdic(reinterpret_cast<const char*>(kEndTextEbcdic),
-                           sizeof(kEndTextEbcdic));
-  return absl::StrContains(text, ebcdic);
+  for (bool ebcdic : {false, true}) {
+    std::string folded;
+    folded.reserve(n);
+    for (size_t i = 0; i < n; ++i) {
+      char c = ebcdic ? EbcdicToAscii(record[i]) : static_cast<char>(record[i]);
+      if (c == ' ') continue;
+      if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+      folded.push_back(c);
+    }
+    if (absl::StrContains(folded, "((seg:endtext))")) return true;
+  }
+  return false;
 }
 
 absl::StatusOr<SegyLayout> ParseSeismicUnix(const std::string& path, const uint8_t* head,
@@ -156,18 +177,6 @@ absl::StatusOr<SegyLayout> ParseLayoutImpl(const std::string& path, const uint8_
   l.revision_major = rev_major;
   const bool rev2 = rev_major == 2 || rev_major == 3;
 
-  l.n_samples = Read16(Bin(head, 3221), order);  // unsigned in rev 2
-  if (rev2 && l.n_samples == 0) {
-    l.n_samples = Read32(Bin(head, 3269), order);
-  }
-  if (l.n_samples == 0) {
-    return Err(path, 3221, "number of samples per trace is 0");
-  }
-  if (l.n_samples > 100'000'000) {
-    return Err(path, 3269, absl::StrCat("number of samples per trace ", l.n_samples,
-                                        " is absurd (more than 100 million)"));
-  }
-
   const int ext = static_cast<int16_t>(Read16(Bin(head, 3505), order));
   if (ext >= 0) {
     l.extended_textual_headers = ext;
@@ -192,7 +201,8 @@ absl::StatusOr<SegyLayout> ParseLayoutImpl(const std::string& path, const uint8_
   }
 
   if (rev2) {
-    const int64_t extra = static_cast<int32_t>(Read32(Bin(head, 3507), order));
+    // Bytes 3507-3508: maximum number of additional 240-byte trace headers.
+    const int extra = static_cast<int16_t>(Read16(Bin(head, 3507), order));
     if (extra < 0 || extra > 1000) {
       return Err(path, 3507, absl::StrCat("additional trace header count ", extra,
                                           " is out of range"));
@@ -201,7 +211,6 @@ absl::StatusOr<SegyLayout> ParseLayoutImpl(const std::string& path, const uint8_
   }
   l.first_trace_offset =
       kFileHeaderBytes + uint64_t{kTextualHeaderBytes} * l.extended_textual_headers;
-  l.trace_bytes = l.header_bytes() + l.sample_bytes();
   if (file_size < l.first_trace_offset) {
     return Err(path, 3505,
                absl::StrCat(l.extended_textual_headers,
@@ -209,14 +218,46 @@ absl::StatusOr<SegyLayout> ParseLayoutImpl(const std::string& path, const uint8_
                             " bytes"));
   }
   const uint64_t data = file_size - l.first_trace_offset;
-  if (data % l.trace_bytes != 0) {
-    return Err(path, l.first_trace_offset + data / l.trace_bytes * l.trace_bytes,
+
+  // Samples per trace: the binary header (3221-3222, unsigned), else the rev 2 extended
+  // count (3269-3272), else the first trace header (115-116): the first that divides the
+  // file into whole traces. Files with garbage in one of them still read, as in segyio.
+  const uint32_t bin_ns = Read16(Bin(head, 3221), order);
+  const uint32_t ext_ns = Read32(Bin(head, 3269), order);
+  std::vector<uint32_t> candidates;
+  if (rev2 && bin_ns == 0 && ext_ns != 0) candidates.push_back(ext_ns);
+  if (bin_ns != 0) candidates.push_back(bin_ns);
+  if (ext_ns != 0 && ext_ns <= 100'000'000) candidates.push_back(ext_ns);
+  if (data >= kTraceHeaderBytes) {
+    uint8_t th[kTraceHeaderBytes];
+    SS_RETURN_IF_ERROR(read_at(l.first_trace_offset, kTraceHeaderBytes, th));
+    const uint32_t trace_ns = Read16(th + 114, order);
+    if (trace_ns != 0) candidates.push_back(trace_ns);
+  }
+  if (candidates.empty()) {
+    return Err(path, 3221, "number of samples per trace is 0 (binary header bytes 3221-3222, "
+                           "3269-3272 and trace header bytes 115-116)");
+  }
+  bool fits = false;
+  for (uint32_t ns : candidates) {
+    const uint64_t trace_bytes = l.header_bytes() + uint64_t{ns} * l.bytes_per_sample;
+    if (data % trace_bytes == 0) {
+      l.n_samples = ns;
+      fits = true;
+      break;
+    }
+  }
+  if (!fits) {
+    l.n_samples = candidates.front();
+    const uint64_t tb = l.header_bytes() + l.sample_bytes();
+    return Err(path, l.first_trace_offset + data / tb * tb,
                absl::StrCat("file size ", file_size, " is not the ", l.first_trace_offset,
-                            "-byte header plus whole traces of ", l.trace_bytes, " bytes (",
+                            "-byte header plus whole traces of ", tb, " bytes (",
                             l.n_samples, " samples of ", l.bytes_per_sample, " bytes + ",
-                            l.header_bytes(), " header bytes): ", data % l.trace_bytes,
+                            l.header_bytes(), " header bytes): ", data % tb,
                             " bytes left over (truncated file, or wrong n_samples/format)"));
   }
+  l.trace_bytes = l.header_bytes() + l.sample_bytes();
   l.n_traces = data / l.trace_bytes;
 
   const int bin_dt = static_cast<int16_t>(Read16(Bin(head, 3217), order));

@@ -99,10 +99,15 @@ TEST(SegyFileTest, ErrorsNameFileByteAndReason) {
   bytes[3225] = 0x7f;
   auto junk = ParseSegyHeaders("j.sgy", bytes.data(), bytes.size(), bytes.size(), {});
   ASSERT_FALSE(junk.ok());
-  // Zero samples.
+  // Zero samples in the binary header: the trace header's count (115-116) is used.
   bytes[3224] = 0;
   bytes[3225] = 5;
   bytes[3220] = bytes[3221] = 0;
+  auto from_trace = ParseSegyHeaders("z.sgy", bytes.data(), bytes.size(), bytes.size(), {});
+  ASSERT_TRUE(from_trace.ok()) << from_trace.status();
+  EXPECT_EQ(from_trace->n_samples, 10u);
+  // Zero everywhere.
+  bytes[3600 + 114] = bytes[3600 + 115] = 0;
   auto zero = ParseSegyHeaders("z.sgy", bytes.data(), bytes.size(), bytes.size(), {});
   ASSERT_FALSE(zero.ok());
   EXPECT_NE(zero.status().message().find("3221"), absl::string_view::npos);
