@@ -19,6 +19,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
@@ -40,6 +41,8 @@ ABSL_FLAG(uint32_t, default_queue_depth, 2, "shots read ahead per stream when no
 ABSL_FLAG(uint32_t, max_queue_depth, 16, "largest queue depth a client may ask for");
 ABSL_FLAG(uint64_t, max_chunk_bytes, 4 << 20, "largest sample payload per message");
 ABSL_FLAG(uint64_t, max_gap_bytes, 64 * 1024, "coalesce reads across gaps up to this");
+ABSL_FLAG(std::string, testing_corrupt_shot, "",
+          "testing only: corrupt one byte of this shot id's samples after its checksum");
 ABSL_FLAG(absl::Duration, grace_period, absl::Seconds(30),
           "on SIGTERM, how long running streams may take to finish");
 
@@ -155,6 +158,11 @@ int main(int argc, char** argv) {
   options.default_queue_depth = absl::GetFlag(FLAGS_default_queue_depth);
   options.max_queue_depth = absl::GetFlag(FLAGS_max_queue_depth);
   options.max_chunk_bytes = absl::GetFlag(FLAGS_max_chunk_bytes);
+  if (const std::string c = absl::GetFlag(FLAGS_testing_corrupt_shot); !c.empty()) {
+    int64_t id;
+    if (!absl::SimpleAtoi(c, &id)) return Fail("--testing_corrupt_shot needs a shot id");
+    options.corrupt_shot_for_testing = id;
+  }
   std::unique_ptr<grpc::Service> service =
       shotstream::service::MakeShotStreamService(&datasets, &pool, options);
 

@@ -35,7 +35,19 @@ def _header_bytes(n_samples, dt_us, fmt):
     return text.tobytes() + binh.tobytes()
 
 
-TRACE_DTYPE = None
+_INT_TYPES = {2: (">i4", 1e6), 3: (">i2", 1e4), 8: ("i1", 1e2)}
+
+
+def _encode(data, fmt):
+    """float32 samples -> the big-endian words of SEG-Y format fmt (1, 2, 3, 5 or 8);
+    integer formats get the samples scaled and rounded."""
+    if fmt == 1:
+        return ieee_to_ibm(data)
+    if fmt == 5:
+        return data.astype(">f4")
+    dtype, scale = _INT_TYPES[fmt]
+    info = np.iinfo(np.dtype(dtype))
+    return np.clip(np.round(data * scale), info.min, info.max).astype(dtype)
 
 
 def write_survey(directory, n_shots=48, traces_per_shot=480, n_samples=2000, n_files=4,
@@ -82,13 +94,14 @@ def write_survey(directory, n_shots=48, traces_per_shot=480, n_samples=2000, n_f
             tt = np.sqrt(t0 ** 2 + (offset / v) ** 2)
             arg = (t[None, :] - tt[:, None]) * np.pi * wavelet_f
             data += ((1 - 2 * arg ** 2) * np.exp(-arg ** 2)).astype(np.float32)
-        words = ieee_to_ibm(data) if fmt == 1 else data.astype(">f4")
+        words = _encode(data, fmt)
         path = os.path.join(directory, f"survey_{f:03d}.sgy")
         with open(path, "wb") as out:
             out.write(_header_bytes(n_samples, dt_us, fmt))
-            rows = np.empty((hi - lo, 240 + 4 * n_samples), dtype=np.uint8)
+            bps = words.dtype.itemsize
+            rows = np.empty((hi - lo, 240 + bps * n_samples), dtype=np.uint8)
             rows[:, :240] = headers.view(np.uint8).reshape(hi - lo, 240)
-            rows[:, 240:] = words.view(np.uint8).reshape(hi - lo, 4 * n_samples)
+            rows[:, 240:] = words.view(np.uint8).reshape(hi - lo, bps * n_samples)
             out.write(rows.tobytes())
         paths.append(path)
     return paths, n_traces * n_samples * 4

@@ -50,6 +50,7 @@ struct StreamPlan {
   std::vector<segy::HeaderSelector> headers;
   uint32_t queue_depth = 2;
   uint64_t max_chunk_bytes = 4 << 20;
+  std::optional<int64_t> corrupt_shot;  // testing only
 };
 
 // One StreamShots call. Reads are submitted to the pool, at most queue_depth shots ahead
@@ -209,6 +210,9 @@ class StreamShotsReactor final : public grpc::ServerWriteReactor<v1::ShotChunk> 
     }
     chunk_offset_ += shot.chunks[c].size();
     msg_.set_samples(std::move(shot.chunks[c]));
+    if (c == 0 && plan_.corrupt_shot == shot.shot_id && !msg_.samples().empty()) {
+      (*msg_.mutable_samples())[0] ^= 0x01;
+    }
     if (slot.next_chunk == shot.chunks.size()) {
       msg_.set_last(true);
       msg_.set_crc32(shot.crc32);
@@ -333,6 +337,7 @@ class ShotStreamServiceImpl final : public v1::ShotStream::CallbackService {
             absl::StrCat("dataset '", r.dataset(), "' has no shot ", id));
       }
     }
+    plan.corrupt_shot = options_.corrupt_shot_for_testing;
     plan.queue_depth = r.queue_depth() == 0 ? options_.default_queue_depth : r.queue_depth();
     plan.max_chunk_bytes = r.max_chunk_bytes() == 0
                                ? options_.max_chunk_bytes

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,9 @@ struct ServiceOptions {
   uint32_t max_queue_depth = 16;
   uint64_t max_chunk_bytes = 4 << 20;
   uint64_t max_shots_per_request = 10'000'000;
+  // Testing only: flip one sample byte of this shot's first chunk after its checksum was
+  // computed, so that clients' verification can be tested end to end.
+  std::optional<int64_t> corrupt_shot_for_testing;
 };
 
 

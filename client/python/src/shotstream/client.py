@@ -139,10 +139,12 @@ class Client:
     token: bearer token sent as `authorization: Bearer <token>`.
     tls: None (plaintext), True (system roots) or PEM bytes / a path of the root CA.
     retries: how many times a broken stream (UNAVAILABLE) is reconnected and resumed from
-    the first shot not yet delivered.
+    the first shot not yet delivered; each attempt waits up to reconnect_timeout seconds
+    for the server to come back.
     """
 
-    def __init__(self, targets, token=None, tls=None, retries=0, timeout=None):
+    def __init__(self, targets, token=None, tls=None, retries=0, timeout=None,
+                 reconnect_timeout=10.0):
         if isinstance(targets, str):
             targets = [targets]
         if not targets:
@@ -151,6 +153,8 @@ class Client:
         self._metadata = [("authorization", f"Bearer {token}")] if token else []
         self._retries = int(retries)
         self._timeout = timeout
+        self._reconnect_timeout = reconnect_timeout
+        self.reconnects = 0  # streams resumed after a break, over this client's life
         creds = None
         if tls:
             root = None
@@ -314,7 +318,16 @@ class Client:
                             return
                         if e.code() in _RETRYABLE and attempts < self._retries:
                             attempts += 1
+                            self.reconnects += 1
+                            # Back off, then wait (bounded) for the target to come back.
                             time.sleep(min(2.0, 0.05 * 2 ** attempts))
+                            ready = grpc.channel_ready_future(self._channels[route[delivered]])
+                            try:
+                                ready.result(timeout=self._reconnect_timeout)
+                            except grpc.FutureTimeoutError:
+                                pass
+                            finally:
+                                ready.cancel()
                             continue
                         raise
                 put(_END)
