@@ -6,6 +6,11 @@
 // SIGTERM/SIGINT: stop accepting streams, let running ones finish within --grace_period,
 // exit 0.
 #include <signal.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
 
 #include <chrono>
 #include <cstdio>
@@ -36,6 +41,8 @@ ABSL_FLAG(std::string, shot_key, "field_record",
           "inline, crossline or byte:N");
 ABSL_FLAG(std::string, byte_order, "auto", "auto (detect per file), big or little");
 ABSL_FLAG(std::string, catalog_dir, "", "where catalogs are kept (created if missing)");
+ABSL_FLAG(bool, index_only, false,
+          "build (or check) the catalogs, print a summary per dataset, and exit");
 ABSL_FLAG(int, readers, 0, "reader threads shared by all streams (0: number of cores)");
 ABSL_FLAG(uint32_t, default_queue_depth, 2, "shots read ahead per stream when not asked");
 ABSL_FLAG(uint32_t, max_queue_depth, 16, "largest queue depth a client may ask for");
@@ -68,6 +75,24 @@ std::vector<std::string> TakeDatasetFlags(int* argc, char** argv) {
   *argc = out;
   argv[out] = nullptr;
   return values;
+}
+
+// --index_only: one summary line per dataset on stdout.
+void PrintSummary(const shotstream::dataset::Dataset& d, absl::Duration took) {
+  std::vector<uint32_t> per_shot;
+  for (const auto& s : d.catalog().shots()) per_shot.push_back(s.n_traces);
+  std::sort(per_shot.begin(), per_shot.end());
+  uint64_t bytes = 0;
+  for (size_t i = 0; i < d.n_files(); ++i) bytes += d.file(i).size();
+  std::printf("%s: files %zu  traces %llu  shots %zu  traces/shot min %u median %u max %u  "
+              "bytes %llu  seconds %.3f  catalog %s\n",
+              d.name().c_str(), d.n_files(),
+              static_cast<unsigned long long>(d.catalog().n_traces()), per_shot.size(),
+              per_shot.empty() ? 0 : per_shot.front(),
+              per_shot.empty() ? 0 : per_shot[per_shot.size() / 2],
+              per_shot.empty() ? 0 : per_shot.back(), static_cast<unsigned long long>(bytes),
+              absl::ToDoubleSeconds(took), d.catalog_origin().c_str());
+  std::fflush(stdout);
 }
 
 int Fail(const std::string& message) {
@@ -103,7 +128,9 @@ int main(int argc, char** argv) {
     return Fail("--byte_order must be auto, big or little");
   }
   const std::string catalog_dir = absl::GetFlag(FLAGS_catalog_dir);
-  (void)catalog_dir;  // catalogs are built in memory at start-up in this version
+  if (!catalog_dir.empty() && ::mkdir(catalog_dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    return Fail("--catalog_dir=" + catalog_dir + ": cannot create: " + std::strerror(errno));
+  }
 
   std::vector<DatasetEntry> datasets;
   for (const std::string& flag : dataset_flags) {
@@ -118,6 +145,7 @@ int main(int argc, char** argv) {
     spec.shot_key = *key;
     spec.byte_order = order;
     spec.coalesce.max_gap_bytes = absl::GetFlag(FLAGS_max_gap_bytes);
+    spec.catalog_dir = catalog_dir;
     const absl::Time start = absl::Now();
     absl::Time last_report = start;
     auto progress = [&](uint64_t done, uint64_t total) {
@@ -137,11 +165,13 @@ int main(int argc, char** argv) {
     auto loaded = shotstream::dataset::Dataset::Load(spec, progress);
     if (loaded.ok()) {
       entry.dataset = std::move(*loaded);
-      std::fprintf(stderr, "dataset %s: %zu files, %llu traces, %zu shots (%.2f s)\n",
+      std::fprintf(stderr, "dataset %s: %zu files, %llu traces, %zu shots; catalog %s (%.2f s)\n",
                    spec.name.c_str(), entry.dataset->n_files(),
                    static_cast<unsigned long long>(entry.dataset->catalog().n_traces()),
                    entry.dataset->catalog().shots().size(),
+                   entry.dataset->catalog_origin().c_str(),
                    absl::ToDoubleSeconds(absl::Now() - start));
+      if (absl::GetFlag(FLAGS_index_only)) PrintSummary(*entry.dataset, absl::Now() - start);
     } else {
       // The server still serves the other datasets; this one reports its error.
       entry.status = loaded.status();
@@ -149,6 +179,13 @@ int main(int argc, char** argv) {
                    std::string(loaded.status().message()).c_str());
     }
     datasets.push_back(std::move(entry));
+  }
+
+  if (absl::GetFlag(FLAGS_index_only)) {
+    for (const DatasetEntry& e : datasets) {
+      if (e.dataset == nullptr) return 1;
+    }
+    return 0;
   }
 
   int readers = absl::GetFlag(FLAGS_readers);

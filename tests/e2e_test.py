@@ -158,6 +158,24 @@ class EndToEndTest(unittest.TestCase):
         gen.close()  # cancels the call mid-stream
         self.assert_shot(next(iter(self.client.stream("line1", [10]))), 10)
 
+    def test_catalog_dir_builds_once_then_reuses(self):
+        cat = os.path.join(self.tmp, "catalogs")
+        d = os.path.dirname(self.paths[0])
+        outs = []
+        for _ in range(2):
+            with harness.Server([f"--dataset=line1={d}/*.sgy", f"--catalog_dir={cat}"]) as s:
+                with shotstream.Client(s.target) as c:
+                    self.assert_shot(next(iter(c.stream("line1", [3]))), 3)
+                s.stop()
+                outs.append("".join(s.stderr_lines))
+        self.assertIn("catalog built, saved to", outs[0])
+        self.assertIn("catalog reused", outs[1])
+        self.assertTrue(os.path.exists(os.path.join(cat, "line1.catalog")))
+        res = harness.cli_server("--index_only", f"--dataset=line1={d}/*.sgy",
+                                 f"--catalog_dir={cat}")
+        self.assertIn("line1: files 3  traces 171  shots 7", res.stdout)
+        self.assertIn("traces/shot min 17 median 24 max 48", res.stdout)
+
     def test_little_endian_file_written_with_numpy(self):
         # segyio 1.8.3 writes little-endian files wrongly, so numpy writes this one.
         d = os.path.join(self.tmp, "le")

@@ -87,6 +87,15 @@ def cli(*args, check=True):
     return res
 
 
+def cli_server(*args):
+    """Runs the server binary to completion (e.g. --index_only)."""
+    res = subprocess.run([runfile(SERVER)] + list(args), capture_output=True, text=True,
+                         timeout=300)
+    if res.returncode != 0:
+        raise AssertionError(f"shotstream_server {args} failed: {res.stderr}")
+    return res
+
+
 def write_survey(path, fmt, shots, traces_per_shot, n_samples, first_trace=0, seed=0,
                  dt_us=2000):
     """A big-endian SEG-Y file written by segyio: FieldRecord = shot id, plausible geometry

@@ -8,6 +8,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "server/catalog/catalog_store.h"
 #include "server/common/status_macros.h"
 
 namespace shotstream::dataset {
@@ -91,9 +94,42 @@ absl::StatusOr<std::unique_ptr<Dataset>> Dataset::Load(const DatasetSpec& spec,
     d->files_.push_back(std::move(*file));
     d->file_ptrs_.push_back(d->files_.back().get());
   }
-  SS_ASSIGN_OR_RETURN(d->catalog_,
-                      catalog::Catalog::Build(d->file_ptrs_, spec.shot_key, progress));
+  const absl::Time start = absl::Now();
+  SS_RETURN_IF_ERROR(d->LoadOrBuildCatalog(progress));
+  d->catalog_seconds_ = absl::ToDoubleSeconds(absl::Now() - start);
   return d;
+}
+
+absl::Status Dataset::LoadOrBuildCatalog(const catalog::ScanProgress& progress) {
+  std::string why = "built";
+  std::string path;
+  catalog::CatalogSource source;
+  if (!spec_.catalog_dir.empty()) {
+    path = absl::StrCat(spec_.catalog_dir, "/", spec_.name, ".catalog");
+    SS_ASSIGN_OR_RETURN(source, catalog::DescribeSource(file_ptrs_, spec_.shot_key.name));
+    auto loaded = catalog::LoadCatalog(path, source);
+    if (loaded.ok()) {
+      catalog_ = *std::move(loaded);
+      catalog_origin_ = absl::StrCat("reused (", path, ")");
+      return absl::OkStatus();
+    }
+    if (!absl::IsNotFound(loaded.status())) {
+      // Stale or corrupt: never trusted, rebuilt, and the reason said.
+      why = absl::StrCat("rebuilt: ", loaded.status().message());
+    }
+  }
+  SS_ASSIGN_OR_RETURN(catalog_, catalog::Catalog::Build(file_ptrs_, spec_.shot_key, progress,
+                                                        spec_.scan_block_bytes));
+  catalog_origin_ = why;
+  if (!path.empty()) {
+    absl::Status saved = catalog::SaveCatalog(path, source, catalog_);
+    if (!saved.ok()) {
+      absl::StrAppend(&catalog_origin_, " (not saved: ", saved.message(), ")");
+    } else {
+      absl::StrAppend(&catalog_origin_, ", saved to ", path);
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<ShotData> Dataset::ReadShot(int64_t shot_id,

@@ -26,6 +26,9 @@ struct DatasetSpec {
   segy::ShotKey shot_key;
   std::optional<segy::ByteOrder> byte_order;  // force instead of detect
   io::CoalesceOptions coalesce;
+  // Where the catalog is kept (DIR/NAME.catalog); empty: built in memory every start.
+  std::string catalog_dir;
+  uint64_t scan_block_bytes = catalog::kDefaultScanBlockBytes;
 };
 
 // One shot, decoded: samples split into chunks of whole traces (float32 little-endian,
@@ -62,6 +65,9 @@ class Dataset {
   int sample_format() const { return sample_format_; }
   size_t n_files() const { return files_.size(); }
   const segy::SegyFile& file(size_t i) const { return *files_[i]; }
+  // How the catalog came to be: "built", "reused (PATH)", or "rebuilt: REASON".
+  const std::string& catalog_origin() const { return catalog_origin_; }
+  double catalog_seconds() const { return catalog_seconds_; }
 
   // Reads one shot. Chunks hold at most max(1, max_chunk_bytes / trace bytes) traces.
   // NOT_FOUND for an unknown shot id.
@@ -72,6 +78,7 @@ class Dataset {
 
  private:
   Dataset() = default;
+  absl::Status LoadOrBuildCatalog(const catalog::ScanProgress& progress);
 
   DatasetSpec spec_;
   std::vector<std::unique_ptr<segy::SegyFile>> files_;
@@ -80,6 +87,8 @@ class Dataset {
   uint32_t n_samples_ = 0;
   double sample_interval_us_ = 0;
   int sample_format_ = 0;
+  std::string catalog_origin_;
+  double catalog_seconds_ = 0;
 };
 
 }  // namespace shotstream::dataset

@@ -105,3 +105,75 @@ TEST(DatasetTest, FlagAndNameValidation) {
 
 }  // namespace
 }  // namespace shotstream::dataset
+
+namespace shotstream::dataset {
+namespace {
+
+uint64_t TotalReads(const Dataset& d) {
+  uint64_t n = 0;
+  for (size_t i = 0; i < d.n_files(); ++i) n += d.file(i).read_calls();
+  return n;
+}
+
+TEST(DatasetCatalogTest, BuiltOnceThenReusedWithoutReadingTraceHeaders) {
+  WriteSurvey("p", 5);
+  const std::string cat_dir = Dir() + "/catalogs";
+  ASSERT_EQ(system(("mkdir -p " + cat_dir).c_str()), 0);
+  DatasetSpec spec;
+  spec.name = "persist";
+  spec.globs = {Dir() + "/p*.sgy"};
+  spec.catalog_dir = cat_dir;
+  spec.scan_block_bytes = 1;  // one read per trace header while building
+  auto first = Dataset::Load(spec);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ((*first)->catalog_origin().rfind("built, saved to", 0), 0u)
+      << (*first)->catalog_origin();
+  EXPECT_GE(TotalReads(**first), (*first)->catalog().n_traces());
+
+  auto second = Dataset::Load(spec);
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ((*second)->catalog_origin().rfind("reused", 0), 0u) << (*second)->catalog_origin();
+  // Per file: the file header and the first trace header at open, then the three
+  // fingerprint reads. Nothing grows with the number of traces.
+  EXPECT_EQ(TotalReads(**second), 5u * (*second)->n_files());
+  EXPECT_EQ((*second)->catalog().traces(), (*first)->catalog().traces());
+
+  // Appending a trace to a file makes the catalog stale: rebuilt, with the reason.
+  segy::TestFileSpec more;
+  more.format = 5;
+  more.n_samples = 5;
+  more.traces.resize(13);
+  for (auto& t : more.traces) t.fields = {{9, 4, 4}};
+  segy::WriteSegyFile(Dir() + "/p1.sgy", more);
+  auto third = Dataset::Load(spec);
+  ASSERT_TRUE(third.ok());
+  EXPECT_NE((*third)->catalog_origin().find("rebuilt: "), std::string::npos);
+  EXPECT_NE((*third)->catalog_origin().find("p1.sgy"), std::string::npos)
+      << (*third)->catalog_origin();
+  EXPECT_NE((*third)->catalog().Find(4), nullptr);
+}
+
+TEST(DatasetCatalogTest, CorruptCatalogIsRebuiltNeverTrusted) {
+  WriteSurvey("q", 5);
+  const std::string cat_dir = Dir() + "/catalogs2";
+  ASSERT_EQ(system(("mkdir -p " + cat_dir).c_str()), 0);
+  DatasetSpec spec;
+  spec.name = "corrupt";
+  spec.globs = {Dir() + "/q*.sgy"};
+  spec.catalog_dir = cat_dir;
+  ASSERT_TRUE(Dataset::Load(spec).ok());
+  const std::string path = cat_dir + "/corrupt.catalog";
+  FILE* f = fopen(path.c_str(), "r+b");
+  ASSERT_NE(f, nullptr);
+  fseek(f, 60, SEEK_SET);
+  fputc(0x5a, f);
+  fclose(f);
+  auto again = Dataset::Load(spec);
+  ASSERT_TRUE(again.ok());
+  EXPECT_NE(again.value()->catalog_origin().find("corrupt catalog"), std::string::npos)
+      << again.value()->catalog_origin();
+  EXPECT_EQ(again.value()->catalog().shots().size(), 3u);
+}
+
+}  // namespace
+}  // namespace shotstream::dataset

@@ -228,8 +228,8 @@ absl::StatusOr<SegyLayout> ParseLayoutImpl(const std::string& path, const uint8_
   if (rev2 && bin_ns == 0 && ext_ns != 0) candidates.push_back(ext_ns);
   if (bin_ns != 0) candidates.push_back(bin_ns);
   if (ext_ns != 0 && ext_ns <= 100'000'000) candidates.push_back(ext_ns);
+  uint8_t th[kTraceHeaderBytes] = {};  // the first trace header, read once
   if (data >= kTraceHeaderBytes) {
-    uint8_t th[kTraceHeaderBytes];
     SS_RETURN_IF_ERROR(read_at(l.first_trace_offset, kTraceHeaderBytes, th));
     const uint32_t trace_ns = Read16(th + 114, order);
     if (trace_ns != 0) candidates.push_back(trace_ns);
@@ -261,12 +261,7 @@ absl::StatusOr<SegyLayout> ParseLayoutImpl(const std::string& path, const uint8_
   l.n_traces = data / l.trace_bytes;
 
   const int bin_dt = static_cast<int16_t>(Read16(Bin(head, 3217), order));
-  int trace_dt = 0;
-  if (l.n_traces > 0) {
-    uint8_t th[kTraceHeaderBytes];
-    SS_RETURN_IF_ERROR(read_at(l.first_trace_offset, kTraceHeaderBytes, th));
-    trace_dt = static_cast<int16_t>(Read16(th + 116, order));
-  }
+  const int trace_dt = l.n_traces > 0 ? static_cast<int16_t>(Read16(th + 116, order)) : 0;
   l.sample_interval_us = ChooseInterval(bin_dt, trace_dt);
   if (rev2 && bin_dt == 0 && trace_dt <= 0) {
     const double ext_dt = ReadDouble(Bin(head, 3273), order);
@@ -326,6 +321,7 @@ absl::Status SegyFile::ParseLayout(const OpenOptions& options) {
 }
 
 absl::Status SegyFile::ReadAt(uint64_t offset, uint64_t length, uint8_t* dst) const {
+  read_calls_.fetch_add(1, std::memory_order_relaxed);
   uint64_t done = 0;
   while (done < length) {
     const ssize_t n = ::pread(fd_, dst + done, length - done, offset + done);

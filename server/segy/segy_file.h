@@ -5,6 +5,7 @@
 #ifndef SHOTSTREAM_SERVER_SEGY_SEGY_FILE_H_
 #define SHOTSTREAM_SERVER_SEGY_SEGY_FILE_H_
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -65,6 +66,9 @@ class SegyFile {
   // (DATA_LOSS when the file is shorter than expected, UNAVAILABLE on I/O errors).
   absl::Status ReadAt(uint64_t offset, uint64_t length, uint8_t* dst) const;
 
+  // How many ReadAt calls this file has served (for tests and metrics).
+  uint64_t read_calls() const { return read_calls_.load(std::memory_order_relaxed); }
+
  private:
   SegyFile(std::string path, int fd, uint64_t size, int64_t mtime_ns)
       : path_(std::move(path)), fd_(fd), size_(size), mtime_ns_(mtime_ns) {}
@@ -75,6 +79,7 @@ class SegyFile {
   uint64_t size_;
   int64_t mtime_ns_;
   SegyLayout layout_;
+  mutable std::atomic<uint64_t> read_calls_{0};
 };
 
 // Parses a layout from the first bytes of a file (exposed for tests and fuzzers).

@@ -1,0 +1,57 @@
+// Persistent catalogs: a versioned, checksummed file per dataset, with the source files'
+// paths, sizes, mtimes and content fingerprints so that a stale catalog is never used.
+//
+// File layout (little-endian): "SSCATLG\0", u32 version, the shot key, the source files
+// (path, size, mtime_ns, fingerprint), u64 n_shots, u64 n_traces, the shot column
+// (i64 id, u64 first trace, u32 count, u32 0), the trace column (u32 file id, u32 0,
+// u64 byte offset), and a CRC-32 of everything before it. Loading is one read and two
+// copies, no per-trace parsing.
+//
+// Thread-compatible: pure functions over files.
+#ifndef SHOTSTREAM_SERVER_CATALOG_CATALOG_STORE_H_
+#define SHOTSTREAM_SERVER_CATALOG_CATALOG_STORE_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "server/catalog/catalog.h"
+#include "server/segy/segy_file.h"
+
+namespace shotstream::catalog {
+
+inline constexpr uint32_t kCatalogVersion = 1;
+
+struct SourceFile {
+  std::string path;
+  uint64_t size = 0;
+  int64_t mtime_ns = 0;
+  uint32_t fingerprint = 0;  // CRC-32 of the file header and the first and last trace header
+  bool operator==(const SourceFile& o) const {
+    return path == o.path && size == o.size && mtime_ns == o.mtime_ns &&
+           fingerprint == o.fingerprint;
+  }
+};
+
+// What a catalog was built from; a saved catalog is used only when this matches exactly.
+struct CatalogSource {
+  std::string shot_key;
+  std::vector<SourceFile> files;
+};
+
+// Stats and the fingerprint of each file (3 small reads per file).
+absl::StatusOr<CatalogSource> DescribeSource(absl::Span<const segy::SegyFile* const> files,
+                                             const std::string& shot_key);
+
+absl::Status SaveCatalog(const std::string& path, const CatalogSource& source,
+                         const Catalog& catalog);
+
+// The saved catalog, or: NOT_FOUND (no file), DATA_LOSS (corrupt: bad magic, version,
+// checksum or size), FAILED_PRECONDITION (stale: the message says which file changed).
+absl::StatusOr<Catalog> LoadCatalog(const std::string& path, const CatalogSource& expected);
+
+}  // namespace shotstream::catalog
+
+#endif  // SHOTSTREAM_SERVER_CATALOG_CATALOG_STORE_H_
