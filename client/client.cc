@@ -58,8 +58,12 @@ class GrpcShotReader final : public ShotReader {
     auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !ready_.empty() || ended_; };
     mu_.Await(absl::Condition(&ready));
     if (!ready_.empty()) {
+      // The caller's previous buffer comes back for the next shot: no allocation per
+      // shot in steady state when the caller reuses its Shot.
+      std::vector<float> old = std::move(shot->samples);
       *shot = std::move(ready_.front());
       ready_.pop_front();
+      if (old.capacity() > 0 && free_.size() < depth_ + 1) free_.push_back(std::move(old));
       return true;
     }
     if (!end_status_.ok()) return end_status_;
@@ -94,6 +98,13 @@ class GrpcShotReader final : public ShotReader {
           error = absl::DataLossError(absl::StrCat("shot ", shot.shot_id, ": total_bytes ",
                                                    chunk.total_bytes(), " != ", expect));
           break;
+        }
+        {
+          absl::MutexLock lock(&mu_);
+          if (!free_.empty()) {
+            shot.samples = std::move(free_.back());
+            free_.pop_back();
+          }
         }
         shot.samples.resize(expect / sizeof(float));
         for (const v1::HeaderColumn& col : chunk.headers()) {
@@ -148,6 +159,7 @@ class GrpcShotReader final : public ShotReader {
   std::thread thread_;
   absl::Mutex mu_;
   std::deque<Shot> ready_ ABSL_GUARDED_BY(mu_);  // received, verified, not yet taken
+  std::vector<std::vector<float>> free_ ABSL_GUARDED_BY(mu_);  // buffers to reuse
   bool ended_ ABSL_GUARDED_BY(mu_) = false;      // the receive thread is done
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status end_status_ ABSL_GUARDED_BY(mu_);

@@ -27,6 +27,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "server/common/malloc_tuning.h"
 #include "client/client.h"
 #include "client/npy.h"
 
@@ -214,6 +215,7 @@ int Bench(Client& client, const std::string& dataset) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  shotstream::TuneMallocForLargeBuffers();
   absl::SetProgramUsageMessage(
       "shotstream COMMAND --target=HOST:PORT [flags]; COMMAND is ls, info, fetch or bench");
   std::vector<char*> args = absl::ParseCommandLine(argc, argv);

@@ -28,6 +28,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "server/common/malloc_tuning.h"
 #include "absl/time/time.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/impl/codegen/service_type.h"
@@ -103,6 +104,7 @@ int Fail(const std::string& message) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  shotstream::TuneMallocForLargeBuffers();
   absl::SetProgramUsageMessage(
       "shotstream_server --listen=HOST:PORT --dataset=NAME=GLOB [--dataset=...] [flags]");
   std::vector<std::string> dataset_flags = TakeDatasetFlags(&argc, argv);
