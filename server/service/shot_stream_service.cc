@@ -51,7 +51,14 @@ struct StreamPlan {
   uint32_t queue_depth = 2;
   uint64_t max_chunk_bytes = 4 << 20;
   std::optional<int64_t> corrupt_shot;  // testing only
+  ServiceCounters* counters = nullptr;
 };
+
+void RaiseMax(std::atomic<int64_t>* max, int64_t value) {
+  int64_t seen = max->load(std::memory_order_relaxed);
+  while (value > seen && !max->compare_exchange_weak(seen, value)) {
+  }
+}
 
 // One StreamShots call. Reads are submitted to the pool, at most queue_depth shots ahead
 // of the shot being written; writes go one at a time from OnWriteDone or from the read
@@ -65,7 +72,9 @@ class StreamShotsReactor final : public grpc::ServerWriteReactor<v1::ShotChunk> 
   explicit StreamShotsReactor(const grpc::Status& error) { Finish(error); finished_ = true; }
 
   StreamShotsReactor(StreamPlan plan, stream::ReaderPool* pool)
-      : plan_(std::move(plan)), pool_(pool) {
+      : plan_(std::move(plan)), pool_(pool), counters_(plan_.counters) {
+    counters_->active_streams++;
+    counters_->streams_started++;
     bool write = false;
     {
       absl::MutexLock lock(&mu_);
@@ -96,6 +105,7 @@ class StreamShotsReactor final : public grpc::ServerWriteReactor<v1::ShotChunk> 
 
   void OnCancel() override {
     bool act = false;
+    if (counters_ != nullptr) counters_->streams_cancelled++;
     {
       absl::MutexLock lock(&mu_);
       cancelled_ = true;
@@ -119,6 +129,12 @@ class StreamShotsReactor final : public grpc::ServerWriteReactor<v1::ShotChunk> 
     if (destroy) delete this;
   }
 
+  ~StreamShotsReactor() override {
+    if (counters_ == nullptr) return;
+    counters_->active_streams--;
+    counters_->shots_held -= static_cast<int64_t>(window_.size());
+  }
+
  private:
   struct Slot {
     bool ready = false;
@@ -132,6 +148,9 @@ class StreamShotsReactor final : public grpc::ServerWriteReactor<v1::ShotChunk> 
       const size_t index = next_submit_++;
       window_.emplace_back();
       ++reads_in_flight_;
+      counters_->reads_in_flight++;
+      counters_->shots_held++;
+      RaiseMax(&counters_->max_shots_held_by_one_stream, static_cast<int64_t>(window_.size()));
       pool_->Submit([this, index] { Read(index); });
     }
   }
@@ -151,6 +170,7 @@ class StreamShotsReactor final : public grpc::ServerWriteReactor<v1::ShotChunk> 
     {
       absl::MutexLock lock(&mu_);
       --reads_in_flight_;
+      counters_->reads_in_flight--;
       if (done_) {
         destroy = reads_in_flight_ == 0;
       } else if (!cancelled_) {
@@ -209,6 +229,7 @@ class StreamShotsReactor final : public grpc::ServerWriteReactor<v1::ShotChunk> 
       }
     }
     chunk_offset_ += shot.chunks[c].size();
+    counters_->bytes_sent += static_cast<int64_t>(shot.chunks[c].size());
     msg_.set_samples(std::move(shot.chunks[c]));
     if (c == 0 && plan_.corrupt_shot == shot.shot_id && !msg_.samples().empty()) {
       (*msg_.mutable_samples())[0] ^= 0x01;
@@ -216,6 +237,8 @@ class StreamShotsReactor final : public grpc::ServerWriteReactor<v1::ShotChunk> 
     if (slot.next_chunk == shot.chunks.size()) {
       msg_.set_last(true);
       msg_.set_crc32(shot.crc32);
+      counters_->shots_sent++;
+      counters_->shots_held--;
       window_.pop_front();
       ++window_base_;
       chunk_offset_ = 0;
@@ -242,6 +265,7 @@ class StreamShotsReactor final : public grpc::ServerWriteReactor<v1::ShotChunk> 
 
   const StreamPlan plan_;
   stream::ReaderPool* const pool_ = nullptr;
+  ServiceCounters* const counters_ = nullptr;
 
   absl::Mutex mu_;
   std::deque<Slot> window_ ABSL_GUARDED_BY(mu_);  // shots window_base_.. in request order
@@ -261,7 +285,10 @@ class ShotStreamServiceImpl final : public v1::ShotStream::CallbackService {
  public:
   ShotStreamServiceImpl(const std::vector<DatasetEntry>* datasets, stream::ReaderPool* pool,
                         const ServiceOptions& options)
-      : datasets_(datasets), pool_(pool), options_(options) {}
+      : datasets_(datasets),
+        pool_(pool),
+        options_(options),
+        counters_(options.counters != nullptr ? options.counters : &own_counters_) {}
 
   grpc::ServerUnaryReactor* ListDatasets(grpc::CallbackServerContext* ctx,
                                          const v1::ListDatasetsRequest*,
@@ -338,6 +365,7 @@ class ShotStreamServiceImpl final : public v1::ShotStream::CallbackService {
       }
     }
     plan.corrupt_shot = options_.corrupt_shot_for_testing;
+    plan.counters = counters_;
     plan.queue_depth = r.queue_depth() == 0 ? options_.default_queue_depth : r.queue_depth();
     plan.max_chunk_bytes = r.max_chunk_bytes() == 0
                                ? options_.max_chunk_bytes
@@ -348,6 +376,8 @@ class ShotStreamServiceImpl final : public v1::ShotStream::CallbackService {
   const std::vector<DatasetEntry>* const datasets_;
   stream::ReaderPool* const pool_;
   const ServiceOptions options_;
+  ServiceCounters own_counters_;
+  ServiceCounters* const counters_;
 };
 
 }  // namespace

@@ -7,6 +7,7 @@
 #define SHOTSTREAM_SERVER_SERVICE_SHOT_STREAM_SERVICE_H_
 
 #include <cstdint>
+#include <atomic>
 #include <memory>
 #include <optional>
 #include <string>
@@ -29,6 +30,18 @@ struct DatasetEntry {
   absl::Status status;
 };
 
+// What the service is doing now and has done; every field is safe to read at any time.
+struct ServiceCounters {
+  std::atomic<int64_t> active_streams{0};
+  std::atomic<int64_t> streams_started{0};
+  std::atomic<int64_t> streams_cancelled{0};
+  std::atomic<int64_t> shots_held{0};            // read or being read, not yet fully sent
+  std::atomic<int64_t> max_shots_held_by_one_stream{0};
+  std::atomic<int64_t> reads_in_flight{0};
+  std::atomic<int64_t> shots_sent{0};
+  std::atomic<int64_t> bytes_sent{0};
+};
+
 struct ServiceOptions {
   uint32_t default_queue_depth = 2;
   uint32_t max_queue_depth = 16;
@@ -37,6 +50,8 @@ struct ServiceOptions {
   // Testing only: flip one sample byte of this shot's first chunk after its checksum was
   // computed, so that clients' verification can be tested end to end.
   std::optional<int64_t> corrupt_shot_for_testing;
+  // Where the service counts; null: it keeps its own.
+  ServiceCounters* counters = nullptr;
 };
 
 

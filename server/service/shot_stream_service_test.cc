@@ -1,0 +1,191 @@
+// The service in-process on a real loopback port, driven by the generated stub.
+#include "server/service/shot_stream_service.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "grpcpp/grpcpp.h"
+#include "grpcpp/impl/codegen/service_type.h"
+#include "gtest/gtest.h"
+#include "server/segy/test_writer.h"
+#include "shotstream/v1/shotstream.grpc.pb.h"
+
+namespace shotstream::service {
+namespace {
+
+namespace v1 = ::shotstream::v1;
+
+int ThreadCount() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("Threads:", 0) == 0) return std::stoi(line.substr(8));
+  }
+  return -1;
+}
+
+class ServiceTest : public ::testing::Test {
+ protected:
+  static constexpr int kShots = 30;
+  static constexpr int kTracesPerShot = 20;
+  static constexpr int kSamples = 1000;
+
+  void SetUp() override {
+    const char* d = std::getenv("TEST_TMPDIR");
+    const std::string path = std::string(d ? d : "/tmp") + "/svc.sgy";
+    segy::TestFileSpec spec;
+    spec.n_samples = kSamples;
+    for (int s = 0; s < kShots; ++s) {
+      for (int t = 0; t < kTracesPerShot; ++t) {
+        segy::TestTrace tr;
+        tr.fields = {{9, 4, s}};
+        tr.samples.assign(kSamples, static_cast<float>(s));
+        spec.traces.push_back(tr);
+      }
+    }
+    segy::WriteSegyFile(path, spec);
+    dataset::DatasetSpec ds;
+    ds.name = "d";
+    ds.globs = {path};
+    DatasetEntry e;
+    e.name = "d";
+    e.dataset = std::move(*dataset::Dataset::Load(ds));
+    datasets_.push_back(std::move(e));
+    pool_ = std::make_unique<stream::ReaderPool>(2);
+    ServiceOptions options;
+    options.counters = &counters_;
+    options.max_chunk_bytes = 1 << 20;
+    service_ = MakeShotStreamService(&datasets_, pool_.get(), options);
+    grpc::ServerBuilder b;
+    int port = 0;
+    b.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+    b.RegisterService(service_.get());
+    server_ = b.BuildAndStart();
+    ASSERT_NE(port, 0);
+    // Small windows so that a slow reader really pushes back on the server.
+    grpc::ChannelArguments args;
+    args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 64 * 1024);
+    args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+    args.SetMaxReceiveMessageSize(-1);
+    stub_ = v1::ShotStream::NewStub(grpc::CreateCustomChannel(
+        "127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials(), args));
+  }
+
+  void TearDown() override {
+    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    server_->Wait();
+  }
+
+  v1::StreamShotsRequest Request(int repeats, uint32_t depth) {
+    v1::StreamShotsRequest r;
+    r.set_dataset("d");
+    for (int k = 0; k < repeats; ++k) {
+      for (int s = 0; s < kShots; ++s) r.add_shot_ids(s);
+    }
+    r.set_queue_depth(depth);
+    return r;
+  }
+
+  bool WaitFor(const std::function<bool()>& pred) {
+    for (int i = 0; i < 500; ++i) {
+      if (pred()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return pred();
+  }
+
+  ServiceCounters counters_;
+  std::vector<DatasetEntry> datasets_;
+  std::unique_ptr<stream::ReaderPool> pool_;
+  std::unique_ptr<grpc::Service> service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<v1::ShotStream::Stub> stub_;
+};
+
+TEST_F(ServiceTest, SlowConsumerNeverMakesTheServerHoldMoreThanItsQueueDepth) {
+  grpc::ClientContext ctx;
+  auto reader = stub_->StreamShots(&ctx, Request(2, 3));
+  v1::ShotChunk chunk;
+  int shots = 0;
+  while (reader->Read(&chunk)) {
+    if (chunk.last()) {
+      EXPECT_EQ(chunk.shot_id(), shots % kShots);  // request order
+      ++shots;
+      if (shots < 10) std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    }
+    EXPECT_LE(counters_.shots_held.load(), 3);
+  }
+  ASSERT_TRUE(reader->Finish().ok());
+  EXPECT_EQ(shots, 2 * kShots);
+  EXPECT_LE(counters_.max_shots_held_by_one_stream.load(), 3);
+  EXPECT_GE(counters_.max_shots_held_by_one_stream.load(), 1);
+  EXPECT_TRUE(WaitFor([&] { return counters_.active_streams.load() == 0; }));
+  EXPECT_EQ(counters_.shots_held.load(), 0);
+}
+
+TEST_F(ServiceTest, CancelMidStreamHundredTimesFreesEverything) {
+  auto cancel_mid_stream = [&](int i) {
+    grpc::ClientContext ctx;
+    auto reader = stub_->StreamShots(&ctx, Request(50, 4));
+    v1::ShotChunk chunk;
+    for (int k = 0; k < 1 + i % 5 && reader->Read(&chunk); ++k) {
+    }
+    ctx.TryCancel();
+    while (reader->Read(&chunk)) {
+    }
+    EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  };
+  // Warm up so that gRPC's own (bounded) thread pools have grown before counting.
+  for (int i = 0; i < 30; ++i) cancel_mid_stream(i);
+  const int threads_before = ThreadCount();
+  for (int i = 0; i < 100; ++i) cancel_mid_stream(i);
+  ASSERT_TRUE(WaitFor([&] {
+    return counters_.active_streams.load() == 0 && counters_.reads_in_flight.load() == 0;
+  }));
+  EXPECT_EQ(counters_.shots_held.load(), 0);
+  EXPECT_GE(counters_.streams_cancelled.load(), 1);
+  EXPECT_LE(ThreadCount(), threads_before + 2);
+  // Other clients are unaffected.
+  grpc::ClientContext ctx;
+  auto reader = stub_->StreamShots(&ctx, Request(1, 2));
+  v1::ShotChunk chunk;
+  int shots = 0;
+  while (reader->Read(&chunk)) shots += chunk.last();
+  EXPECT_TRUE(reader->Finish().ok());
+  EXPECT_EQ(shots, kShots);
+}
+
+TEST_F(ServiceTest, ValidationErrorsBeforeAnyData) {
+  struct Case {
+    std::function<void(v1::StreamShotsRequest*)> edit;
+    grpc::StatusCode code;
+    std::string says;
+  };
+  const std::vector<Case> cases = {
+      {[](auto* r) { r->set_dataset("nope"); }, grpc::StatusCode::NOT_FOUND, "nope"},
+      {[](auto* r) { r->add_shot_ids(12345); }, grpc::StatusCode::NOT_FOUND, "12345"},
+      {[](auto* r) { r->set_queue_depth(1000); }, grpc::StatusCode::INVALID_ARGUMENT,
+       "max_queue_depth"},
+      {[](auto* r) { r->add_headers("bogus"); }, grpc::StatusCode::INVALID_ARGUMENT, "bogus"},
+  };
+  for (const Case& c : cases) {
+    v1::StreamShotsRequest r = Request(1, 2);
+    c.edit(&r);
+    grpc::ClientContext ctx;
+    auto reader = stub_->StreamShots(&ctx, r);
+    v1::ShotChunk chunk;
+    EXPECT_FALSE(reader->Read(&chunk));
+    grpc::Status s = reader->Finish();
+    EXPECT_EQ(s.error_code(), c.code);
+    EXPECT_NE(s.error_message().find(c.says), std::string::npos) << s.error_message();
+  }
+}
+
+}  // namespace
+}  // namespace shotstream::service
