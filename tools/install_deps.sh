@@ -8,6 +8,7 @@ PKGS=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libgtest-dev libgmock-dev libbenchmark-dev
   libxxhash-dev libyaml-cpp-dev nlohmann-json3-dev
+  iperf3
   python3 python3-grpcio python3-protobuf python3-numpy python3-segyio python3-pytest
 )
 missing=()

@@ -29,6 +29,23 @@ void ScanFile(const segy::SegyFile& file, const segy::ShotKey& key, uint64_t blo
   const segy::SegyLayout& l = file.layout();
   out->keys.reserve(l.n_traces);
   out->offsets.reserve(l.n_traces);
+  auto take = [&](const uint8_t* header, uint64_t trace) {
+    out->keys.push_back(segy::ReadHeaderInt(header, key.byte, 4, l.byte_order));
+    out->offsets.push_back(l.TraceOffset(trace));
+  };
+  if (l.trace_bytes > kStridedScanMinTraceBytes) {
+    // Long traces: read only the 240 header bytes of each (far less I/O than whole
+    // regions; measured faster from the page cache once traces exceed ~2 KiB).
+    uint8_t header[segy::kTraceHeaderBytes];
+    for (uint64_t t = 0; t < l.n_traces; ++t) {
+      out->status = file.ReadAt(l.TraceOffset(t), sizeof(header), header);
+      if (!out->status.ok()) return;
+      take(header, t);
+      if ((t & 1023) == 1023) scanned->fetch_add(1024, std::memory_order_relaxed);
+    }
+    scanned->fetch_add(l.n_traces & 1023, std::memory_order_relaxed);
+    return;
+  }
   const uint64_t per_block = std::max<uint64_t>(1, block_bytes / l.trace_bytes);
   std::vector<uint8_t> block;
   for (uint64_t t = 0; t < l.n_traces; t += per_block) {
@@ -38,11 +55,7 @@ void ScanFile(const segy::SegyFile& file, const segy::ShotKey& key, uint64_t blo
     block.resize(length);
     out->status = file.ReadAt(l.TraceOffset(t), length, block.data());
     if (!out->status.ok()) return;
-    for (uint64_t i = 0; i < n; ++i) {
-      const uint8_t* header = block.data() + i * l.trace_bytes;
-      out->keys.push_back(segy::ReadHeaderInt(header, key.byte, 4, l.byte_order));
-      out->offsets.push_back(l.TraceOffset(t + i));
-    }
+    for (uint64_t i = 0; i < n; ++i) take(block.data() + i * l.trace_bytes, t + i);
     scanned->fetch_add(n, std::memory_order_relaxed);
   }
 }

@@ -29,6 +29,8 @@ using ScanProgress = std::function<void(uint64_t, uint64_t)>;
 // Region reads of whole traces: one large read costs less than many 240-byte reads from
 // the page cache, and far less where every read is a network round trip.
 inline constexpr uint64_t kDefaultScanBlockBytes = 8 * 1024 * 1024;
+// Traces longer than this are scanned with one 240-byte read per header instead.
+inline constexpr uint64_t kStridedScanMinTraceBytes = 2048;
 
 class Catalog {
  public:
@@ -36,7 +38,8 @@ class Catalog {
 
   // Scans every trace header of `files` (file id = position) and groups traces by the
   // 4-byte shot key. A shot's traces stay in file order (file id, then offset).
-  // Header scans read whole regions of up to `scan_block_bytes` (at least one trace).
+  // Header scans read whole regions of up to `scan_block_bytes` (at least one trace), or
+  // one header at a time for traces longer than kStridedScanMinTraceBytes.
   static absl::StatusOr<Catalog> Build(absl::Span<const segy::SegyFile* const> files,
                                        const segy::ShotKey& key,
                                        const ScanProgress& progress = nullptr,

@@ -1,0 +1,290 @@
+"""shotstream benchmark: every figure against a limit or an alternative measured in the
+same run, on the same data. Writes a JSON file and regenerates BENCHMARKS.md.
+
+    bazel run -c opt //:bench                      # ~3 minutes on 2 cores
+    bazel run -c opt //:bench -- --reps=3 --shots=20   # quicker
+
+What it measures (medians over --reps runs, with min..max):
+  - loopback TCP with iperf3 (the limit of the wire here);
+  - shotstream -> C++ client (`shotstream bench`) and -> Python client, IEEE and IBM;
+  - a Python grpcio + segyio server (tools/baseline_server.py) -> the same clients;
+  - 1, 2, 4, 8 concurrent C++ clients, and queue depths 1, 2, 4, 8;
+  - catalog build (`shotstream_server --index_only`) vs segyio attributes().
+"""
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "tests"))
+
+import harness  # noqa: E402
+import synth  # noqa: E402
+
+
+def package_dir():
+    return harness.runfile("client/python/shotstream/__init__.py").rsplit("/shotstream/", 1)[0]
+
+
+sys.path.insert(0, package_dir())
+import shotstream  # noqa: E402
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def summary(values):
+    return {"median": statistics.median(values), "min": min(values), "max": max(values),
+            "runs": values}
+
+
+def iperf3(seconds=3):
+    if shutil.which("iperf3") is None:
+        return None
+    port = free_port()
+    srv = subprocess.Popen(["iperf3", "-s", "-1", "-p", str(port)], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+    time.sleep(0.5)
+    try:
+        out = subprocess.run(["iperf3", "-c", "127.0.0.1", "-p", str(port), "-l", "1M", "-t",
+                              str(seconds), "-J"], capture_output=True, text=True, timeout=60)
+        data = json.loads(out.stdout)
+        return data["end"]["sum_received"]["bits_per_second"] / 8e9
+    finally:
+        srv.wait(timeout=30)
+
+
+def cpp_bench(target, dataset, **flags):
+    args = ["bench", f"--target={target}", f"--dataset={dataset}"]
+    args += [f"--{k}={v}" for k, v in flags.items()]
+    return json.loads(harness.cli(*args).stdout.strip().splitlines()[-1])
+
+
+def py_bench(target, dataset, ids, queue_depth=2):
+    with shotstream.Client(target) as c:
+        t = time.perf_counter()
+        n = sum(s.samples.nbytes for s in c.stream(dataset, ids, queue_depth=queue_depth))
+        return n / (time.perf_counter() - t) / 1e9
+
+
+def segyio_attributes(paths):
+    import segyio
+    t = time.perf_counter()
+    n = 0
+    for p in paths:
+        with segyio.open(p, ignore_geometry=True) as f:
+            n += len(f.attributes(segyio.TraceField.FieldRecord)[:])
+    return n / (time.perf_counter() - t)
+
+
+def index_only(data_dir):
+    """Traces/s of the catalog build, as the server reports it (process start excluded)."""
+    res = harness.cli_server("--index_only", f"--dataset=d={data_dir}/*.sgy")
+    line = res.stdout.strip()
+    traces = int(line.split("traces ")[1].split()[0])
+    seconds = float(line.split("seconds ")[1].split()[0])
+    return traces / max(seconds, 1e-6)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--shots", type=int, default=40)
+    p.add_argument("--traces", type=int, default=480)
+    p.add_argument("--samples", type=int, default=4000)
+    p.add_argument("--reps", type=int, default=5)
+    p.add_argument("--workdir", default=None)
+    p.add_argument("--out", default=None, help="directory for bench.json and BENCHMARKS.md "
+                   "(default: the workspace under bazel run, else .)")
+    args = p.parse_args()
+    out_dir = args.out or os.environ.get("BUILD_WORKSPACE_DIRECTORY") or "."
+    os.makedirs(out_dir, exist_ok=True)
+    work = args.workdir or tempfile.mkdtemp(prefix="shotstream-bench-")
+    ieee_dir, ibm_dir = os.path.join(work, "ieee"), os.path.join(work, "ibm")
+    results = {"machine": {"nproc": os.cpu_count(), "platform": platform.platform(),
+                           "cpu": cpu_name()},
+               "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+               "data": {"shots": args.shots, "traces_per_shot": args.traces,
+                        "samples": args.samples,
+                        "shot_mb": args.traces * args.samples * 4 / 1e6},
+               "reps": args.reps}
+    try:
+        print("writing data ...", flush=True)
+        synth.write_survey(ieee_dir, args.shots, args.traces, args.samples, n_files=4, fmt=5)
+        synth.write_survey(ibm_dir, args.shots, args.traces, args.samples, n_files=4, fmt=1)
+        for d in (ieee_dir, ibm_dir):  # into the page cache
+            for f in os.listdir(d):
+                with open(os.path.join(d, f), "rb") as fh:
+                    while fh.read(16 << 20):
+                        pass
+        ids = list(range(1, args.shots + 1))
+        reps = range(args.reps)
+
+        print("iperf3 ...", flush=True)
+        results["iperf3_gbps"] = summary([iperf3() for _ in reps]) if shutil.which("iperf3") \
+            else None
+
+        with harness.Server([f"--dataset=ieee={ieee_dir}/*.sgy",
+                             f"--dataset=ibm={ibm_dir}/*.sgy"]) as server:
+            t = server.target
+            cpp_bench(t, "ieee")  # warm the channel path once
+            print("shotstream -> C++ ...", flush=True)
+            results["cpp_ieee_gbps"] = summary([cpp_bench(t, "ieee", repeat=2)["gbps"]
+                                                for _ in reps])
+            results["cpp_ibm_gbps"] = summary([cpp_bench(t, "ibm", repeat=2)["gbps"]
+                                               for _ in reps])
+            print("shotstream -> Python ...", flush=True)
+            results["py_ieee_gbps"] = summary([py_bench(t, "ieee", ids) for _ in reps])
+            print("clients and queue depths ...", flush=True)
+            results["clients"] = {}
+            for n in (1, 2, 4, 8):
+                runs = [cpp_bench(t, "ieee", streams=n) for _ in range(max(1, args.reps // 2))]
+                best = max(runs, key=lambda r: r["gbps"])
+                results["clients"][n] = {
+                    "aggregate_gbps": summary([r["gbps"] for r in runs]),
+                    "slowest_over_fastest": best["fastest_stream_seconds"]
+                    / best["slowest_stream_seconds"]}
+            results["queue_depth"] = {
+                q: summary([cpp_bench(t, "ieee", queue_depth=q)["gbps"]
+                            for _ in range(max(1, args.reps // 2))]) for q in (1, 2, 4, 8)}
+
+        print("Python grpcio + segyio server ...", flush=True)
+        port = free_port()
+        env = dict(os.environ, PYTHONPATH=package_dir())
+        base = subprocess.Popen(["/usr/bin/python3", os.path.join(HERE, "baseline_server.py"),
+                                 f"--port={port}", f"--files={ieee_dir}/*.sgy"], env=env,
+                                stdout=subprocess.PIPE, text=True)
+        try:
+            base.stdout.readline()
+            bt = f"127.0.0.1:{port}"
+            results["baseline_cpp_gbps"] = summary([cpp_bench(bt, "ieee")["gbps"] for _ in reps])
+            results["baseline_py_gbps"] = summary([py_bench(bt, "ieee", ids) for _ in reps])
+        finally:
+            base.terminate()
+            base.wait()
+
+        print("catalog build ...", flush=True)
+        paths = [os.path.join(ieee_dir, f) for f in sorted(os.listdir(ieee_dir))]
+        results["catalog_traces_per_s"] = summary([index_only(ieee_dir) for _ in reps])
+        results["segyio_attributes_traces_per_s"] = summary([segyio_attributes(paths)
+                                                             for _ in reps])
+    finally:
+        if args.workdir is None:
+            shutil.rmtree(work, ignore_errors=True)
+
+    with open(os.path.join(out_dir, "bench.json"), "w") as f:
+        json.dump(results, f, indent=1)
+    with open(os.path.join(out_dir, "BENCHMARKS.md"), "w") as f:
+        f.write(render(results))
+    print(render(results))
+
+
+def cpu_name():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def fmt(s, unit="GB/s", scale=1.0, digits=2):
+    return (f"{s['median'] * scale:.{digits}f} {unit} "
+            f"({s['min'] * scale:.{digits}f}..{s['max'] * scale:.{digits}f})")
+
+
+def ratio(a, b):
+    return a["median"] / b["median"] if b and b["median"] else float("nan")
+
+
+def render(r):
+    m = r["machine"]
+    d = r["data"]
+    lines = [
+        "# shotstream benchmarks",
+        "",
+        "Generated by `bazel run -c opt //:bench` (tools/bench.py) from `bench.json`; do not edit",
+        "by hand. Every ratio compares figures measured in the same run on the same data.",
+        "",
+        f"- machine: {m['cpu']}, {m['nproc']} cores, {m['platform']}",
+        f"- date: {r['date']}; medians of {r['reps']} runs, (min..max)",
+        f"- data: {d['shots']} shots x {d['traces_per_shot']} traces x {d['samples']} samples "
+        f"({d['shot_mb']:.2f} MB per shot as float32), 4 files, page cache warm",
+        "",
+        "## Headline ratios",
+        "",
+        "| what | ratio | target |",
+        "| --- | ---: | --- |",
+    ]
+    ip = r.get("iperf3_gbps")
+    if ip:
+        lines.append(f"| shotstream -> C++ client / iperf3 loopback TCP | "
+                     f"{ratio(r['cpp_ieee_gbps'], ip):.2f}x | >= 0.7x (issue 5) |")
+    lines += [
+        f"| shotstream -> C++ client / Python grpcio+segyio server -> C++ client | "
+        f"{ratio(r['cpp_ieee_gbps'], r['baseline_cpp_gbps']):.2f}x | >= 4x (issue 5) |",
+        f"| IBM float / IEEE float, C++ client | "
+        f"{ratio(r['cpp_ibm_gbps'], r['cpp_ieee_gbps']):.2f}x | >= 0.6x (issue 5) |",
+        f"| shotstream -> Python client / shotstream -> C++ client | "
+        f"{ratio(r['py_ieee_gbps'], r['cpp_ieee_gbps']):.2f}x | >= 0.5x (issue 7) |",
+        f"| shotstream -> Python client / Python grpcio+segyio server -> Python client | "
+        f"{ratio(r['py_ieee_gbps'], r['baseline_py_gbps']):.2f}x | >= 2x (issue 7) |",
+        f"| 8 clients aggregate / 1 client | "
+        f"{ratio(r['clients']['8']['aggregate_gbps'] if '8' in r['clients'] else r['clients'][8]['aggregate_gbps'], r['clients']['1']['aggregate_gbps'] if '1' in r['clients'] else r['clients'][1]['aggregate_gbps']):.2f}x "
+        f"| >= 0.8x (issue 5) |",
+        f"| catalog build / segyio attributes(), traces/s | "
+        f"{ratio(r['catalog_traces_per_s'], r['segyio_attributes_traces_per_s']):.2f}x "
+        f"| >= 1x (issue 4) |",
+        "",
+        "## Figures",
+        "",
+        "| what | throughput |",
+        "| --- | --- |",
+    ]
+    if ip:
+        lines.append(f"| iperf3 loopback TCP, one stream, 1 MiB writes | {fmt(ip)} |")
+    lines += [
+        f"| shotstream -> C++ client, IEEE | {fmt(r['cpp_ieee_gbps'])} |",
+        f"| shotstream -> C++ client, IBM | {fmt(r['cpp_ibm_gbps'])} |",
+        f"| shotstream -> Python client (numpy), IEEE | {fmt(r['py_ieee_gbps'])} |",
+        f"| Python grpcio+segyio server -> C++ client | {fmt(r['baseline_cpp_gbps'])} |",
+        f"| Python grpcio+segyio server -> Python client | {fmt(r['baseline_py_gbps'])} |",
+        f"| catalog build (`--index_only`, its reported build time) | "
+        f"{fmt(r['catalog_traces_per_s'], 'M traces/s', 1e-6)} |",
+        f"| segyio `attributes(FieldRecord)[:]` | "
+        f"{fmt(r['segyio_attributes_traces_per_s'], 'M traces/s', 1e-6)} |",
+        "",
+        "### Concurrent C++ clients (each streams every shot once)",
+        "",
+        "| clients | aggregate | slowest / fastest client time |",
+        "| ---: | --- | ---: |",
+    ]
+    for n, c in r["clients"].items():
+        lines.append(f"| {n} | {fmt(c['aggregate_gbps'])} | {c['slowest_over_fastest']:.2f} |")
+    lines += ["", "### Queue depth (one C++ client)", "", "| queue depth | throughput |",
+              "| ---: | --- |"]
+    for q, s in r["queue_depth"].items():
+        lines.append(f"| {q} | {fmt(s)} |")
+    lines += ["", "Commands: `bazel run -c opt //:bench` (all of the above). The iperf3 figure is "
+              "`iperf3 -c 127.0.0.1 -l 1M -t 3`; the C++ figures are `shotstream bench` (its "
+              "JSON line); the baseline server is `tools/baseline_server.py`.", ""]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()
