@@ -1,21 +1,25 @@
 // shotstream_server: serves SEG-Y shot gathers over gRPC.
 //
 //   shotstream_server --listen=0.0.0.0:50051 --dataset=line1=/data/line1/*.sgy
+//   shotstream_server --config=/etc/shotstream/config.yaml [flags override the file]
 //
 // Prints exactly one line "shotstream listening on HOST:PORT" on stdout when ready.
-// SIGTERM/SIGINT: stop accepting streams, let running ones finish within --grace_period,
-// exit 0.
+// SIGTERM/SIGINT: health NOT_SERVING, no new streams, running ones finish within
+// --grace_period, exit 0. SIGHUP: reload the bearer tokens.
 #include <signal.h>
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
-#include <cstring>
-
 #include <chrono>
 #include <cstdio>
+#include <cstring>
+#include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -28,34 +32,56 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
-#include "server/common/malloc_tuning.h"
 #include "absl/time/time.h"
+#include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
+#include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/impl/codegen/service_type.h"
+#include "server/common/malloc_tuning.h"
+#include "server/config/server_config.h"
 #include "server/dataset/dataset.h"
+#include "server/metrics/metrics.h"
 #include "server/service/shot_stream_service.h"
+#include "server/service/token_store.h"
 #include "server/stream/reader_pool.h"
 
-ABSL_FLAG(std::string, listen, "0.0.0.0:50051", "HOST:PORT to listen on; port 0 picks one");
-ABSL_FLAG(std::string, shot_key, "field_record",
-          "trace header field that identifies a shot: field_record, energy_source_point, "
-          "inline, crossline or byte:N");
-ABSL_FLAG(std::string, byte_order, "auto", "auto (detect per file), big or little");
+// Flags left at their "unset" value do not override --config.
+ABSL_FLAG(std::string, config, "", "YAML configuration file (flags given here override it)");
+ABSL_FLAG(std::string, listen, "", "HOST:PORT to listen on; port 0 picks one "
+          "(default 0.0.0.0:50051)");
+ABSL_FLAG(std::string, shot_key, "",
+          "for --dataset flags: trace header field that identifies a shot: field_record "
+          "(default), energy_source_point, inline, crossline or byte:N");
+ABSL_FLAG(std::string, byte_order, "", "for --dataset flags: auto (default), big or little");
+ABSL_FLAG(std::string, io, "", "for --dataset flags: pread (default) or mmap");
 ABSL_FLAG(std::string, catalog_dir, "", "where catalogs are kept (created if missing)");
+ABSL_FLAG(std::string, metrics_listen, "", "HOST:PORT for Prometheus metrics on /metrics");
+ABSL_FLAG(std::string, auth_token_file, "", "bearer tokens, one per line; reloaded on SIGHUP");
+ABSL_FLAG(std::string, tls_cert, "", "server certificate (PEM)");
+ABSL_FLAG(std::string, tls_key, "", "server private key (PEM)");
+ABSL_FLAG(std::string, tls_client_ca, "", "require client certificates signed by this CA");
 ABSL_FLAG(bool, index_only, false,
           "build (or check) the catalogs, print a summary per dataset, and exit");
-ABSL_FLAG(int, readers, 0, "reader threads shared by all streams (0: number of cores)");
-ABSL_FLAG(uint32_t, default_queue_depth, 2, "shots read ahead per stream when not asked");
-ABSL_FLAG(uint32_t, max_queue_depth, 16, "largest queue depth a client may ask for");
-ABSL_FLAG(uint64_t, max_chunk_bytes, 4 << 20, "largest sample payload per message");
-ABSL_FLAG(uint64_t, max_gap_bytes, 64 * 1024, "coalesce reads across gaps up to this");
+ABSL_FLAG(int, readers, -1, "reader threads shared by all streams (0: number of cores)");
+ABSL_FLAG(int64_t, default_queue_depth, -1, "shots read ahead per stream when not asked (2)");
+ABSL_FLAG(int64_t, max_queue_depth, -1, "largest queue depth a client may ask for (16)");
+ABSL_FLAG(int64_t, max_chunk_bytes, -1, "largest sample payload per message (4 MiB)");
+ABSL_FLAG(int64_t, max_gap_bytes, -1, "for --dataset flags: coalesce across gaps up to this");
+ABSL_FLAG(int64_t, max_streams, -1, "concurrent streams, all peers (256)");
+ABSL_FLAG(int64_t, max_streams_per_peer, -1, "concurrent streams from one address (64)");
+ABSL_FLAG(int64_t, max_shots_per_request, -1, "shot ids in one request (1000000)");
+ABSL_FLAG(std::string, grace_period, "", "on SIGTERM, how long running streams may take (30s)");
+ABSL_FLAG(std::string, drain_delay, "1s",
+          "on SIGTERM, how long health says NOT_SERVING (and new streams are refused) before "
+          "the listener closes, so that load balancers notice");
+ABSL_FLAG(bool, log_streams, true, "one stderr line when each stream starts and ends");
 ABSL_FLAG(std::string, testing_corrupt_shot, "",
           "testing only: corrupt one byte of this shot id's samples after its checksum");
-ABSL_FLAG(absl::Duration, grace_period, absl::Seconds(30),
-          "on SIGTERM, how long running streams may take to finish");
 
 namespace {
 
+using shotstream::config::DatasetConfig;
+using shotstream::config::ServerConfig;
 using shotstream::service::DatasetEntry;
 
 // --dataset may repeat; absl's vector flags split on commas, which globs may hold, so
@@ -78,6 +104,62 @@ std::vector<std::string> TakeDatasetFlags(int* argc, char** argv) {
   return values;
 }
 
+int Fail(const std::string& message) {
+  std::cerr << "shotstream_server: " << message << std::endl;
+  return 2;
+}
+
+template <typename T>
+void OverrideIfSet(int64_t flag, T* field) {
+  if (flag >= 0) *field = static_cast<T>(flag);
+}
+void OverrideIfSet(const std::string& flag, std::string* field) {
+  if (!flag.empty()) *field = flag;
+}
+
+// Defaults, then the YAML file, then the flags that were given.
+absl::StatusOr<ServerConfig> BuildConfig(const std::vector<std::string>& dataset_flags) {
+  ServerConfig c;
+  if (const std::string path = absl::GetFlag(FLAGS_config); !path.empty()) {
+    auto loaded = shotstream::config::LoadServerConfig(path);
+    if (!loaded.ok()) return loaded.status();
+    c = *std::move(loaded);
+  }
+  OverrideIfSet(absl::GetFlag(FLAGS_listen), &c.listen);
+  OverrideIfSet(absl::GetFlag(FLAGS_catalog_dir), &c.catalog_dir);
+  OverrideIfSet(absl::GetFlag(FLAGS_metrics_listen), &c.metrics_listen);
+  OverrideIfSet(absl::GetFlag(FLAGS_auth_token_file), &c.auth_token_file);
+  OverrideIfSet(absl::GetFlag(FLAGS_tls_cert), &c.tls_cert);
+  OverrideIfSet(absl::GetFlag(FLAGS_tls_key), &c.tls_key);
+  OverrideIfSet(absl::GetFlag(FLAGS_tls_client_ca), &c.tls_client_ca);
+  OverrideIfSet(absl::GetFlag(FLAGS_readers), &c.readers);
+  OverrideIfSet(absl::GetFlag(FLAGS_default_queue_depth), &c.default_queue_depth);
+  OverrideIfSet(absl::GetFlag(FLAGS_max_queue_depth), &c.max_queue_depth);
+  OverrideIfSet(absl::GetFlag(FLAGS_max_chunk_bytes), &c.max_chunk_bytes);
+  OverrideIfSet(absl::GetFlag(FLAGS_max_streams), &c.max_streams);
+  OverrideIfSet(absl::GetFlag(FLAGS_max_streams_per_peer), &c.max_streams_per_peer);
+  OverrideIfSet(absl::GetFlag(FLAGS_max_shots_per_request), &c.max_shots_per_request);
+  if (const std::string g = absl::GetFlag(FLAGS_grace_period); !g.empty()) {
+    if (!absl::ParseDuration(g, &c.grace_period)) {
+      return absl::InvalidArgumentError("--grace_period: bad duration '" + g + "'");
+    }
+  }
+  for (const std::string& flag : dataset_flags) {
+    auto split = shotstream::dataset::SplitDatasetFlag(flag);
+    if (!split.ok()) return split.status();
+    DatasetConfig d;
+    d.name = split->first;
+    d.files = absl::StrSplit(split->second, ',', absl::SkipEmpty());
+    OverrideIfSet(absl::GetFlag(FLAGS_shot_key), &d.shot_key);
+    OverrideIfSet(absl::GetFlag(FLAGS_byte_order), &d.byte_order);
+    OverrideIfSet(absl::GetFlag(FLAGS_io), &d.io);
+    OverrideIfSet(absl::GetFlag(FLAGS_max_gap_bytes), &d.max_gap_bytes);
+    c.datasets.push_back(std::move(d));
+  }
+  if (absl::Status s = shotstream::config::ValidateServerConfig(c); !s.ok()) return s;
+  return c;
+}
+
 // --index_only: one summary line per dataset on stdout.
 void PrintSummary(const shotstream::dataset::Dataset& d, absl::Duration took) {
   std::vector<uint32_t> per_shot;
@@ -96,9 +178,73 @@ void PrintSummary(const shotstream::dataset::Dataset& d, absl::Duration took) {
   std::fflush(stdout);
 }
 
-int Fail(const std::string& message) {
-  std::cerr << "shotstream_server: " << message << std::endl;
-  return 2;
+DatasetEntry LoadDataset(const DatasetConfig& dc, const std::string& catalog_dir) {
+  shotstream::dataset::DatasetSpec spec;
+  spec.name = dc.name;
+  spec.globs = dc.files;
+  spec.shot_key = *shotstream::segy::ParseShotKey(dc.shot_key);  // validated
+  if (dc.byte_order == "big") spec.byte_order = shotstream::segy::ByteOrder::kBigEndian;
+  if (dc.byte_order == "little") spec.byte_order = shotstream::segy::ByteOrder::kLittleEndian;
+  spec.use_mmap = dc.io == "mmap";
+  spec.coalesce.max_gap_bytes = dc.max_gap_bytes;
+  spec.catalog_dir = catalog_dir;
+  const absl::Time start = absl::Now();
+  absl::Time last_report = start;
+  auto progress = [&](uint64_t done, uint64_t total) {
+    const absl::Time now = absl::Now();
+    if (now - start < absl::Seconds(1) || (now - last_report < absl::Seconds(1) && done != total)) {
+      return;
+    }
+    last_report = now;
+    const double rate = done / std::max(absl::ToDoubleSeconds(now - start), 1e-9);
+    std::fprintf(stderr, "catalog %s: %llu/%llu traces, %.0f traces/s, ETA %.0f s\n",
+                 spec.name.c_str(), static_cast<unsigned long long>(done),
+                 static_cast<unsigned long long>(total), rate,
+                 (total - done) / std::max(rate, 1.0));
+  };
+  DatasetEntry entry;
+  entry.name = spec.name;
+  auto loaded = shotstream::dataset::Dataset::Load(spec, progress);
+  if (loaded.ok()) {
+    entry.dataset = std::move(*loaded);
+    std::fprintf(stderr, "dataset %s: %zu files, %llu traces, %zu shots; catalog %s (%.2f s)\n",
+                 spec.name.c_str(), entry.dataset->n_files(),
+                 static_cast<unsigned long long>(entry.dataset->catalog().n_traces()),
+                 entry.dataset->catalog().shots().size(), entry.dataset->catalog_origin().c_str(),
+                 absl::ToDoubleSeconds(absl::Now() - start));
+    if (absl::GetFlag(FLAGS_index_only)) PrintSummary(*entry.dataset, absl::Now() - start);
+  } else {
+    // The server still serves the other datasets; this one reports its error.
+    entry.status = loaded.status();
+    std::fprintf(stderr, "dataset %s FAILED: %s\n", spec.name.c_str(),
+                 std::string(loaded.status().message()).c_str());
+  }
+  return entry;
+}
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(path + ": cannot read");
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(const ServerConfig& c) {
+  if (c.tls_cert.empty()) return grpc::InsecureServerCredentials();
+  auto cert = ReadFile(c.tls_cert);
+  if (!cert.ok()) return cert.status();
+  auto key = ReadFile(c.tls_key);
+  if (!key.ok()) return key.status();
+  grpc::SslServerCredentialsOptions opts(GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
+  opts.pem_key_cert_pairs.push_back({*key, *cert});
+  if (!c.tls_client_ca.empty()) {
+    auto ca = ReadFile(c.tls_client_ca);
+    if (!ca.ok()) return ca.status();
+    opts.pem_root_certs = *ca;
+    opts.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
+  }
+  return grpc::SslServerCredentials(opts);
 }
 
 }  // namespace
@@ -106,83 +252,37 @@ int Fail(const std::string& message) {
 int main(int argc, char** argv) {
   shotstream::TuneMallocForLargeBuffers();
   absl::SetProgramUsageMessage(
-      "shotstream_server --listen=HOST:PORT --dataset=NAME=GLOB [--dataset=...] [flags]");
+      "shotstream_server --listen=HOST:PORT --dataset=NAME=GLOB [--dataset=...] [flags]\n"
+      "   or: shotstream_server --config=FILE.yaml [flags]");
   std::vector<std::string> dataset_flags = TakeDatasetFlags(&argc, argv);
   absl::ParseCommandLine(argc, argv);
 
-  // Signals are taken by a dedicated thread; block them before any thread starts.
+  // Signals are taken by this thread with sigwait; block them before any thread starts.
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  if (dataset_flags.empty()) return Fail("no dataset: pass --dataset=NAME=GLOB");
-  auto key = shotstream::segy::ParseShotKey(absl::GetFlag(FLAGS_shot_key));
-  if (!key.ok()) return Fail(std::string(key.status().message()));
-  std::optional<shotstream::segy::ByteOrder> order;
-  const std::string order_flag = absl::GetFlag(FLAGS_byte_order);
-  if (order_flag == "big") {
-    order = shotstream::segy::ByteOrder::kBigEndian;
-  } else if (order_flag == "little") {
-    order = shotstream::segy::ByteOrder::kLittleEndian;
-  } else if (order_flag != "auto") {
-    return Fail("--byte_order must be auto, big or little");
+  auto config = BuildConfig(dataset_flags);
+  if (!config.ok()) return Fail(std::string(config.status().message()));
+  const ServerConfig& cfg = *config;
+  if (!cfg.catalog_dir.empty() && ::mkdir(cfg.catalog_dir.c_str(), 0755) != 0 &&
+      errno != EEXIST) {
+    return Fail("catalog_dir " + cfg.catalog_dir + ": cannot create: " + std::strerror(errno));
   }
-  const std::string catalog_dir = absl::GetFlag(FLAGS_catalog_dir);
-  if (!catalog_dir.empty() && ::mkdir(catalog_dir.c_str(), 0755) != 0 && errno != EEXIST) {
-    return Fail("--catalog_dir=" + catalog_dir + ": cannot create: " + std::strerror(errno));
+  std::unique_ptr<shotstream::service::TokenStore> tokens;
+  if (!cfg.auth_token_file.empty()) {
+    auto loaded = shotstream::service::TokenStore::Load(cfg.auth_token_file);
+    if (!loaded.ok()) return Fail(std::string(loaded.status().message()));
+    tokens = std::move(*loaded);
   }
+  auto creds = Credentials(cfg);
+  if (!creds.ok()) return Fail(std::string(creds.status().message()));
 
   std::vector<DatasetEntry> datasets;
-  for (const std::string& flag : dataset_flags) {
-    auto split = shotstream::dataset::SplitDatasetFlag(flag);
-    if (!split.ok()) return Fail(std::string(split.status().message()));
-    for (const DatasetEntry& e : datasets) {
-      if (e.name == split->first) return Fail("dataset '" + e.name + "' is given twice");
-    }
-    shotstream::dataset::DatasetSpec spec;
-    spec.name = split->first;
-    spec.globs = absl::StrSplit(split->second, ',', absl::SkipEmpty());
-    spec.shot_key = *key;
-    spec.byte_order = order;
-    spec.coalesce.max_gap_bytes = absl::GetFlag(FLAGS_max_gap_bytes);
-    spec.catalog_dir = catalog_dir;
-    const absl::Time start = absl::Now();
-    absl::Time last_report = start;
-    auto progress = [&](uint64_t done, uint64_t total) {
-      const absl::Time now = absl::Now();
-      if (now - last_report < absl::Seconds(1) && done != total) return;
-      if (now - start < absl::Seconds(1)) return;
-      last_report = now;
-      const double secs = absl::ToDoubleSeconds(now - start);
-      const double rate = done / std::max(secs, 1e-9);
-      std::fprintf(stderr, "catalog %s: %llu/%llu traces, %.0f traces/s, ETA %.0f s\n",
-                   spec.name.c_str(), static_cast<unsigned long long>(done),
-                   static_cast<unsigned long long>(total), rate,
-                   (total - done) / std::max(rate, 1.0));
-    };
-    DatasetEntry entry;
-    entry.name = spec.name;
-    auto loaded = shotstream::dataset::Dataset::Load(spec, progress);
-    if (loaded.ok()) {
-      entry.dataset = std::move(*loaded);
-      std::fprintf(stderr, "dataset %s: %zu files, %llu traces, %zu shots; catalog %s (%.2f s)\n",
-                   spec.name.c_str(), entry.dataset->n_files(),
-                   static_cast<unsigned long long>(entry.dataset->catalog().n_traces()),
-                   entry.dataset->catalog().shots().size(),
-                   entry.dataset->catalog_origin().c_str(),
-                   absl::ToDoubleSeconds(absl::Now() - start));
-      if (absl::GetFlag(FLAGS_index_only)) PrintSummary(*entry.dataset, absl::Now() - start);
-    } else {
-      // The server still serves the other datasets; this one reports its error.
-      entry.status = loaded.status();
-      std::fprintf(stderr, "dataset %s FAILED: %s\n", spec.name.c_str(),
-                   std::string(loaded.status().message()).c_str());
-    }
-    datasets.push_back(std::move(entry));
-  }
-
+  for (const DatasetConfig& dc : cfg.datasets) datasets.push_back(LoadDataset(dc, cfg.catalog_dir));
   if (absl::GetFlag(FLAGS_index_only)) {
     for (const DatasetEntry& e : datasets) {
       if (e.dataset == nullptr) return 1;
@@ -190,13 +290,27 @@ int main(int argc, char** argv) {
     return 0;
   }
 
-  int readers = absl::GetFlag(FLAGS_readers);
-  if (readers <= 0) readers = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int readers = cfg.readers > 0
+                          ? cfg.readers
+                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   shotstream::stream::ReaderPool pool(readers);
+  shotstream::service::ServiceCounters counters;
+  std::atomic<bool> draining{false};
   shotstream::service::ServiceOptions options;
-  options.default_queue_depth = absl::GetFlag(FLAGS_default_queue_depth);
-  options.max_queue_depth = absl::GetFlag(FLAGS_max_queue_depth);
-  options.max_chunk_bytes = absl::GetFlag(FLAGS_max_chunk_bytes);
+  options.default_queue_depth = cfg.default_queue_depth;
+  options.max_queue_depth = cfg.max_queue_depth;
+  options.max_chunk_bytes = cfg.max_chunk_bytes;
+  options.max_shots_per_request = cfg.max_shots_per_request;
+  options.max_streams = cfg.max_streams;
+  options.max_streams_per_peer = cfg.max_streams_per_peer;
+  options.counters = &counters;
+  options.tokens = tokens.get();
+  options.log_streams = absl::GetFlag(FLAGS_log_streams);
+  options.draining = &draining;
+  absl::Duration drain_delay;
+  if (!absl::ParseDuration(absl::GetFlag(FLAGS_drain_delay), &drain_delay)) {
+    return Fail("--drain_delay: bad duration");
+  }
   if (const std::string c = absl::GetFlag(FLAGS_testing_corrupt_shot); !c.empty()) {
     int64_t id;
     if (!absl::SimpleAtoi(c, &id)) return Fail("--testing_corrupt_shot needs a shot id");
@@ -205,28 +319,65 @@ int main(int argc, char** argv) {
   std::unique_ptr<grpc::Service> service =
       shotstream::service::MakeShotStreamService(&datasets, &pool, options);
 
-  const std::string listen = absl::GetFlag(FLAGS_listen);
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port);
+  builder.AddListeningPort(cfg.listen, *creds, &port);
   builder.RegisterService(service.get());
   builder.SetMaxSendMessageSize(-1);
   builder.SetMaxReceiveMessageSize(16 << 20);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_FRAME_SIZE, 16 * 1024 * 1024 - 1);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_WRITE_BUFFER_SIZE, 8 * 1024 * 1024);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 64 * 1024 * 1024);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS,
+                             static_cast<int>(absl::ToInt64Milliseconds(cfg.keepalive_time)));
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS,
+                             static_cast<int>(absl::ToInt64Milliseconds(cfg.keepalive_timeout)));
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5000);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (server == nullptr || port == 0) return Fail("cannot listen on " + listen);
-  const std::string host = listen.substr(0, listen.rfind(':'));
+  if (server == nullptr || port == 0) return Fail("cannot listen on " + cfg.listen);
+  grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
+  health->SetServingStatus(true);
+  health->SetServingStatus("shotstream.v1.ShotStream", true);
+
+  std::unique_ptr<shotstream::metrics::MetricsHttpServer> metrics;
+  if (!cfg.metrics_listen.empty()) {
+    auto started = shotstream::metrics::MetricsHttpServer::Start(cfg.metrics_listen, [&] {
+      return shotstream::metrics::RenderPrometheus(counters, datasets);
+    });
+    if (!started.ok()) return Fail(std::string(started.status().message()));
+    metrics = std::move(*started);
+    std::fprintf(stderr, "metrics on http://%s/metrics (port %d)\n", cfg.metrics_listen.c_str(),
+                 metrics->port());
+  }
+
+  const std::string host = cfg.listen.substr(0, cfg.listen.rfind(':'));
   std::printf("shotstream listening on %s:%d\n", host.c_str(), port);
   std::fflush(stdout);
 
-  int sig = 0;
-  sigwait(&signals, &sig);
-  std::fprintf(stderr, "shotstream_server: signal %d, draining streams (grace %s)\n", sig,
-               absl::FormatDuration(absl::GetFlag(FLAGS_grace_period)).c_str());
-  server->Shutdown(std::chrono::system_clock::now() +
-                   absl::ToChronoSeconds(absl::GetFlag(FLAGS_grace_period)));
+  for (;;) {
+    int sig = 0;
+    sigwait(&signals, &sig);
+    if (sig == SIGHUP) {
+      if (tokens != nullptr) {
+        absl::Status s = tokens->Reload();
+        std::fprintf(stderr, "SIGHUP: tokens %s\n",
+                     s.ok() ? "reloaded" : std::string(s.message()).c_str());
+      }
+      continue;
+    }
+    std::fprintf(stderr, "shotstream_server: signal %d: NOT_SERVING, draining streams (grace %s)\n",
+                 sig, absl::FormatDuration(cfg.grace_period).c_str());
+    break;
+  }
+  draining = true;
+  health->SetServingStatus(false);
+  health->SetServingStatus("shotstream.v1.ShotStream", false);
+  absl::SleepFor(drain_delay);
+  server->Shutdown(std::chrono::system_clock::now() + absl::ToChronoSeconds(cfg.grace_period));
   server->Wait();
+  std::fprintf(stderr, "shotstream_server: stopped (%lld shots sent)\n",
+               static_cast<long long>(counters.shots_sent.load()));
   return 0;
 }

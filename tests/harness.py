@@ -33,7 +33,7 @@ class Server:
     """A shotstream_server process; `target` is HOST:PORT once it printed its line."""
 
     def __init__(self, args, timeout=120):
-        self.args = [runfile(SERVER), "--listen=127.0.0.1:0"] + list(args)
+        self.args = [runfile(SERVER), "--listen=127.0.0.1:0", "--drain_delay=0s"] + list(args)
         self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      text=True)
         self.stderr_lines = []

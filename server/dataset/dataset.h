@@ -25,6 +25,7 @@ struct DatasetSpec {
   std::vector<std::string> globs;  // files: every match, sorted by name, deduplicated
   segy::ShotKey shot_key;
   std::optional<segy::ByteOrder> byte_order;  // force instead of detect
+  bool use_mmap = false;                      // io: mmap
   io::CoalesceOptions coalesce;
   // Where the catalog is kept (DIR/NAME.catalog); empty: built in memory every start.
   std::string catalog_dir;

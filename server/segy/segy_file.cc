@@ -1,6 +1,7 @@
 #include "server/segy/segy_file.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -303,10 +304,21 @@ absl::StatusOr<std::unique_ptr<SegyFile>> SegyFile::Open(const std::string& path
   std::unique_ptr<SegyFile> file(
       new SegyFile(path, fd, static_cast<uint64_t>(st.st_size), mtime_ns));
   SS_RETURN_IF_ERROR(file->ParseLayout(options));
+  if (options.use_mmap && file->size_ > 0) {
+    void* m = ::mmap(nullptr, file->size_, PROT_READ, MAP_SHARED, fd, 0);
+    if (m == MAP_FAILED) {
+      return absl::UnavailableError(absl::StrCat(path, ": mmap failed: ", std::strerror(errno)));
+    }
+    file->map_ = static_cast<const uint8_t*>(m);
+    file->map_size_ = file->size_;
+  }
   return file;
 }
 
-SegyFile::~SegyFile() { ::close(fd_); }
+SegyFile::~SegyFile() {
+  if (map_ != nullptr) ::munmap(const_cast<uint8_t*>(map_), map_size_);
+  ::close(fd_);
+}
 
 absl::Status SegyFile::ParseLayout(const OpenOptions& options) {
   const size_t head_size = std::min<uint64_t>(size_, kFileHeaderBytes + kTraceHeaderBytes);
@@ -322,6 +334,17 @@ absl::Status SegyFile::ParseLayout(const OpenOptions& options) {
 
 absl::Status SegyFile::ReadAt(uint64_t offset, uint64_t length, uint8_t* dst) const {
   read_calls_.fetch_add(1, std::memory_order_relaxed);
+  if (map_ != nullptr) {
+    struct stat st;
+    const uint64_t now = ::fstat(fd_, &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
+    if (offset + length > std::min(now, map_size_)) {
+      return absl::DataLossError(absl::StrCat(
+          path_, ": file is now ", now, " bytes but ", length, " bytes were expected at byte "
+          "offset ", offset, " (file truncated or replaced while serving)"));
+    }
+    std::memcpy(dst, map_ + offset, length);
+    return absl::OkStatus();
+  }
   uint64_t done = 0;
   while (done < length) {
     const ssize_t n = ::pread(fd_, dst + done, length - done, offset + done);

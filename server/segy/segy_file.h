@@ -44,6 +44,11 @@ struct SegyLayout {
 struct OpenOptions {
   // Force a byte order instead of detecting it.
   std::optional<ByteOrder> byte_order;
+  // Read through a read-only memory map instead of pread. Each read first checks the
+  // file's current size (fstat), so a file truncated while serving gives DATA_LOSS, not
+  // SIGBUS (a truncation racing with the copy itself is not covered: prefer pread for
+  // files that may change).
+  bool use_mmap = false;
 };
 
 // Parses the 3600-byte file header. `file_size` checks that traces fit; `read_at` is
@@ -80,6 +85,8 @@ class SegyFile {
   int64_t mtime_ns_;
   SegyLayout layout_;
   mutable std::atomic<uint64_t> read_calls_{0};
+  const uint8_t* map_ = nullptr;  // whole file, when opened with use_mmap
+  uint64_t map_size_ = 0;
 };
 
 // Parses a layout from the first bytes of a file (exposed for tests and fuzzers).

@@ -1,6 +1,9 @@
 #include "server/segy/segy_file.h"
 
+#include <unistd.h>
+
 #include <cstdio>
+#include <vector>
 #include <cstdlib>
 #include <string>
 
@@ -131,6 +134,30 @@ TEST(SegyFileTest, ReadAtPastEndIsDataLossNamingOffset) {
   absl::Status s = (*f)->ReadAt((*f)->size() - 8, 64, buf);
   EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);
   EXPECT_NE(s.message().find(path), absl::string_view::npos);
+}
+
+}  // namespace
+}  // namespace shotstream::segy
+
+namespace shotstream::segy {
+namespace {
+
+TEST(SegyFileTest, MmapReadsTheSameBytesAndSurvivesTruncation) {
+  const std::string path = TempPath("mm.sgy");
+  WriteSegyFile(path, Spec(5, ByteOrder::kBigEndian, 16, 4));
+  OpenOptions mm;
+  mm.use_mmap = true;
+  auto a = SegyFile::Open(path);
+  auto b = SegyFile::Open(path, mm);
+  ASSERT_TRUE(a.ok() && b.ok());
+  std::vector<uint8_t> x(300), y(300);
+  ASSERT_TRUE((*a)->ReadAt(3600, 300, x.data()).ok());
+  ASSERT_TRUE((*b)->ReadAt(3600, 300, y.data()).ok());
+  EXPECT_EQ(x, y);
+  ASSERT_EQ(truncate(path.c_str(), 4000), 0);
+  absl::Status s = (*b)->ReadAt(3600 + 2 * 304, 304, y.data());
+  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(s.message().find("truncated"), absl::string_view::npos);
 }
 
 }  // namespace

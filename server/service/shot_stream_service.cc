@@ -1,11 +1,16 @@
 #include "server/service/shot_stream_service.h"
 
+#include <cstdio>
 #include <deque>
+#include <functional>
+#include <map>
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "grpcpp/grpcpp.h"
 #include "server/service/grpc_status.h"
 #include "shotstream/v1/shotstream.grpc.pb.h"
@@ -52,7 +57,23 @@ struct StreamPlan {
   uint64_t max_chunk_bytes = 4 << 20;
   std::optional<int64_t> corrupt_shot;  // testing only
   ServiceCounters* counters = nullptr;
+  std::string dataset_name;
+  std::string peer;
+  int64_t stream_id = 0;
+  bool log = false;
+  // Called once when the stream is gone (releases the per-peer slot).
+  std::function<void()> on_gone;
 };
+
+void ObserveLatency(ServiceCounters* c, double seconds) {
+  size_t b = 0;
+  while (b < std::size(ServiceCounters::kLatencyBuckets) &&
+         seconds > ServiceCounters::kLatencyBuckets[b]) {
+    ++b;
+  }
+  c->read_latency_count[b]++;
+  c->read_latency_sum_us += static_cast<int64_t>(seconds * 1e6);
+}
 
 void RaiseMax(std::atomic<int64_t>* max, int64_t value) {
   int64_t seen = max->load(std::memory_order_relaxed);
@@ -69,12 +90,23 @@ void RaiseMax(std::atomic<int64_t>* max, int64_t value) {
 class StreamShotsReactor final : public grpc::ServerWriteReactor<v1::ShotChunk> {
  public:
   // Finishes at once with `error`.
-  explicit StreamShotsReactor(const grpc::Status& error) { Finish(error); finished_ = true; }
+  StreamShotsReactor(const grpc::Status& error, ServiceCounters* counters) {
+    counters->finished_by_code[error.error_code()]++;
+    counters->streams_rejected += error.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED ||
+                                  error.error_code() == grpc::StatusCode::UNAUTHENTICATED;
+    finished_ = true;
+    Finish(error);
+  }
 
   StreamShotsReactor(StreamPlan plan, stream::ReaderPool* pool)
       : plan_(std::move(plan)), pool_(pool), counters_(plan_.counters) {
     counters_->active_streams++;
-    counters_->streams_started++;
+    start_ = absl::Now();
+    if (plan_.log) {
+      std::fprintf(stderr, "stream %lld: peer %s dataset %s shots %zu queue_depth %u\n",
+                   static_cast<long long>(plan_.stream_id), plan_.peer.c_str(),
+                   plan_.dataset_name.c_str(), plan_.shot_ids.size(), plan_.queue_depth);
+    }
     bool write = false;
     {
       absl::MutexLock lock(&mu_);
@@ -133,6 +165,15 @@ class StreamShotsReactor final : public grpc::ServerWriteReactor<v1::ShotChunk> 
     if (counters_ == nullptr) return;
     counters_->active_streams--;
     counters_->shots_held -= static_cast<int64_t>(window_.size());
+    if (plan_.on_gone) plan_.on_gone();
+    if (plan_.log) {
+      const double secs = absl::ToDoubleSeconds(absl::Now() - start_);
+      std::fprintf(stderr, "stream %lld: %s, %zu of %zu shots, %.1f MB in %.2f s%s%s\n",
+                   static_cast<long long>(plan_.stream_id),
+                   grpc_status_name_.c_str(), window_base_, plan_.shot_ids.size(),
+                   bytes_sent_ / 1e6, secs, final_message_.empty() ? "" : ": ",
+                   final_message_.c_str());
+    }
   }
 
  private:
@@ -161,10 +202,18 @@ class StreamShotsReactor final : public grpc::ServerWriteReactor<v1::ShotChunk> 
       absl::MutexLock lock(&mu_);
       skip = cancelled_;
     }
+    io::ReadStats stats;
+    const absl::Time t0 = absl::Now();
     absl::StatusOr<dataset::ShotData> shot =
         skip ? absl::CancelledError("stream cancelled")
              : plan_.dataset->ReadShot(plan_.shot_ids[index], plan_.headers,
-                                       plan_.max_chunk_bytes);
+                                       plan_.max_chunk_bytes, &stats);
+    if (!skip) {
+      ObserveLatency(counters_, absl::ToDoubleSeconds(absl::Now() - t0));
+      counters_->reads_issued += static_cast<int64_t>(stats.reads);
+      counters_->bytes_read += static_cast<int64_t>(stats.bytes_read);
+      counters_->bytes_wanted += static_cast<int64_t>(stats.bytes_wanted);
+    }
     bool write = false;
     bool destroy = false;
     {
@@ -230,6 +279,7 @@ class StreamShotsReactor final : public grpc::ServerWriteReactor<v1::ShotChunk> 
     }
     chunk_offset_ += shot.chunks[c].size();
     counters_->bytes_sent += static_cast<int64_t>(shot.chunks[c].size());
+    bytes_sent_ += shot.chunks[c].size();
     msg_.set_samples(std::move(shot.chunks[c]));
     if (c == 0 && plan_.corrupt_shot == shot.shot_id && !msg_.samples().empty()) {
       (*msg_.mutable_samples())[0] ^= 0x01;
@@ -257,6 +307,12 @@ class StreamShotsReactor final : public grpc::ServerWriteReactor<v1::ShotChunk> 
       if (is_finish) finish = pending_finish_;
     }
     if (is_finish) {
+      if (counters_ != nullptr) counters_->finished_by_code[finish.error_code()]++;
+      {
+        absl::MutexLock lock(&mu_);
+        grpc_status_name_ = finish.ok() ? "OK" : absl::StrCat("code ", finish.error_code());
+        final_message_ = finish.error_message();
+      }
       Finish(finish);
     } else {
       StartWrite(&msg_);
@@ -279,6 +335,11 @@ class StreamShotsReactor final : public grpc::ServerWriteReactor<v1::ShotChunk> 
   bool done_ ABSL_GUARDED_BY(mu_) = false;        // OnDone called
   grpc::Status pending_finish_ ABSL_GUARDED_BY(mu_);
   v1::ShotChunk msg_;  // the message on the wire while writing_
+  // For the end-of-stream log line.
+  absl::Time start_;
+  uint64_t bytes_sent_ ABSL_GUARDED_BY(mu_) = 0;
+  std::string grpc_status_name_ = "CANCELLED";
+  std::string final_message_;
 };
 
 class ShotStreamServiceImpl final : public v1::ShotStream::CallbackService {
@@ -293,8 +354,12 @@ class ShotStreamServiceImpl final : public v1::ShotStream::CallbackService {
   grpc::ServerUnaryReactor* ListDatasets(grpc::CallbackServerContext* ctx,
                                          const v1::ListDatasetsRequest*,
                                          v1::ListDatasetsResponse* response) override {
-    for (const DatasetEntry& e : *datasets_) FillInfo(e, false, response->add_datasets());
     auto* reactor = ctx->DefaultReactor();
+    if (absl::Status auth = Authenticate(ctx); !auth.ok()) {
+      reactor->Finish(ToGrpcStatus(auth));
+      return reactor;
+    }
+    for (const DatasetEntry& e : *datasets_) FillInfo(e, false, response->add_datasets());
     reactor->Finish(grpc::Status::OK);
     return reactor;
   }
@@ -303,6 +368,10 @@ class ShotStreamServiceImpl final : public v1::ShotStream::CallbackService {
                                        const v1::GetDatasetRequest* request,
                                        v1::DatasetInfo* response) override {
     auto* reactor = ctx->DefaultReactor();
+    if (absl::Status auth = Authenticate(ctx); !auth.ok()) {
+      reactor->Finish(ToGrpcStatus(auth));
+      return reactor;
+    }
     const DatasetEntry* e = Find(request->name());
     if (e == nullptr) {
       reactor->Finish(ToGrpcStatus(UnknownDataset(request->name())));
@@ -314,10 +383,28 @@ class ShotStreamServiceImpl final : public v1::ShotStream::CallbackService {
   }
 
   grpc::ServerWriteReactor<v1::ShotChunk>* StreamShots(
-      grpc::CallbackServerContext*, const v1::StreamShotsRequest* request) override {
+      grpc::CallbackServerContext* ctx, const v1::StreamShotsRequest* request) override {
+    if (absl::Status auth = Authenticate(ctx); !auth.ok()) {
+      return new StreamShotsReactor(ToGrpcStatus(auth), counters_);
+    }
+    if (options_.draining != nullptr && options_.draining->load()) {
+      return new StreamShotsReactor(
+          grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                       "the server is shutting down; no new streams (try another server)"),
+          counters_);
+    }
     absl::StatusOr<StreamPlan> plan = Validate(*request);
-    if (!plan.ok()) return new StreamShotsReactor(ToGrpcStatus(plan.status()));
-    return new StreamShotsReactor(std::move(*plan), pool_);
+    if (!plan.ok()) return new StreamShotsReactor(ToGrpcStatus(plan.status()), counters_);
+    // Limits last, so that a stream slot is taken only by a request that will run.
+    const std::string peer = PeerAddress(ctx->peer());
+    if (absl::Status s = TakeStreamSlot(peer); !s.ok()) {
+      return new StreamShotsReactor(ToGrpcStatus(s), counters_);
+    }
+    plan->peer = ctx->peer();
+    plan->stream_id = ++counters_->streams_started;
+    plan->log = options_.log_streams;
+    plan->on_gone = [this, peer] { ReleaseStreamSlot(peer); };
+    return new StreamShotsReactor(*std::move(plan), pool_);
   }
 
  private:
@@ -326,6 +413,49 @@ class ShotStreamServiceImpl final : public v1::ShotStream::CallbackService {
       if (e.name == name) return &e;
     }
     return nullptr;
+  }
+
+  absl::Status Authenticate(grpc::CallbackServerContext* ctx) const {
+    if (options_.tokens == nullptr) return absl::OkStatus();
+    const auto& md = ctx->client_metadata();
+    auto it = md.find("authorization");
+    if (it == md.end()) {
+      return absl::UnauthenticatedError("missing 'authorization: Bearer <token>' metadata");
+    }
+    if (!options_.tokens->Check(absl::string_view(it->second.data(), it->second.size()))) {
+      return absl::UnauthenticatedError("unknown bearer token");
+    }
+    return absl::OkStatus();
+  }
+
+  // "ipv4:127.0.0.1:5555" -> "ipv4:127.0.0.1": streams are counted per address.
+  static std::string PeerAddress(const std::string& peer) {
+    const size_t colon = peer.rfind(':');
+    const size_t first = peer.find(':');
+    return colon != std::string::npos && colon != first ? peer.substr(0, colon) : peer;
+  }
+
+  absl::Status TakeStreamSlot(const std::string& peer) {
+    absl::MutexLock lock(&mu_);
+    if (active_ >= options_.max_streams) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "the server runs ", active_, " streams, its limit (max_streams)"));
+    }
+    uint32_t& mine = per_peer_[peer];
+    if (mine >= options_.max_streams_per_peer) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          peer, " runs ", mine, " streams, the limit per peer (max_streams_per_peer)"));
+    }
+    ++mine;
+    ++active_;
+    return absl::OkStatus();
+  }
+
+  void ReleaseStreamSlot(const std::string& peer) {
+    absl::MutexLock lock(&mu_);
+    --active_;
+    auto it = per_peer_.find(peer);
+    if (it != per_peer_.end() && --it->second == 0) per_peer_.erase(it);
   }
 
   absl::Status UnknownDataset(const std::string& name) const {
@@ -366,6 +496,7 @@ class ShotStreamServiceImpl final : public v1::ShotStream::CallbackService {
     }
     plan.corrupt_shot = options_.corrupt_shot_for_testing;
     plan.counters = counters_;
+    plan.dataset_name = r.dataset();
     plan.queue_depth = r.queue_depth() == 0 ? options_.default_queue_depth : r.queue_depth();
     plan.max_chunk_bytes = r.max_chunk_bytes() == 0
                                ? options_.max_chunk_bytes
@@ -378,6 +509,9 @@ class ShotStreamServiceImpl final : public v1::ShotStream::CallbackService {
   const ServiceOptions options_;
   ServiceCounters own_counters_;
   ServiceCounters* const counters_;
+  absl::Mutex mu_;
+  uint32_t active_ ABSL_GUARDED_BY(mu_) = 0;                      // streams holding a slot
+  std::map<std::string, uint32_t> per_peer_ ABSL_GUARDED_BY(mu_);  // slots per peer address
 };
 
 }  // namespace

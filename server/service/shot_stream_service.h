@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <atomic>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <string>
@@ -15,6 +16,7 @@
 
 #include "absl/status/status.h"
 #include "server/dataset/dataset.h"
+#include "server/service/token_store.h"
 #include "server/stream/reader_pool.h"
 
 namespace grpc {
@@ -40,6 +42,18 @@ struct ServiceCounters {
   std::atomic<int64_t> reads_in_flight{0};
   std::atomic<int64_t> shots_sent{0};
   std::atomic<int64_t> bytes_sent{0};
+  std::atomic<int64_t> streams_rejected{0};  // limits or authentication
+  // Coalescing: positioned reads issued, bytes read (gaps included), bytes of traces.
+  std::atomic<int64_t> reads_issued{0};
+  std::atomic<int64_t> bytes_read{0};
+  std::atomic<int64_t> bytes_wanted{0};
+  // Shot read latency histogram (seconds, cumulative buckets as Prometheus has them).
+  static constexpr double kLatencyBuckets[] = {0.001, 0.002, 0.005, 0.01, 0.02,
+                                               0.05,  0.1,   0.2,   0.5,  1.0};
+  std::atomic<int64_t> read_latency_count[std::size(kLatencyBuckets) + 1] = {};
+  std::atomic<int64_t> read_latency_sum_us{0};
+  // Finished RPCs by gRPC status code (0..16).
+  std::atomic<int64_t> finished_by_code[17] = {};
 };
 
 struct ServiceOptions {
@@ -52,6 +66,17 @@ struct ServiceOptions {
   std::optional<int64_t> corrupt_shot_for_testing;
   // Where the service counts; null: it keeps its own.
   ServiceCounters* counters = nullptr;
+  // Concurrent StreamShots calls, in all and from one peer address; above them a new
+  // stream gets RESOURCE_EXHAUSTED naming the limit.
+  uint32_t max_streams = 256;
+  uint32_t max_streams_per_peer = 64;
+  // When set, every RPC needs `authorization: Bearer <token>` (else UNAUTHENTICATED).
+  const TokenStore* tokens = nullptr;
+  // Per-stream log lines (start and end, with a stream id) on stderr.
+  bool log_streams = true;
+  // When it reads true, new streams get UNAVAILABLE (the server is shutting down);
+  // running streams go on.
+  const std::atomic<bool>* draining = nullptr;
 };
 
 

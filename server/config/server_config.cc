@@ -1,0 +1,198 @@
+#include "server/config/server_config.h"
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "server/dataset/dataset.h"
+#include "server/segy/trace_header.h"
+#include "yaml-cpp/yaml.h"
+
+namespace shotstream::config {
+namespace {
+
+absl::Status KeyError(const std::string& source, const std::string& key, absl::string_view why) {
+  return absl::InvalidArgumentError(absl::StrCat(source, ": ", key, ": ", why));
+}
+
+absl::Status CheckKeys(const YAML::Node& node, const std::string& source,
+                       const std::string& where, const std::set<std::string>& known) {
+  if (!node.IsMap()) return KeyError(source, where.empty() ? "(top)" : where, "expected a map");
+  for (const auto& kv : node) {
+    const std::string key = kv.first.as<std::string>();
+    if (!known.count(key)) {
+      return KeyError(source, where.empty() ? key : absl::StrCat(where, ".", key),
+                      absl::StrCat("unknown key (known: ", absl::StrJoin(known, ", "), ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Reads node[key] into *out when present, with the key path in any error.
+template <typename T>
+absl::Status Get(const YAML::Node& node, const std::string& key, const std::string& source,
+                 const std::string& where, T* out) {
+  const YAML::Node v = node[key];
+  if (!v) return absl::OkStatus();
+  try {
+    *out = v.as<T>();
+  } catch (const YAML::Exception& e) {
+    return KeyError(source, where.empty() ? key : absl::StrCat(where, ".", key),
+                    absl::StrCat("bad value '", YAML::Dump(v), "'"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status GetDuration(const YAML::Node& node, const std::string& key,
+                         const std::string& source, absl::Duration* out) {
+  std::string text;
+  if (absl::Status s = Get(node, key, source, "", &text); !s.ok()) return s;
+  if (text.empty()) return absl::OkStatus();
+  if (!absl::ParseDuration(text, out)) {
+    return KeyError(source, key, absl::StrCat("bad duration '", text, "' (e.g. 30s, 500ms)"));
+  }
+  return absl::OkStatus();
+}
+
+#define SS_CFG(expr)                  \
+  do {                                \
+    absl::Status s_ = (expr);         \
+    if (!s_.ok()) return s_;          \
+  } while (0)
+
+}  // namespace
+
+absl::StatusOr<ServerConfig> ParseServerConfig(const std::string& yaml, const std::string& source) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml);
+  } catch (const YAML::Exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat(source, ": line ", e.mark.line + 1,
+                                                   ": YAML syntax: ", e.msg));
+  }
+  ServerConfig c;
+  if (!root || root.IsNull()) return c;
+  SS_CFG(CheckKeys(root, source, "",
+                   {"listen", "catalog_dir", "metrics_listen", "readers", "limits", "tls",
+                    "auth", "datasets", "grace_period", "keepalive"}));
+  SS_CFG(Get(root, "listen", source, "", &c.listen));
+  SS_CFG(Get(root, "catalog_dir", source, "", &c.catalog_dir));
+  SS_CFG(Get(root, "metrics_listen", source, "", &c.metrics_listen));
+  SS_CFG(Get(root, "readers", source, "", &c.readers));
+  SS_CFG(GetDuration(root, "grace_period", source, &c.grace_period));
+  if (const YAML::Node k = root["keepalive"]) {
+    SS_CFG(CheckKeys(k, source, "keepalive", {"time", "timeout"}));
+    SS_CFG(GetDuration(k, "time", source, &c.keepalive_time));
+    SS_CFG(GetDuration(k, "timeout", source, &c.keepalive_timeout));
+  }
+  if (const YAML::Node l = root["limits"]) {
+    SS_CFG(CheckKeys(l, source, "limits",
+                     {"default_queue_depth", "max_queue_depth", "max_chunk_bytes",
+                      "max_shots_per_request", "max_streams", "max_streams_per_peer",
+                      "max_inflight_bytes"}));
+    SS_CFG(Get(l, "default_queue_depth", source, "limits", &c.default_queue_depth));
+    SS_CFG(Get(l, "max_queue_depth", source, "limits", &c.max_queue_depth));
+    SS_CFG(Get(l, "max_chunk_bytes", source, "limits", &c.max_chunk_bytes));
+    SS_CFG(Get(l, "max_shots_per_request", source, "limits", &c.max_shots_per_request));
+    SS_CFG(Get(l, "max_streams", source, "limits", &c.max_streams));
+    SS_CFG(Get(l, "max_streams_per_peer", source, "limits", &c.max_streams_per_peer));
+    SS_CFG(Get(l, "max_inflight_bytes", source, "limits", &c.max_inflight_bytes));
+  }
+  if (const YAML::Node t = root["tls"]) {
+    SS_CFG(CheckKeys(t, source, "tls", {"cert", "key", "client_ca"}));
+    SS_CFG(Get(t, "cert", source, "tls", &c.tls_cert));
+    SS_CFG(Get(t, "key", source, "tls", &c.tls_key));
+    SS_CFG(Get(t, "client_ca", source, "tls", &c.tls_client_ca));
+  }
+  if (const YAML::Node a = root["auth"]) {
+    SS_CFG(CheckKeys(a, source, "auth", {"token_file"}));
+    SS_CFG(Get(a, "token_file", source, "auth", &c.auth_token_file));
+  }
+  if (const YAML::Node ds = root["datasets"]) {
+    if (!ds.IsSequence()) return KeyError(source, "datasets", "expected a list");
+    for (size_t i = 0; i < ds.size(); ++i) {
+      const std::string where = absl::StrCat("datasets[", i, "]");
+      const YAML::Node d = ds[i];
+      SS_CFG(CheckKeys(d, source, where,
+                       {"name", "files", "shot_key", "io", "byte_order", "max_gap_bytes"}));
+      DatasetConfig dc;
+      SS_CFG(Get(d, "name", source, where, &dc.name));
+      if (const YAML::Node f = d["files"]) {
+        if (f.IsScalar()) {
+          dc.files.push_back(f.as<std::string>());
+        } else {
+          SS_CFG(Get(d, "files", source, where, &dc.files));
+        }
+      }
+      SS_CFG(Get(d, "shot_key", source, where, &dc.shot_key));
+      SS_CFG(Get(d, "io", source, where, &dc.io));
+      SS_CFG(Get(d, "byte_order", source, where, &dc.byte_order));
+      SS_CFG(Get(d, "max_gap_bytes", source, where, &dc.max_gap_bytes));
+      if (dc.name.empty()) return KeyError(source, where + ".name", "missing");
+      if (dc.files.empty()) return KeyError(source, where + ".files", "missing");
+      c.datasets.push_back(std::move(dc));
+    }
+  }
+  return c;
+}
+
+absl::StatusOr<ServerConfig> LoadServerConfig(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot read config file"));
+  std::stringstream text;
+  text << in.rdbuf();
+  return ParseServerConfig(text.str(), path);
+}
+
+absl::Status ValidateServerConfig(const ServerConfig& c) {
+  if (c.datasets.empty()) {
+    return absl::InvalidArgumentError(
+        "no dataset: pass --dataset=NAME=GLOB or list datasets in --config");
+  }
+  std::set<std::string> names;
+  for (size_t i = 0; i < c.datasets.size(); ++i) {
+    const DatasetConfig& d = c.datasets[i];
+    const std::string where = absl::StrCat("datasets[", i, "] (", d.name, ")");
+    if (absl::Status s = dataset::ValidateDatasetName(d.name); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ".name: ", s.message()));
+    }
+    if (!names.insert(d.name).second) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ".name: given twice"));
+    }
+    if (auto k = segy::ParseShotKey(d.shot_key); !k.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ".shot_key: ", k.status().message()));
+    }
+    if (d.io != "pread" && d.io != "mmap") {
+      return absl::InvalidArgumentError(absl::StrCat(where, ".io: '", d.io,
+                                                     "' (expected pread or mmap)"));
+    }
+    if (d.byte_order != "auto" && d.byte_order != "big" && d.byte_order != "little") {
+      return absl::InvalidArgumentError(absl::StrCat(where, ".byte_order: '", d.byte_order,
+                                                     "' (expected auto, big or little)"));
+    }
+  }
+  if (c.max_queue_depth == 0 || c.default_queue_depth == 0 ||
+      c.default_queue_depth > c.max_queue_depth) {
+    return absl::InvalidArgumentError(
+        "limits: need 0 < default_queue_depth <= max_queue_depth");
+  }
+  if (c.max_chunk_bytes < 1024) {
+    return absl::InvalidArgumentError("limits.max_chunk_bytes: at least 1024");
+  }
+  if (c.max_streams == 0 || c.max_streams_per_peer == 0 || c.max_shots_per_request == 0 ||
+      c.max_inflight_bytes == 0) {
+    return absl::InvalidArgumentError("limits: max_streams, max_streams_per_peer, "
+                                      "max_shots_per_request and max_inflight_bytes must be > 0");
+  }
+  if (c.tls_cert.empty() != c.tls_key.empty()) {
+    return absl::InvalidArgumentError("tls: cert and key go together");
+  }
+  if (!c.tls_client_ca.empty() && c.tls_cert.empty()) {
+    return absl::InvalidArgumentError("tls.client_ca needs tls.cert and tls.key");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace shotstream::config

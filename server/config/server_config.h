@@ -1,0 +1,60 @@
+// The server's settings: defaults, then a YAML file (--config), then command-line flags.
+//
+// Thread-compatible value types; parsing is pure.
+#ifndef SHOTSTREAM_SERVER_CONFIG_SERVER_CONFIG_H_
+#define SHOTSTREAM_SERVER_CONFIG_SERVER_CONFIG_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+namespace shotstream::config {
+
+struct DatasetConfig {
+  std::string name;
+  std::vector<std::string> files;  // glob patterns
+  std::string shot_key = "field_record";
+  std::string io = "pread";        // pread or mmap
+  std::string byte_order = "auto";  // auto, big or little
+  uint64_t max_gap_bytes = 64 * 1024;
+};
+
+struct ServerConfig {
+  std::string listen = "0.0.0.0:50051";
+  std::string catalog_dir;
+  std::string metrics_listen;  // HOST:PORT for Prometheus text on /metrics; empty: off
+  int readers = 0;             // 0: number of cores
+  uint32_t default_queue_depth = 2;
+  uint32_t max_queue_depth = 16;
+  uint64_t max_chunk_bytes = 4 << 20;
+  uint64_t max_shots_per_request = 1'000'000;
+  uint32_t max_streams = 256;           // concurrent streams, all peers
+  uint32_t max_streams_per_peer = 64;   // concurrent streams from one peer address
+  uint64_t max_inflight_bytes = 1ull << 30;  // decoded shots held by all streams
+  absl::Duration grace_period = absl::Seconds(30);
+  absl::Duration keepalive_time = absl::Seconds(60);
+  absl::Duration keepalive_timeout = absl::Seconds(20);
+  // TLS: server certificate and key (PEM); with client_ca, clients must present a
+  // certificate signed by it (mTLS).
+  std::string tls_cert;
+  std::string tls_key;
+  std::string tls_client_ca;
+  std::string auth_token_file;  // bearer tokens, one per line
+  std::vector<DatasetConfig> datasets;
+};
+
+// Parses YAML text. Errors name the source, the key path (e.g. datasets[1].shot_key) and
+// the reason; unknown keys are errors, so typos do not pass silently.
+absl::StatusOr<ServerConfig> ParseServerConfig(const std::string& yaml, const std::string& source);
+absl::StatusOr<ServerConfig> LoadServerConfig(const std::string& path);
+
+// Checks a finished configuration (after flags were applied): at least one dataset,
+// unique valid names, known shot keys and modes, limits > 0, TLS cert and key together.
+absl::Status ValidateServerConfig(const ServerConfig& config);
+
+}  // namespace shotstream::config
+
+#endif  // SHOTSTREAM_SERVER_CONFIG_SERVER_CONFIG_H_

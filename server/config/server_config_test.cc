@@ -1,0 +1,93 @@
+#include "server/config/server_config.h"
+
+#include "gtest/gtest.h"
+
+namespace shotstream::config {
+namespace {
+
+TEST(ServerConfigTest, ParsesEverySection) {
+  auto c = ParseServerConfig(R"(
+listen: 127.0.0.1:6000
+catalog_dir: /var/cache/shotstream
+metrics_listen: 127.0.0.1:9100
+readers: 3
+grace_period: 10s
+keepalive: {time: 30s, timeout: 5s}
+limits:
+  max_queue_depth: 8
+  max_chunk_bytes: 2097152
+  max_streams: 10
+  max_streams_per_peer: 2
+tls: {cert: /etc/s.crt, key: /etc/s.key, client_ca: /etc/ca.crt}
+auth: {token_file: /etc/tokens}
+datasets:
+  - name: line1
+    files: /data/line1/*.sgy
+    shot_key: energy_source_point
+  - name: line2
+    files: [/data/a/*.sgy, /data/b/*.segy]
+    io: mmap
+    byte_order: little
+)", "test.yaml");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->listen, "127.0.0.1:6000");
+  EXPECT_EQ(c->readers, 3);
+  EXPECT_EQ(c->grace_period, absl::Seconds(10));
+  EXPECT_EQ(c->keepalive_timeout, absl::Seconds(5));
+  EXPECT_EQ(c->max_queue_depth, 8u);
+  EXPECT_EQ(c->max_streams_per_peer, 2u);
+  EXPECT_EQ(c->tls_client_ca, "/etc/ca.crt");
+  EXPECT_EQ(c->auth_token_file, "/etc/tokens");
+  ASSERT_EQ(c->datasets.size(), 2u);
+  EXPECT_EQ(c->datasets[0].files, std::vector<std::string>{"/data/line1/*.sgy"});
+  EXPECT_EQ(c->datasets[0].shot_key, "energy_source_point");
+  EXPECT_EQ(c->datasets[1].files.size(), 2u);
+  EXPECT_EQ(c->datasets[1].io, "mmap");
+  EXPECT_TRUE(ValidateServerConfig(*c).ok());
+}
+
+TEST(ServerConfigTest, ErrorsNameTheKey) {
+  struct Case {
+    const char* yaml;
+    const char* says;
+  };
+  for (const Case& k : {
+           Case{"listn: x", "listn: unknown key"},
+           Case{"limits: {max_queue_depht: 3}", "limits.max_queue_depht: unknown key"},
+           Case{"limits: {max_queue_depth: lots}", "limits.max_queue_depth: bad value"},
+           Case{"grace_period: soon", "grace_period: bad duration"},
+           Case{"datasets: [{files: a.sgy}]", "datasets[0].name: missing"},
+           Case{"datasets: [{name: a}]", "datasets[0].files: missing"},
+           Case{"datasets: [{name: a, files: x, colour: red}]", "datasets[0].colour"},
+           Case{"datasets: {name: a}", "datasets: expected a list"},
+           Case{"listen: [unclosed", "YAML syntax"},
+       }) {
+    auto c = ParseServerConfig(k.yaml, "cfg.yaml");
+    ASSERT_FALSE(c.ok()) << k.yaml;
+    EXPECT_NE(c.status().message().find(k.says), absl::string_view::npos)
+        << k.yaml << " -> " << c.status();
+    EXPECT_NE(c.status().message().find("cfg.yaml"), absl::string_view::npos);
+  }
+}
+
+TEST(ServerConfigTest, ValidationNamesTheProblem) {
+  ServerConfig c;
+  EXPECT_NE(ValidateServerConfig(c).message().find("no dataset"), absl::string_view::npos);
+  c.datasets.push_back({"a", {"x"}, "field_record"});
+  EXPECT_TRUE(ValidateServerConfig(c).ok());
+  c.datasets.push_back({"a", {"y"}, "field_record"});
+  EXPECT_NE(ValidateServerConfig(c).message().find("given twice"), absl::string_view::npos);
+  c.datasets[1].name = "b";
+  c.datasets[1].shot_key = "nope";
+  EXPECT_NE(ValidateServerConfig(c).message().find("datasets[1] (b).shot_key"),
+            absl::string_view::npos);
+  c.datasets[1].shot_key = "inline";
+  c.datasets[1].name = "../etc";
+  EXPECT_FALSE(ValidateServerConfig(c).ok());
+  c.datasets[1].name = "b";
+  c.tls_cert = "x.crt";
+  EXPECT_NE(ValidateServerConfig(c).message().find("cert and key"), absl::string_view::npos);
+}
+
+}  // namespace
+}  // namespace shotstream::config

@@ -1,0 +1,161 @@
+#include "server/metrics/metrics.h"
+
+#include <civetweb.h>
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace shotstream::metrics {
+namespace {
+
+const char* kCodeNames[17] = {"OK",
+                              "CANCELLED",
+                              "UNKNOWN",
+                              "INVALID_ARGUMENT",
+                              "DEADLINE_EXCEEDED",
+                              "NOT_FOUND",
+                              "ALREADY_EXISTS",
+                              "PERMISSION_DENIED",
+                              "RESOURCE_EXHAUSTED",
+                              "FAILED_PRECONDITION",
+                              "ABORTED",
+                              "OUT_OF_RANGE",
+                              "UNIMPLEMENTED",
+                              "INTERNAL",
+                              "UNAVAILABLE",
+                              "DATA_LOSS",
+                              "UNAUTHENTICATED"};
+
+void Metric(std::string* out, const char* name, const char* type, const char* help,
+            double value) {
+  absl::StrAppendFormat(out, "# HELP %s %s\n# TYPE %s %s\n%s %.17g\n", name, help, name, type,
+                        name, value);
+}
+
+}  // namespace
+
+std::string RenderPrometheus(const service::ServiceCounters& c,
+                             const std::vector<service::DatasetEntry>& datasets) {
+  std::string out;
+  Metric(&out, "shotstream_active_streams", "gauge", "StreamShots calls running now.",
+         c.active_streams.load());
+  Metric(&out, "shotstream_streams_started_total", "counter", "StreamShots calls accepted.",
+         c.streams_started.load());
+  Metric(&out, "shotstream_streams_cancelled_total", "counter",
+         "Streams cancelled by clients or broken.", c.streams_cancelled.load());
+  Metric(&out, "shotstream_streams_rejected_total", "counter",
+         "Streams refused by limits or authentication.", c.streams_rejected.load());
+  Metric(&out, "shotstream_queued_shots", "gauge",
+         "Shots read or being read ahead and not yet sent, all streams.", c.shots_held.load());
+  Metric(&out, "shotstream_max_queued_shots_one_stream", "gauge",
+         "Most shots one stream has held at once since start.",
+         c.max_shots_held_by_one_stream.load());
+  Metric(&out, "shotstream_reads_in_flight", "gauge", "Shot reads running in the reader pool.",
+         c.reads_in_flight.load());
+  Metric(&out, "shotstream_shots_sent_total", "counter", "Shots sent.", c.shots_sent.load());
+  Metric(&out, "shotstream_sample_bytes_sent_total", "counter", "Sample bytes sent.",
+         c.bytes_sent.load());
+  Metric(&out, "shotstream_reads_issued_total", "counter",
+         "Positioned reads issued by the coalescing reader.", c.reads_issued.load());
+  Metric(&out, "shotstream_bytes_read_total", "counter",
+         "Bytes read from SEG-Y files, gaps included.", c.bytes_read.load());
+  Metric(&out, "shotstream_bytes_wanted_total", "counter",
+         "Bytes of the traces asked for (bytes_read / bytes_wanted is the coalescing overhead).",
+         c.bytes_wanted.load());
+  out += "# HELP shotstream_shot_read_seconds Time to read and decode one shot.\n"
+         "# TYPE shotstream_shot_read_seconds histogram\n";
+  int64_t cumulative = 0;
+  const size_t n = std::size(service::ServiceCounters::kLatencyBuckets);
+  for (size_t b = 0; b <= n; ++b) {
+    cumulative += c.read_latency_count[b].load();
+    const std::string le =
+        b < n ? absl::StrFormat("%g", service::ServiceCounters::kLatencyBuckets[b]) : "+Inf";
+    absl::StrAppendFormat(&out, "shotstream_shot_read_seconds_bucket{le=\"%s\"} %d\n", le,
+                          cumulative);
+  }
+  absl::StrAppendFormat(&out, "shotstream_shot_read_seconds_sum %.6f\n",
+                        c.read_latency_sum_us.load() / 1e6);
+  absl::StrAppendFormat(&out, "shotstream_shot_read_seconds_count %d\n", cumulative);
+  out += "# HELP shotstream_streams_finished_total StreamShots calls finished, by status.\n"
+         "# TYPE shotstream_streams_finished_total counter\n";
+  for (int code = 0; code < 17; ++code) {
+    absl::StrAppendFormat(&out, "shotstream_streams_finished_total{code=\"%s\"} %d\n",
+                          kCodeNames[code], c.finished_by_code[code].load());
+  }
+  out += "# HELP shotstream_dataset_ready 1 when the dataset is served, 0 when it failed.\n"
+         "# TYPE shotstream_dataset_ready gauge\n";
+  for (const auto& e : datasets) {
+    absl::StrAppendFormat(&out, "shotstream_dataset_ready{dataset=\"%s\"} %d\n", e.name,
+                          e.dataset != nullptr ? 1 : 0);
+  }
+  out += "# HELP shotstream_catalog_build_seconds Time to load or build the catalog.\n"
+         "# TYPE shotstream_catalog_build_seconds gauge\n";
+  for (const auto& e : datasets) {
+    if (e.dataset == nullptr) continue;
+    absl::StrAppendFormat(&out, "shotstream_catalog_build_seconds{dataset=\"%s\"} %.6f\n",
+                          e.name, e.dataset->catalog_seconds());
+  }
+  out += "# HELP shotstream_dataset_traces Traces in the dataset.\n"
+         "# TYPE shotstream_dataset_traces gauge\n";
+  for (const auto& e : datasets) {
+    if (e.dataset == nullptr) continue;
+    absl::StrAppendFormat(&out, "shotstream_dataset_traces{dataset=\"%s\"} %d\n", e.name,
+                          e.dataset->catalog().n_traces());
+  }
+  return out;
+}
+
+struct MetricsHttpServer::Impl {
+  mg_context* ctx = nullptr;
+  std::function<std::string()> render;
+};
+
+namespace {
+
+int Send(mg_connection* conn, const char* type, const std::string& body) {
+  mg_printf(conn,
+            "HTTP/1.1 200 OK\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
+            "Connection: close\r\n\r\n",
+            type, body.size());
+  mg_write(conn, body.data(), body.size());
+  return 200;
+}
+
+int HandleMetrics(mg_connection* conn, void* cbdata) {
+  auto* render = static_cast<std::function<std::string()>*>(cbdata);
+  return Send(conn, "text/plain; version=0.0.4; charset=utf-8", (*render)());
+}
+
+int HandleHealthz(mg_connection* conn, void*) { return Send(conn, "text/plain", "ok\n"); }
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::Start(
+    const std::string& listen, std::function<std::string()> render) {
+  std::unique_ptr<MetricsHttpServer> server(new MetricsHttpServer());
+  server->impl_ = std::make_unique<Impl>();
+  server->impl_->render = std::move(render);
+  const char* options[] = {"listening_ports", listen.c_str(), "num_threads", "2", nullptr};
+  mg_callbacks callbacks;
+  std::memset(&callbacks, 0, sizeof(callbacks));
+  server->impl_->ctx = mg_start(&callbacks, nullptr, options);
+  if (server->impl_->ctx == nullptr) {
+    return absl::UnavailableError(absl::StrCat("--metrics_listen=", listen,
+                                               ": cannot listen (address in use or invalid)"));
+  }
+  mg_set_request_handler(server->impl_->ctx, "/metrics", HandleMetrics,
+                         &server->impl_->render);
+  mg_set_request_handler(server->impl_->ctx, "/healthz", HandleHealthz, nullptr);
+  mg_server_port ports[4];
+  const int n = mg_get_server_ports(server->impl_->ctx, 4, ports);
+  if (n > 0) server->port_ = ports[0].port;
+  return server;
+}
+
+MetricsHttpServer::~MetricsHttpServer() {
+  if (impl_ != nullptr && impl_->ctx != nullptr) mg_stop(impl_->ctx);
+}
+
+}  // namespace shotstream::metrics

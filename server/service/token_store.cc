@@ -1,0 +1,68 @@
+#include "server/service/token_store.h"
+
+#include <fstream>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+
+namespace shotstream::service {
+namespace {
+
+absl::StatusOr<std::vector<std::string>> ReadTokens(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot read token file"));
+  std::vector<std::string> tokens;
+  std::string line;
+  while (std::getline(in, line)) {
+    absl::string_view t = absl::StripAsciiWhitespace(line);
+    if (t.empty() || absl::StartsWith(t, "#")) continue;
+    tokens.emplace_back(t);
+  }
+  if (tokens.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": no token in the file"));
+  }
+  return tokens;
+}
+
+// Constant time in the length of `known` for a candidate of any length.
+bool ConstantTimeEquals(absl::string_view known, absl::string_view candidate) {
+  unsigned char diff = known.size() == candidate.size() ? 0 : 1;
+  for (size_t i = 0; i < known.size(); ++i) {
+    const unsigned char c = i < candidate.size() ? candidate[i] : 0;
+    diff |= static_cast<unsigned char>(known[i] ^ c);
+  }
+  return diff == 0;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<TokenStore>> TokenStore::Load(const std::string& path) {
+  std::unique_ptr<TokenStore> store(new TokenStore(path));
+  absl::Status s = store->Reload();
+  if (!s.ok()) return s;
+  return store;
+}
+
+absl::Status TokenStore::Reload() {
+  auto tokens = ReadTokens(path_);
+  if (!tokens.ok()) return tokens.status();
+  absl::MutexLock lock(&mu_);
+  tokens_ = *std::move(tokens);
+  return absl::OkStatus();
+}
+
+bool TokenStore::Check(absl::string_view authorization) const {
+  if (!absl::ConsumePrefix(&authorization, "Bearer ")) return false;
+  absl::MutexLock lock(&mu_);
+  bool ok = false;
+  for (const std::string& t : tokens_) ok |= ConstantTimeEquals(t, authorization);
+  return ok;
+}
+
+size_t TokenStore::size() const {
+  absl::MutexLock lock(&mu_);
+  return tokens_.size();
+}
+
+}  // namespace shotstream::service

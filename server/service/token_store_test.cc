@@ -1,0 +1,45 @@
+#include "server/service/token_store.h"
+
+#include <cstdlib>
+#include <fstream>
+
+#include "gtest/gtest.h"
+
+namespace shotstream::service {
+namespace {
+
+std::string Write(const std::string& text) {
+  const char* d = std::getenv("TEST_TMPDIR");
+  const std::string path = std::string(d ? d : "/tmp") + "/tokens";
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST(TokenStoreTest, ChecksBearerTokensAndReloads) {
+  const std::string path = Write("# comment\nalpha\n\n  beta  \n");
+  auto store = TokenStore::Load(path);
+  ASSERT_TRUE(store.ok()) << store.status();
+  EXPECT_EQ((*store)->size(), 2u);
+  EXPECT_TRUE((*store)->Check("Bearer alpha"));
+  EXPECT_TRUE((*store)->Check("Bearer beta"));
+  EXPECT_FALSE((*store)->Check("Bearer alph"));
+  EXPECT_FALSE((*store)->Check("Bearer alphaa"));
+  EXPECT_FALSE((*store)->Check("alpha"));
+  EXPECT_FALSE((*store)->Check("Bearer "));
+  EXPECT_FALSE((*store)->Check("Bearer # comment"));
+  Write("gamma\n");
+  ASSERT_TRUE((*store)->Reload().ok());
+  EXPECT_FALSE((*store)->Check("Bearer alpha"));
+  EXPECT_TRUE((*store)->Check("Bearer gamma"));
+  Write("\n");  // an empty file is refused and the old tokens stay
+  EXPECT_FALSE((*store)->Reload().ok());
+  EXPECT_TRUE((*store)->Check("Bearer gamma"));
+}
+
+TEST(TokenStoreTest, MissingFile) {
+  EXPECT_EQ(TokenStore::Load("/nonexistent/tokens").status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace shotstream::service

@@ -1,0 +1,227 @@
+"""Operating the server: YAML config, health, metrics, per-stream logs, SIGTERM drain,
+bearer tokens with SIGHUP reload, TLS, and stream limits, all against the real binary."""
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+import urllib.request
+
+import grpc
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+import shotstream  # noqa: E402
+import synth  # noqa: E402
+
+SERVING, NOT_SERVING = 1, 2
+
+
+def health(target, service="", creds=None):
+    """grpc.health.v1.Health/Check by hand (no grpc_health package on Debian)."""
+    ch = grpc.secure_channel(target, creds) if creds else grpc.insecure_channel(target)
+    with ch:
+        req = b"" if not service else b"\x0a" + bytes([len(service)]) + service.encode()
+        check = ch.unary_unary("/grpc.health.v1.Health/Check",
+                               request_serializer=lambda x: x,
+                               response_deserializer=lambda x: x)
+        resp = check(req, timeout=5)
+        return resp[1] if len(resp) >= 2 and resp[0] == 0x08 else 0
+
+
+class OpsTest(unittest.TestCase):
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        cls.data = os.path.join(cls.tmp, "data")
+        synth.write_survey(cls.data, n_shots=12, traces_per_shot=60, n_samples=500, n_files=2,
+                           fmt=1)
+        os.makedirs(os.path.join(cls.tmp, "bad"))
+        with open(os.path.join(cls.tmp, "bad", "x.sgy"), "wb") as f:
+            f.write(b"\x01" * 3700)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def write_config(self, text):
+        path = os.path.join(self.tmp, "config.yaml")
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
+    def test_yaml_config_health_metrics_and_logs(self):
+        cfg = self.write_config(f"""
+listen: 127.0.0.1:1          # overridden by the harness' --listen flag
+catalog_dir: {self.tmp}/catalogs
+metrics_listen: 127.0.0.1:0
+limits: {{max_queue_depth: 4}}
+datasets:
+  - name: line1
+    files: {self.data}/*.sgy
+    io: mmap
+  - name: broken
+    files: [{self.tmp}/bad/*.sgy]
+""")
+        with harness.Server([f"--config={cfg}"]) as server:
+            with shotstream.Client(server.target) as c:
+                states = {d.name: d for d in c.list_datasets()}
+                self.assertEqual(states["line1"].state, "READY")
+                self.assertEqual(states["broken"].state, "FAILED")
+                self.assertIn("x.sgy", states["broken"].error)
+                shots = list(c.stream("line1", [3, 1, 2], queue_depth=4))
+                self.assertEqual([s.shot_id for s in shots], [3, 1, 2])
+                with self.assertRaises(shotstream.ShotstreamError) as e:
+                    list(c.stream("line1", [1], queue_depth=5))
+                self.assertEqual(e.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+                self.assertIn("max_queue_depth", e.exception.details())
+            self.assertEqual(health(server.target), SERVING)
+            self.assertEqual(health(server.target, "shotstream.v1.ShotStream"), SERVING)
+            port = None
+            for _ in range(50):
+                for line in server.stderr_lines:
+                    if "metrics on http://" in line:
+                        port = int(line.split("(port ")[1].rstrip(")\n"))
+                if port:
+                    break
+                time.sleep(0.1)
+            self.assertIsNotNone(port)
+            body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read()
+            text = body.decode()
+            self.assertIn("shotstream_shots_sent_total 3\n", text)
+            self.assertIn('shotstream_streams_finished_total{code="INVALID_ARGUMENT"} 1', text)
+            self.assertIn('shotstream_dataset_ready{dataset="broken"} 0', text)
+            self.assertIn("shotstream_shot_read_seconds_count 3", text)
+            self.assertIn("shotstream_bytes_read_total", text)
+            server.stop()
+            log = "".join(server.stderr_lines)
+            self.assertIn("stream 1: peer", log)
+            self.assertIn("stream 1: OK, 3 of 3 shots", log)
+
+    def test_config_errors_name_the_key(self):
+        cfg = self.write_config("datasets:\n  - name: a\n    files: x\n    shot_key: nope\n")
+        res = subprocess.run([harness.runfile(harness.SERVER), f"--config={cfg}"],
+                             capture_output=True, text=True, timeout=60)
+        self.assertEqual(res.returncode, 2)
+        self.assertIn("datasets[0] (a).shot_key", res.stderr)
+        cfg = self.write_config("limits: {max_queue_dept: 3}\n")
+        res = subprocess.run([harness.runfile(harness.SERVER), f"--config={cfg}"],
+                             capture_output=True, text=True, timeout=60)
+        self.assertIn("limits.max_queue_dept: unknown key", res.stderr)
+
+    def test_sigterm_drains_running_streams_then_exits_zero(self):
+        server = harness.Server([f"--dataset=d={self.data}/*.sgy", "--grace_period=20s",
+                                 "--drain_delay=2s"])
+        got = []
+        errors = []
+        with shotstream.Client(server.target) as c:
+            gen = c.stream("d", list(range(1, 13)) * 10, queue_depth=1)
+            got.append(next(gen))
+            server.proc.send_signal(signal.SIGTERM)
+            # Draining: health says NOT_SERVING while the running stream goes on.
+            deadline = time.time() + 10
+            status = None
+            while time.time() < deadline:
+                try:
+                    status = health(server.target)
+                except grpc.RpcError:
+                    status = None
+                if status == NOT_SERVING:
+                    break
+                time.sleep(0.05)
+            self.assertEqual(status, NOT_SERVING)
+            with self.assertRaises(shotstream.ShotstreamError) as e:
+                list(c.stream("d", [1]))
+            self.assertEqual(e.exception.code(), grpc.StatusCode.UNAVAILABLE)
+            try:
+                for shot in gen:
+                    got.append(shot)
+            except shotstream.ShotstreamError as err:
+                errors.append(err)
+        self.assertEqual(errors, [])
+        self.assertEqual(len(got), 120)
+        self.assertEqual(server.proc.wait(timeout=30), 0)
+        server.stop()
+
+    def test_bearer_tokens_and_sighup_reload(self):
+        tokens = os.path.join(self.tmp, "tokens")
+        with open(tokens, "w") as f:
+            f.write("s3cret\n")
+        with harness.Server([f"--dataset=d={self.data}/*.sgy",
+                             f"--auth_token_file={tokens}"]) as server:
+            with shotstream.Client(server.target) as anon:
+                with self.assertRaises(shotstream.ShotstreamError) as e:
+                    anon.list_datasets()
+                self.assertEqual(e.exception.code(), grpc.StatusCode.UNAUTHENTICATED)
+                with self.assertRaises(shotstream.ShotstreamError) as e:
+                    list(anon.stream("d", [1]))
+                self.assertEqual(e.exception.code(), grpc.StatusCode.UNAUTHENTICATED)
+            self.assertEqual(health(server.target), SERVING)  # health needs no token
+            with shotstream.Client(server.target, token="wrong") as bad:
+                with self.assertRaises(shotstream.ShotstreamError) as e:
+                    bad.dataset("d")
+                self.assertEqual(e.exception.code(), grpc.StatusCode.UNAUTHENTICATED)
+            with shotstream.Client(server.target, token="s3cret") as good:
+                self.assertEqual(next(iter(good.stream("d", [2]))).shot_id, 2)
+            with open(tokens, "w") as f:
+                f.write("n3w\n")
+            server.proc.send_signal(signal.SIGHUP)
+            ok = False
+            for _ in range(100):
+                try:
+                    with shotstream.Client(server.target, token="n3w") as c:
+                        c.dataset("d")
+                        ok = True
+                        break
+                except shotstream.ShotstreamError:
+                    time.sleep(0.05)
+            self.assertTrue(ok)
+            with shotstream.Client(server.target, token="s3cret") as old:
+                with self.assertRaises(shotstream.ShotstreamError):
+                    old.dataset("d")
+
+    def test_stream_limit_per_peer(self):
+        with harness.Server([f"--dataset=d={self.data}/*.sgy", "--max_streams_per_peer=1"]) \
+                as server, shotstream.Client(server.target) as c:
+            first = c.stream("d", list(range(1, 13)) * 20, queue_depth=1)
+            next(first)
+            with self.assertRaises(shotstream.ShotstreamError) as e:
+                list(c.stream("d", [1]))
+            self.assertEqual(e.exception.code(), grpc.StatusCode.RESOURCE_EXHAUSTED)
+            self.assertIn("max_streams_per_peer", e.exception.details())
+            first.close()
+            ok = False
+            for _ in range(100):  # the slot is freed once the cancelled stream is gone
+                try:
+                    list(c.stream("d", [1]))
+                    ok = True
+                    break
+                except shotstream.ShotstreamError:
+                    time.sleep(0.05)
+            self.assertTrue(ok)
+
+    @unittest.skipUnless(shutil.which("openssl"), "openssl not installed")
+    def test_tls(self):
+        key, crt = os.path.join(self.tmp, "s.key"), os.path.join(self.tmp, "s.crt")
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout",
+                        key, "-out", crt, "-days", "2", "-subj", "/CN=localhost",
+                        "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"],
+                       check=True, capture_output=True)
+        with harness.Server([f"--dataset=d={self.data}/*.sgy", f"--tls_cert={crt}",
+                             f"--tls_key={key}"]) as server:
+            with shotstream.Client(server.target, tls=crt) as c:
+                self.assertEqual(next(iter(c.stream("d", [4]))).shot_id, 4)
+            with shotstream.Client(server.target, timeout=3) as plain:
+                with self.assertRaises(shotstream.ShotstreamError) as e:
+                    plain.list_datasets()
+                self.assertEqual(e.exception.code(), grpc.StatusCode.UNAVAILABLE)
+
+
+if __name__ == "__main__":
+    unittest.main()
