@@ -150,7 +150,8 @@ TEST_F(ServiceTest, CancelMidStreamHundredTimesFreesEverything) {
   }));
   EXPECT_EQ(counters_.shots_held.load(), 0);
   EXPECT_GE(counters_.streams_cancelled.load(), 1);
-  EXPECT_LE(ThreadCount(), threads_before + 2);
+  // gRPC's own pools may still grow by a few threads; a thread per stream would add 100.
+  EXPECT_LE(ThreadCount(), threads_before + 8);
   // Other clients are unaffected.
   grpc::ClientContext ctx;
   auto reader = stub_->StreamShots(&ctx, Request(1, 2));
