@@ -60,6 +60,8 @@ ABSL_FLAG(std::string, auth_token_file, "", "bearer tokens, one per line; reload
 ABSL_FLAG(std::string, tls_cert, "", "server certificate (PEM)");
 ABSL_FLAG(std::string, tls_key, "", "server private key (PEM)");
 ABSL_FLAG(std::string, tls_client_ca, "", "require client certificates signed by this CA");
+ABSL_FLAG(bool, check_config, false,
+          "validate the configuration (file and flags), print a summary, and exit");
 ABSL_FLAG(bool, index_only, false,
           "build (or check) the catalogs, print a summary per dataset, and exit");
 ABSL_FLAG(int, readers, -1, "reader threads shared by all streams (0: number of cores)");
@@ -268,6 +270,12 @@ int main(int argc, char** argv) {
   auto config = BuildConfig(dataset_flags);
   if (!config.ok()) return Fail(std::string(config.status().message()));
   const ServerConfig& cfg = *config;
+  if (absl::GetFlag(FLAGS_check_config)) {
+    std::printf("config OK: listen %s, %zu datasets:", cfg.listen.c_str(), cfg.datasets.size());
+    for (const DatasetConfig& d : cfg.datasets) std::printf(" %s", d.name.c_str());
+    std::printf("\n");
+    return 0;
+  }
   if (!cfg.catalog_dir.empty() && ::mkdir(cfg.catalog_dir.c_str(), 0755) != 0 &&
       errno != EEXIST) {
     return Fail("catalog_dir " + cfg.catalog_dir + ": cannot create: " + std::strerror(errno));

@@ -138,6 +138,25 @@ class PythonClientTest(unittest.TestCase):
             for s in servers:
                 s.stop()
 
+    def test_dns_target_expands_to_every_address(self):
+        import socket
+
+        def fake(host, port, type=None):
+            self.assertEqual(host, "shotstream.storage.svc")
+            return [(socket.AF_INET, type, 6, "", ("10.0.0.1", port)),
+                    (socket.AF_INET, type, 6, "", ("10.0.0.2", port)),
+                    (socket.AF_INET, type, 6, "", ("10.0.0.1", port)),
+                    (socket.AF_INET6, type, 6, "", ("fd00::3", port, 0, 0))]
+        self.assertEqual(
+            shotstream.expand_targets(["dns:///shotstream.storage.svc:50051", "h:1"], fake),
+            ["10.0.0.1:50051", "10.0.0.2:50051", "[fd00::3]:50051", "h:1"])
+        # A real resolution of a loopback name, used for streaming.
+        harness.write_survey(os.path.join(self.tmp, "n.sgy"), 5, [1, 2], 4, 16)
+        with harness.Server([f"--dataset=d={self.tmp}/n.sgy"]) as server:
+            port = server.target.rsplit(":", 1)[1]
+            with shotstream.Client(f"dns:///127.0.0.1:{port}") as c:
+                self.assertEqual([s.shot_id for s in c.stream("d", [2, 1])], [2, 1])
+
     def test_stream_overlaps_compute(self):
         # The receive thread runs ahead: while the caller holds a shot, the next one is
         # already being received (the queue fills without the caller asking).

@@ -8,7 +8,7 @@
         shot.headers["group_x"]
 """
 
-from shotstream.client import Client, DatasetInfo, Shot, ShotstreamError
+from shotstream.client import Client, DatasetInfo, Shot, ShotstreamError, expand_targets
 
-__all__ = ["Client", "DatasetInfo", "Shot", "ShotstreamError"]
+__all__ = ["Client", "DatasetInfo", "Shot", "ShotstreamError", "expand_targets"]
 __version__ = "0.1.0"

@@ -81,6 +81,33 @@ class Shot:
         return f"Shot(shot_id={self.shot_id}, samples={self.samples.shape})"
 
 
+def expand_targets(targets, resolve=None):
+    """Targets as given, except that "dns:///NAME:PORT" becomes one target per address
+    NAME resolves to (e.g. a Kubernetes headless Service in front of one server per
+    storage node)."""
+    import socket
+    resolve = resolve or socket.getaddrinfo
+    out = []
+    for t in targets:
+        if not t.startswith("dns:///"):
+            out.append(t)
+            continue
+        hostport = t[len("dns:///"):]
+        host, _, port = hostport.rpartition(":")
+        if not host or not port.isdigit():
+            raise ValueError(f"target {t!r}: expected dns:///NAME:PORT")
+        addrs = []
+        for family, _, _, _, sockaddr in resolve(host.strip("[]"), int(port),
+                                                 type=socket.SOCK_STREAM):
+            a = f"[{sockaddr[0]}]:{port}" if family == socket.AF_INET6 else f"{sockaddr[0]}:{port}"
+            if a not in addrs:
+                addrs.append(a)
+        if not addrs:
+            raise ValueError(f"target {t!r}: {host} resolves to no address")
+        out.extend(addrs)
+    return out
+
+
 def _error(exc):
     if isinstance(exc, ShotstreamError):
         return exc
@@ -134,8 +161,9 @@ class _Assembler:
 class Client:
     """A connection to one or several shotstream servers.
 
-    targets: "HOST:PORT" or a list of them. With several, each shot is fetched from a
-    server that holds it (learned from GetDataset).
+    targets: "HOST:PORT" or a list of them; "dns:///NAME:PORT" stands for every address
+    NAME resolves to. With several, each shot is fetched from a server that holds it
+    (learned from GetDataset); shots held by several servers are spread between them.
     token: bearer token sent as `authorization: Bearer <token>`.
     tls: None (plaintext), True (system roots) or PEM bytes / a path of the root CA.
     retries: how many times a broken stream (UNAVAILABLE) is reconnected and resumed from
@@ -149,7 +177,7 @@ class Client:
             targets = [targets]
         if not targets:
             raise ValueError("no target")
-        self._targets = list(targets)
+        self._targets = expand_targets(list(targets))
         self._metadata = [("authorization", f"Bearer {token}")] if token else []
         self._retries = int(retries)
         self._timeout = timeout

@@ -1,0 +1,83 @@
+"""Checks what can be checked here of deploy/: manifests parse and say what they must,
+the example configs pass the server's own validation, the systemd unit verifies."""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import yaml
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+
+DEPLOY = os.path.dirname(harness.runfile("deploy/config.example.yaml"))
+
+
+def check_config(path):
+    return subprocess.run([harness.runfile(harness.SERVER), f"--config={path}",
+                           "--check_config"], capture_output=True, text=True, timeout=60)
+
+
+class DeployTest(unittest.TestCase):
+
+    def test_example_config_is_valid(self):
+        res = check_config(os.path.join(DEPLOY, "config.example.yaml"))
+        self.assertEqual(res.returncode, 0, res.stderr)
+        self.assertIn("2 datasets: line1 line2", res.stdout)
+
+    def test_kubernetes_manifests(self):
+        with open(os.path.join(DEPLOY, "k8s", "shotstream.yaml")) as f:
+            docs = [d for d in yaml.safe_load_all(f) if d]
+        kinds = {d["kind"]: d for d in docs}
+        self.assertEqual(set(kinds), {"ConfigMap", "DaemonSet", "Service"})
+        ds = kinds["DaemonSet"]["spec"]["template"]["spec"]
+        self.assertEqual(ds["nodeSelector"], {"shotstream.io/storage": "true"})
+        self.assertTrue(ds["securityContext"]["runAsNonRoot"])
+        c = ds["containers"][0]
+        self.assertEqual(c["readinessProbe"]["grpc"]["port"], 50051)
+        self.assertEqual(c["livenessProbe"]["grpc"]["port"], 50051)
+        self.assertIn("requests", c["resources"])
+        mounts = {m["name"]: m for m in c["volumeMounts"]}
+        self.assertTrue(mounts["data"]["readOnly"])
+        self.assertEqual(kinds["Service"]["spec"]["clusterIP"], "None")
+        # The ConfigMap's config passes the server's validation.
+        tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        path = os.path.join(tmp, "config.yaml")
+        with open(path, "w") as f:
+            f.write(kinds["ConfigMap"]["data"]["config.yaml"])
+        res = check_config(path)
+        self.assertEqual(res.returncode, 0, res.stderr)
+
+    def test_systemd_unit(self):
+        path = os.path.join(DEPLOY, "systemd", "shotstream.service")
+        with open(path) as f:
+            text = f.read()
+        for line in ("DynamicUser=yes", "ProtectSystem=strict", "ReadOnlyPaths=/data",
+                     "NoNewPrivileges=yes", "KillSignal=SIGTERM", "ExecReload=/bin/kill -HUP"):
+            self.assertIn(line, text)
+        if shutil.which("systemd-analyze") is None:
+            self.skipTest("systemd-analyze not installed")
+        tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        unit = os.path.join(tmp, "shotstream.service")
+        with open(unit, "w") as f:
+            f.write(text.replace("/usr/local/bin/shotstream_server",
+                                 harness.runfile(harness.SERVER)))
+        res = subprocess.run(["systemd-analyze", "verify", unit], capture_output=True, text=True,
+                             timeout=60)
+        problems = [l for l in res.stderr.splitlines() if "shotstream.service" in l]
+        self.assertEqual(problems, [], res.stderr)
+
+    def test_dockerfile(self):
+        with open(os.path.join(DEPLOY, "Dockerfile")) as f:
+            text = f.read()
+        self.assertEqual(len(re.findall(r"^FROM debian:12", text, re.M)), 2)
+        self.assertRegex(text, r"(?m)^USER 10001$")
+        self.assertIn("tools/install_deps.sh", text)
+
+
+if __name__ == "__main__":
+    unittest.main()
