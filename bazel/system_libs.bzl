@@ -30,6 +30,18 @@ def _system_libs_impl(ctx):
         out.append("    defines = %r," % defines)
         out.append(")")
         out.append("")
+        # The same libraries linked from their static archives (for self-contained
+        # binaries, e.g. the GPU checks that run on a machine without these packages).
+        static = ["-Wl,-Bstatic"] + [f for f in linkopts if f.startswith("-l") and
+                                     f not in ("-lrt", "-lpthread", "-ldl", "-lm")] + \
+                 ["-Wl,-Bdynamic"] + [f for f in linkopts if not f.startswith("-l") or
+                                      f in ("-lrt", "-lpthread", "-ldl", "-lm")]
+        out.append("cc_library(")
+        out.append("    name = %r," % (name + "_static"))
+        out.append("    linkopts = %r," % static)
+        out.append("    defines = %r," % defines)
+        out.append(")")
+        out.append("")
     ctx.file("BUILD.bazel", "\n".join(out))
     ctx.file("WORKSPACE", 'workspace(name = "%s")\n' % ctx.name)
 
@@ -47,19 +59,31 @@ def _cuda_impl(ctx):
         ctx.symlink(root + "/lib64", "lib64")
         build = """
 package(default_visibility = ["//visibility:public"])
+# The shared runtime for everything built with --config=cuda (tests run on it here).
 cc_library(
     name = "cudart",
     hdrs = glob(["include/**/*.h", "include/**/*.hpp"]),
     includes = ["include"],
+    linkopts = ["-L%s/lib64", "-lcudart", "-Wl,-rpath,%s/lib64"],
+)
+
+# The static runtime, for self-contained GPU binaries that run where only the NVIDIA
+# driver is installed (gpu/device_check.sh).
+cc_library(
+    name = "cudart_static",
+    hdrs = glob(["include/**/*.h", "include/**/*.hpp"]),
+    includes = ["include"],
     srcs = ["lib64/libcudart_static.a"],
     linkopts = ["-ldl", "-lpthread", "-lrt"],
+    alwayslink = True,
 )
-"""
+""" % (root, root)
     else:
         build = """
 package(default_visibility = ["//visibility:public"])
 # CUDA was not found at %s; --config=cuda cannot build here.
 cc_library(name = "cudart", srcs = [], linkopts = ["-lcudart-not-found"])
+cc_library(name = "cudart_static", srcs = [], linkopts = ["-lcudart-not-found"])
 """ % root
     ctx.file("BUILD.bazel", build)
     ctx.file("WORKSPACE", 'workspace(name = "%s")\n' % ctx.name)

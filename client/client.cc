@@ -2,13 +2,18 @@
 
 #include <zlib.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <deque>
+#include <map>
+#include <optional>
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
 #include "grpcpp/grpcpp.h"
 #include "shotstream/v1/shotstream.grpc.pb.h"
 
@@ -40,12 +45,61 @@ DatasetSummary ToSummary(const v1::DatasetInfo& info) {
   return d;
 }
 
+struct Target {
+  std::string address;
+  std::shared_ptr<grpc::Channel> channel;
+  std::unique_ptr<v1::ShotStream::Stub> stub;
+};
+
+}  // namespace
+
+struct Client::Impl {
+  ClientOptions options;
+  std::vector<Target> targets;
+  std::unique_ptr<gpu::PinnedBufferPool> own_pool;
+  gpu::PinnedBufferPool* pool = nullptr;
+
+  void Prepare(grpc::ClientContext* ctx) const {
+    if (!options.token.empty()) ctx->AddMetadata("authorization", "Bearer " + options.token);
+  }
+
+  // GetDataset on every target; NOT_FOUND only when no target has it.
+  absl::StatusOr<std::vector<std::optional<v1::DatasetInfo>>> PerTarget(const std::string& name) {
+    std::vector<std::optional<v1::DatasetInfo>> out(targets.size());
+    absl::Status last;
+    bool any = false;
+    for (size_t t = 0; t < targets.size(); ++t) {
+      grpc::ClientContext ctx;
+      Prepare(&ctx);
+      v1::GetDatasetRequest request;
+      request.set_name(name);
+      v1::DatasetInfo info;
+      grpc::Status s = targets[t].stub->GetDataset(&ctx, request, &info);
+      if (s.ok()) {
+        out[t] = std::move(info);
+        any = true;
+      } else {
+        last = FromGrpc(s);
+      }
+    }
+    if (!any) return last;
+    return out;
+  }
+};
+
+namespace {
+
 // Receives on its own thread; at most queue_depth assembled shots wait in ready_.
 class GrpcShotReader final : public ShotReader {
  public:
-  GrpcShotReader(v1::ShotStream::Stub* stub, v1::StreamShotsRequest request)
-      : depth_(std::max<uint32_t>(1, request.queue_depth())) {
-    thread_ = std::thread([this, stub, request = std::move(request)] { Receive(stub, request); });
+  GrpcShotReader(Client::Impl* client, std::string dataset, std::vector<int64_t> ids,
+                 StreamOptions options)
+      : client_(client),
+        dataset_(std::move(dataset)),
+        ids_(std::move(ids)),
+        options_(std::move(options)),
+        depth_(std::max<uint32_t>(1, options_.queue_depth)) {
+    thread_ = std::thread([this] { Run(); });
   }
 
   ~GrpcShotReader() override {
@@ -58,12 +112,8 @@ class GrpcShotReader final : public ShotReader {
     auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !ready_.empty() || ended_; };
     mu_.Await(absl::Condition(&ready));
     if (!ready_.empty()) {
-      // The caller's previous buffer comes back for the next shot: no allocation per
-      // shot in steady state when the caller reuses its Shot.
-      std::vector<float> old = std::move(shot->samples);
-      *shot = std::move(ready_.front());
+      *shot = std::move(ready_.front());  // the old buffer goes back to the pool
       ready_.pop_front();
-      if (old.capacity() > 0 && free_.size() < depth_ + 1) free_.push_back(std::move(old));
       return true;
     }
     if (!end_status_.ok()) return end_status_;
@@ -73,40 +123,134 @@ class GrpcShotReader final : public ShotReader {
   void Cancel() override {
     absl::MutexLock lock(&mu_);
     cancelled_ = true;
-    context_.TryCancel();
+    if (context_ != nullptr) context_->TryCancel();
+  }
+
+  int reconnects() const override {
+    absl::MutexLock lock(&mu_);
+    return reconnects_;
   }
 
  private:
-  void Receive(v1::ShotStream::Stub* stub, const v1::StreamShotsRequest& request) {
+  // Target index per shot: a server that holds it, spreading shots held by several.
+  absl::StatusOr<std::vector<size_t>> Route() {
+    std::vector<size_t> route(ids_.size(), 0);
+    if (client_->targets.size() == 1) return route;
+    auto per = client_->PerTarget(dataset_);
+    if (!per.ok()) return per.status();
+    std::map<int64_t, std::vector<size_t>> holders;
+    for (size_t t = 0; t < per->size(); ++t) {
+      if (!(*per)[t]) continue;
+      for (int64_t id : (*per)[t]->shot_ids()) holders[id].push_back(t);
+    }
+    for (size_t k = 0; k < ids_.size(); ++k) {
+      auto it = holders.find(ids_[k]);
+      if (it == holders.end()) {
+        return absl::NotFoundError(
+            absl::StrCat("dataset '", dataset_, "' has no shot ", ids_[k], " on any target"));
+      }
+      route[k] = it->second[k % it->second.size()];
+    }
+    return route;
+  }
+
+  void Run() {
+    absl::Status status = Receive();
+    absl::MutexLock lock(&mu_);
+    end_status_ = status;
+    ended_ = true;
+  }
+
+  absl::Status Receive() {
+    auto route = Route();
+    if (!route.ok()) return route.status();
+    size_t delivered = 0;
+    int attempts = 0;
+    while (delivered < ids_.size()) {
+      // One stream per run of consecutive shots on the same target, in request order.
+      size_t k = delivered;
+      const size_t target = (*route)[k];
+      size_t j = k;
+      while (j < ids_.size() && (*route)[j] == target) ++j;
+      absl::Status s = StreamRun(target, k, j, &delivered);
+      if (s.ok()) {
+        if (delivered < j) {
+          return absl::DataLossError(absl::StrCat("stream ended after ", delivered - k, " of ",
+                                                  j - k, " shots"));
+        }
+        continue;
+      }
+      {
+        absl::MutexLock lock(&mu_);
+        if (cancelled_) return absl::CancelledError("stream cancelled by the client");
+      }
+      if (s.code() == absl::StatusCode::kUnavailable && attempts < client_->options.retries) {
+        ++attempts;
+        {
+          absl::MutexLock lock(&mu_);
+          ++reconnects_;
+        }
+        absl::SleepFor(std::min(absl::Seconds(2), absl::Milliseconds(50) * (1 << attempts)));
+        // Wait (bounded) for the target to come back, then resume at `delivered`.
+        const auto& ch = client_->targets[(*route)[delivered]].channel;
+        ch->WaitForConnected(std::chrono::system_clock::now() +
+                             absl::ToChronoMilliseconds(client_->options.reconnect_timeout));
+        continue;
+      }
+      return s;
+    }
+    return absl::OkStatus();
+  }
+
+  // Streams ids_[k, j) from one target; each completed shot is queued and counted.
+  absl::Status StreamRun(size_t target, size_t k, size_t j, size_t* delivered) {
+    v1::StreamShotsRequest request;
+    request.set_dataset(dataset_);
+    request.mutable_shot_ids()->Add(ids_.begin() + k, ids_.begin() + j);
+    request.set_queue_depth(options_.queue_depth);
+    for (const std::string& h : options_.headers) request.add_headers(h);
+    request.set_max_chunk_bytes(options_.max_chunk_bytes);
+    grpc::ClientContext ctx;
+    client_->Prepare(&ctx);
+    {
+      absl::MutexLock lock(&mu_);
+      if (cancelled_) return absl::CancelledError("stream cancelled by the client");
+      context_ = &ctx;
+    }
     std::unique_ptr<grpc::ClientReader<v1::ShotChunk>> reader =
-        stub->StreamShots(&context_, request);
-    v1::ShotChunk chunk;
+        client_->targets[target].stub->StreamShots(&ctx, request);
+    absl::Status error = ReadChunks(reader.get(), delivered);
+    if (!error.ok()) ctx.TryCancel();
+    grpc::Status status = reader->Finish();
+    {
+      absl::MutexLock lock(&mu_);
+      context_ = nullptr;
+    }
+    if (!error.ok()) return error;
+    return FromGrpc(status);
+  }
+
+  absl::Status ReadChunks(grpc::ClientReader<v1::ShotChunk>* reader, size_t* delivered) {
+    v1::ShotChunk chunk;  // reused: its samples string keeps its capacity
     Shot shot;
     uint32_t crc = 0;
     bool in_shot = false;
-    absl::Status error;
-    while (error.ok() && reader->Read(&chunk)) {
+    while (reader->Read(&chunk)) {
       if (!in_shot) {
         shot = Shot();
-        shot.index = chunk.index();
         shot.shot_id = chunk.shot_id();
         shot.n_traces = chunk.n_traces();
         shot.n_samples = chunk.n_samples();
         shot.sample_interval_us = chunk.sample_interval_us();
-        const uint64_t expect = uint64_t{shot.n_traces} * shot.n_samples * sizeof(float);
-        if (chunk.total_bytes() != expect) {
-          error = absl::DataLossError(absl::StrCat("shot ", shot.shot_id, ": total_bytes ",
-                                                   chunk.total_bytes(), " != ", expect));
-          break;
+        const uint64_t n = uint64_t{shot.n_traces} * shot.n_samples;
+        if (chunk.total_bytes() != n * sizeof(float)) {
+          return absl::DataLossError(absl::StrCat("shot ", shot.shot_id, ": total_bytes ",
+                                                  chunk.total_bytes(), " != ", n * sizeof(float)));
         }
-        {
-          absl::MutexLock lock(&mu_);
-          if (!free_.empty()) {
-            shot.samples = std::move(free_.back());
-            free_.pop_back();
-          }
+        shot.samples = client_->pool->Acquire(n);
+        if (n > 0 && shot.samples.data() == nullptr) {
+          return absl::ResourceExhaustedError(absl::StrCat("no memory for shot ", shot.shot_id));
         }
-        shot.samples.resize(expect / sizeof(float));
         for (const v1::HeaderColumn& col : chunk.headers()) {
           shot.headers.emplace_back(col.name(), std::vector<double>(col.values().begin(),
                                                                     col.values().end()));
@@ -117,114 +261,138 @@ class GrpcShotReader final : public ShotReader {
       const std::string& data = chunk.samples();
       const uint64_t total = shot.samples.size() * sizeof(float);
       if (chunk.offset() > total || data.size() > total - chunk.offset()) {
-        error = absl::DataLossError(absl::StrCat("shot ", shot.shot_id, ": chunk at ",
-                                                 chunk.offset(), " overruns the shot"));
-        break;
+        return absl::DataLossError(absl::StrCat("shot ", shot.shot_id, ": chunk at byte ",
+                                                chunk.offset(), " overruns the shot"));
       }
       std::memcpy(reinterpret_cast<char*>(shot.samples.data()) + chunk.offset(), data.data(),
                   data.size());
       crc = Crc32(crc, data.data(), data.size());
-      if (chunk.last()) {
-        in_shot = false;
-        if (crc != chunk.crc32()) {
-          error = absl::DataLossError(absl::StrCat("shot ", shot.shot_id,
-                                                   ": checksum mismatch (CRC-32 ", crc,
-                                                   " received, ", chunk.crc32(), " sent)"));
-          break;
-        }
-        absl::MutexLock lock(&mu_);
-        auto room = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-          return ready_.size() < depth_ || cancelled_;
-        };
-        mu_.Await(absl::Condition(&room));
-        if (cancelled_) break;
-        ready_.push_back(std::move(shot));
+      if (!chunk.last()) continue;
+      in_shot = false;
+      if (crc != chunk.crc32()) {
+        return absl::DataLossError(absl::StrCat("shot ", shot.shot_id,
+                                                ": checksum mismatch (CRC-32 ", crc,
+                                                " received, ", chunk.crc32(), " sent)"));
       }
+      shot.index = static_cast<uint32_t>(*delivered);
+      absl::MutexLock lock(&mu_);
+      auto room = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return ready_.size() < depth_ || cancelled_;
+      };
+      mu_.Await(absl::Condition(&room));
+      if (cancelled_) return absl::CancelledError("stream cancelled by the client");
+      ready_.push_back(std::move(shot));
+      ++*delivered;
     }
-    if (!error.ok()) context_.TryCancel();
-    grpc::Status status = reader->Finish();
-    absl::MutexLock lock(&mu_);
-    if (!error.ok()) {
-      end_status_ = error;
-    } else if (!status.ok()) {
-      end_status_ = FromGrpc(status);
-    } else if (in_shot) {
-      end_status_ = absl::DataLossError("stream ended inside a shot");
-    }
-    ended_ = true;
+    if (in_shot) return absl::UnavailableError("stream broke inside a shot");
+    return absl::OkStatus();
   }
 
+  Client::Impl* const client_;
+  const std::string dataset_;
+  const std::vector<int64_t> ids_;
+  const StreamOptions options_;
   const size_t depth_;
-  grpc::ClientContext context_;
   std::thread thread_;
-  absl::Mutex mu_;
+  mutable absl::Mutex mu_;
   std::deque<Shot> ready_ ABSL_GUARDED_BY(mu_);  // received, verified, not yet taken
-  std::vector<std::vector<float>> free_ ABSL_GUARDED_BY(mu_);  // buffers to reuse
   bool ended_ ABSL_GUARDED_BY(mu_) = false;      // the receive thread is done
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status end_status_ ABSL_GUARDED_BY(mu_);
+  grpc::ClientContext* context_ ABSL_GUARDED_BY(mu_) = nullptr;  // the running call
+  int reconnects_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace
-
-struct Client::Impl {
-  std::shared_ptr<grpc::Channel> channel;
-  std::unique_ptr<v1::ShotStream::Stub> stub;
-};
 
 uint32_t Crc32(uint32_t crc, const void* data, size_t size) {
   return static_cast<uint32_t>(::crc32_z(crc, static_cast<const Bytef*>(data), size));
 }
 
-absl::StatusOr<std::unique_ptr<Client>> Client::Connect(const std::string& target) {
-  if (target.empty()) return absl::InvalidArgumentError("empty target; expected HOST:PORT");
+absl::StatusOr<std::unique_ptr<Client>> Client::Connect(const std::vector<std::string>& targets,
+                                                        const ClientOptions& options) {
+  if (targets.empty()) return absl::InvalidArgumentError("no target; expected HOST:PORT");
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(-1);
   args.SetInt(GRPC_ARG_HTTP2_MAX_FRAME_SIZE, 16 * 1024 * 1024 - 1);
   args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 64 * 1024 * 1024);
   args.SetInt(GRPC_ARG_HTTP2_WRITE_BUFFER_SIZE, 8 * 1024 * 1024);
-  auto impl = std::make_unique<Impl>();
-  impl->channel = grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
-  if (impl->channel == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat("cannot create a channel to '", target, "'"));
+  std::shared_ptr<grpc::ChannelCredentials> creds = grpc::InsecureChannelCredentials();
+  if (!options.tls_root_pem.empty()) {
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = options.tls_root_pem;
+    creds = grpc::SslCredentials(ssl);
   }
-  impl->stub = v1::ShotStream::NewStub(impl->channel);
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  for (const std::string& t : targets) {
+    if (t.empty()) return absl::InvalidArgumentError("empty target; expected HOST:PORT");
+    Target target;
+    target.address = t;
+    target.channel = grpc::CreateCustomChannel(t, creds, args);
+    target.stub = v1::ShotStream::NewStub(target.channel);
+    impl->targets.push_back(std::move(target));
+  }
+  if (options.pool != nullptr) {
+    impl->pool = options.pool;
+  } else {
+    impl->own_pool = std::make_unique<gpu::PinnedBufferPool>();
+    impl->pool = impl->own_pool.get();
+  }
   return std::unique_ptr<Client>(new Client(std::move(impl)));
 }
 
 Client::Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Client::~Client() = default;
 
+gpu::PinnedBufferPool& Client::pool() { return *impl_->pool; }
+
 absl::StatusOr<std::vector<DatasetSummary>> Client::ListDatasets() {
-  grpc::ClientContext ctx;
-  v1::ListDatasetsResponse response;
-  grpc::Status s = impl_->stub->ListDatasets(&ctx, v1::ListDatasetsRequest(), &response);
-  if (!s.ok()) return FromGrpc(s);
   std::vector<DatasetSummary> out;
-  for (const v1::DatasetInfo& info : response.datasets()) out.push_back(ToSummary(info));
+  for (const Target& t : impl_->targets) {
+    grpc::ClientContext ctx;
+    impl_->Prepare(&ctx);
+    v1::ListDatasetsResponse response;
+    grpc::Status s = t.stub->ListDatasets(&ctx, v1::ListDatasetsRequest(), &response);
+    if (!s.ok()) return FromGrpc(s);
+    for (const v1::DatasetInfo& info : response.datasets()) {
+      bool seen = false;
+      for (const DatasetSummary& d : out) seen |= d.name == info.name();
+      if (!seen) out.push_back(ToSummary(info));
+    }
+  }
   return out;
 }
 
 absl::StatusOr<DatasetSummary> Client::GetDataset(const std::string& name) {
-  grpc::ClientContext ctx;
-  v1::GetDatasetRequest request;
-  request.set_name(name);
-  v1::DatasetInfo info;
-  grpc::Status s = impl_->stub->GetDataset(&ctx, request, &info);
-  if (!s.ok()) return FromGrpc(s);
-  return ToSummary(info);
+  auto per = impl_->PerTarget(name);
+  if (!per.ok()) return per.status();
+  std::optional<DatasetSummary> merged;
+  std::map<int64_t, uint32_t> counts;
+  uint64_t traces = 0;
+  for (const auto& info : *per) {
+    if (!info) continue;
+    if (!merged) merged = ToSummary(*info);
+    traces += info->n_traces();
+    for (int i = 0; i < info->shot_ids_size(); ++i) {
+      counts[info->shot_ids(i)] += info->shot_trace_counts(i);
+    }
+  }
+  merged->shot_ids.clear();
+  merged->shot_trace_counts.clear();
+  for (const auto& [id, n] : counts) {
+    merged->shot_ids.push_back(id);
+    merged->shot_trace_counts.push_back(n);
+  }
+  merged->n_shots = counts.size();
+  merged->n_traces = traces;
+  return *merged;
 }
 
 std::unique_ptr<ShotReader> Client::Stream(const std::string& dataset,
                                            std::vector<int64_t> shot_ids,
                                            const StreamOptions& options) {
-  v1::StreamShotsRequest request;
-  request.set_dataset(dataset);
-  request.mutable_shot_ids()->Add(shot_ids.begin(), shot_ids.end());
-  request.set_queue_depth(options.queue_depth);
-  for (const std::string& h : options.headers) request.add_headers(h);
-  request.set_max_chunk_bytes(options.max_chunk_bytes);
-  return std::make_unique<GrpcShotReader>(impl_->stub.get(), std::move(request));
+  return std::make_unique<GrpcShotReader>(impl_.get(), dataset, std::move(shot_ids), options);
 }
 
 }  // namespace shotstream::client

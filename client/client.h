@@ -1,8 +1,9 @@
 // C++ client library for the shotstream service.
 //
-// A Client is thread-safe (it wraps a gRPC channel). A ShotReader is used by one thread:
-// it receives ahead on its own thread into a bounded queue of `queue_depth` shots and
-// hands them out in request order, each verified against its CRC-32.
+// A Client is thread-safe (it wraps gRPC channels). A ShotReader is used by one thread:
+// it receives ahead on its own thread into a bounded queue of `queue_depth` shots, each
+// landing in a reusable (pinned, with CUDA) buffer from a PinnedBufferPool, and hands
+// them out in request order, each verified against its CRC-32.
 #ifndef SHOTSTREAM_CLIENT_CLIENT_H_
 #define SHOTSTREAM_CLIENT_CLIENT_H_
 
@@ -14,6 +15,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "gpu/pinned_buffer_pool.h"
 
 namespace shotstream::client {
 
@@ -39,7 +42,7 @@ struct Shot {
   uint32_t n_traces = 0;
   uint32_t n_samples = 0;
   double sample_interval_us = 0;
-  std::vector<float> samples;
+  gpu::HostBuffer samples;  // from the reader's pool; goes back when replaced or destroyed
   std::vector<std::pair<std::string, std::vector<double>>> headers;
   const std::vector<double>* header(const std::string& name) const {
     for (const auto& [n, v] : headers) {
@@ -55,29 +58,52 @@ struct StreamOptions {
   uint64_t max_chunk_bytes = 0;       // 0: the server's default
 };
 
+struct ClientOptions {
+  std::string token;           // sent as "authorization: Bearer <token>"
+  std::string tls_root_pem;    // PEM of the CA to trust; empty: plaintext
+  // A broken stream (UNAVAILABLE: server restart, network) is reconnected and resumed at
+  // the first shot not yet delivered, at most this many times in a row.
+  int retries = 0;
+  absl::Duration reconnect_timeout = absl::Seconds(10);  // per attempt
+  // Where shots land; null: the client owns a pool (pinned when a GPU is there).
+  gpu::PinnedBufferPool* pool = nullptr;
+};
+
 class ShotReader {
  public:
   virtual ~ShotReader() = default;
-  // The next shot: true with *shot filled, false at the end of the stream, or the error
-  // (gRPC's code and the server's message; DATA_LOSS for a checksum mismatch).
+  // The next shot: true with *shot filled (its previous buffer goes back to the pool),
+  // false at the end of the stream, or the error (gRPC's code and the server's message;
+  // DATA_LOSS for a checksum mismatch).
   virtual absl::StatusOr<bool> Next(Shot* shot) = 0;
   // Stops the stream; Next then returns CANCELLED or the end.
   virtual void Cancel() = 0;
+  // Streams resumed after a break so far.
+  virtual int reconnects() const = 0;
 };
 
 class Client {
  public:
-  // Connects lazily to HOST:PORT; fails only for a malformed target.
-  static absl::StatusOr<std::unique_ptr<Client>> Connect(const std::string& target);
+  // Connects lazily to each HOST:PORT; with several targets each shot is fetched from a
+  // server that holds it (learned from GetDataset), shots held by several are spread.
+  static absl::StatusOr<std::unique_ptr<Client>> Connect(const std::vector<std::string>& targets,
+                                                         const ClientOptions& options = {});
+  static absl::StatusOr<std::unique_ptr<Client>> Connect(const std::string& target) {
+    return Connect(std::vector<std::string>{target});
+  }
   ~Client();
 
+  // Every dataset of every target (first target first, by name).
   absl::StatusOr<std::vector<DatasetSummary>> ListDatasets();
+  // The dataset; with several targets, the union of their shots.
   absl::StatusOr<DatasetSummary> GetDataset(const std::string& name);
   std::unique_ptr<ShotReader> Stream(const std::string& dataset, std::vector<int64_t> shot_ids,
                                      const StreamOptions& options);
+  gpu::PinnedBufferPool& pool();
+
+  struct Impl;  // internal; public only so that the reader in client.cc can name it
 
  private:
-  struct Impl;
   explicit Client(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

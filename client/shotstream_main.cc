@@ -12,6 +12,9 @@
 #include <sys/stat.h>
 
 #include <atomic>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -31,7 +34,12 @@
 #include "client/client.h"
 #include "client/npy.h"
 
-ABSL_FLAG(std::string, target, "127.0.0.1:50051", "server HOST:PORT");
+ABSL_FLAG(std::string, target, "127.0.0.1:50051",
+          "server HOST:PORT, or several separated by commas (each shot goes to a server "
+          "that holds it)");
+ABSL_FLAG(std::string, token, "", "bearer token (or set SHOTSTREAM_TOKEN)");
+ABSL_FLAG(std::string, tls_ca, "", "PEM file of the CA that signed the server's certificate");
+ABSL_FLAG(int, retries, 3, "reconnect and resume a broken stream this many times");
 ABSL_FLAG(std::string, dataset, "", "dataset name");
 ABSL_FLAG(std::string, shots, "all", "comma-separated shot ids, or 'all'");
 ABSL_FLAG(std::string, headers, "", "comma-separated trace header fields to fetch");
@@ -165,7 +173,8 @@ int Bench(Client& client, const std::string& dataset) {
   shotstream::client::StreamOptions options;
   options.queue_depth = absl::GetFlag(FLAGS_queue_depth);
   options.headers = HeaderList();
-  std::atomic<uint64_t> shots{0}, bytes{0};
+  std::atomic<uint64_t> shots{0}, bytes{0}, out_of_order{0};
+  std::atomic<int> reconnects{0};
   std::vector<absl::Status> errors(streams);
   std::vector<double> stream_seconds(streams);
   const auto start = std::chrono::steady_clock::now();
@@ -176,16 +185,22 @@ int Bench(Client& client, const std::string& dataset) {
       for (int r = 0; r < repeat && errors[s].ok(); ++r) {
         auto reader = client.Stream(dataset, *ids, options);
         Shot shot;
-        for (;;) {
+        size_t k = 0;
+        for (;; ++k) {
           auto more = reader->Next(&shot);  // checksum verified inside
           if (!more.ok()) {
             errors[s] = more.status();
             break;
           }
           if (!*more) break;
+          if (k >= ids->size() || shot.shot_id != (*ids)[k] || shot.index != k) ++out_of_order;
           ++shots;
           bytes += shot.samples.size() * sizeof(float);
         }
+        if (errors[s].ok() && k != ids->size()) {
+          errors[s] = absl::DataLossError(absl::StrCat("got ", k, " of ", ids->size(), " shots"));
+        }
+        reconnects += reader->reconnects();
       }
       stream_seconds[s] =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -205,10 +220,12 @@ int Bench(Client& client, const std::string& dataset) {
   std::printf(
       "{\"shots\": %llu, \"bytes\": %llu, \"seconds\": %.6f, \"gbps\": %.4f, \"streams\": %d, "
       "\"queue_depth\": %u, \"repeat\": %d, \"checksums_verified\": %llu, "
-      "\"slowest_stream_seconds\": %.6f, \"fastest_stream_seconds\": %.6f}\n",
+      "\"slowest_stream_seconds\": %.6f, \"fastest_stream_seconds\": %.6f, "
+      "\"in_order\": %s, \"reconnects\": %d}\n",
       static_cast<unsigned long long>(shots.load()), static_cast<unsigned long long>(bytes.load()),
       seconds, bytes.load() / seconds / 1e9, streams, options.queue_depth, repeat,
-      static_cast<unsigned long long>(shots.load()), slowest, fastest);
+      static_cast<unsigned long long>(shots.load()), slowest, fastest,
+      out_of_order.load() == 0 ? "true" : "false", reconnects.load());
   return 0;
 }
 
@@ -226,7 +243,21 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string command = args[1];
-  auto client = Client::Connect(absl::GetFlag(FLAGS_target));
+  shotstream::client::ClientOptions options;
+  options.token = absl::GetFlag(FLAGS_token);
+  if (options.token.empty() && std::getenv("SHOTSTREAM_TOKEN") != nullptr) {
+    options.token = std::getenv("SHOTSTREAM_TOKEN");
+  }
+  options.retries = absl::GetFlag(FLAGS_retries);
+  if (const std::string ca = absl::GetFlag(FLAGS_tls_ca); !ca.empty()) {
+    std::ifstream in(ca);
+    if (!in) return Fail(absl::NotFoundError(ca + ": cannot read"));
+    std::stringstream pem;
+    pem << in.rdbuf();
+    options.tls_root_pem = pem.str();
+  }
+  auto client = Client::Connect(
+      absl::StrSplit(absl::GetFlag(FLAGS_target), ',', absl::SkipEmpty()), options);
   if (!client.ok()) return Fail(client.status());
   const std::string dataset = absl::GetFlag(FLAGS_dataset);
   if (command == "ls") return Ls(**client);

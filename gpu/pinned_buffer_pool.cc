@@ -1,0 +1,130 @@
+#include "gpu/pinned_buffer_pool.h"
+
+#include <cstdlib>
+#include <algorithm>
+
+#include "gpu/cuda_runtime.h"
+
+#ifdef SHOTSTREAM_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+namespace shotstream::gpu {
+namespace {
+
+constexpr size_t kRoundBytes = 1 << 20;
+
+}  // namespace
+
+HostBuffer& HostBuffer::operator=(HostBuffer&& o) noexcept {
+  if (this != &o) {
+    Release();
+    pool_ = o.pool_;
+    data_ = o.data_;
+    size_ = o.size_;
+    capacity_ = o.capacity_;
+    pinned_ = o.pinned_;
+    o.pool_ = nullptr;
+    o.data_ = nullptr;
+    o.size_ = 0;
+    o.capacity_ = 0;
+  }
+  return *this;
+}
+
+void HostBuffer::Release() {
+  if (pool_ != nullptr && data_ != nullptr) pool_->Return({data_, capacity_, pinned_});
+  pool_ = nullptr;
+  data_ = nullptr;
+  size_ = 0;
+  capacity_ = 0;
+}
+
+PinnedBufferPool::PinnedBufferPool(Options options)
+    : options_(options), pinned_(options.pinned && CudaDeviceAvailable()) {}
+
+PinnedBufferPool::~PinnedBufferPool() {
+  absl::MutexLock lock(&mu_);
+  for (const Block& b : free_) FreeBlock(b);
+}
+
+void PinnedBufferPool::FreeBlock(const Block& b) {
+#ifdef SHOTSTREAM_CUDA
+  if (b.pinned) {
+    cudaFreeHost(b.data);
+    return;
+  }
+#endif
+  std::free(b.data);
+}
+
+HostBuffer PinnedBufferPool::Acquire(size_t n_floats) {
+  const size_t bytes = n_floats * sizeof(float);
+  HostBuffer out;
+  out.pool_ = this;
+  out.size_ = n_floats;
+  out.pinned_ = pinned_;
+  {
+    absl::MutexLock lock(&mu_);
+    size_t best = free_.size();
+    for (size_t i = 0; i < free_.size(); ++i) {
+      if (free_[i].capacity >= bytes &&
+          (best == free_.size() || free_[i].capacity < free_[best].capacity)) {
+        best = i;
+      }
+    }
+    if (best != free_.size()) {
+      out.data_ = free_[best].data;
+      out.capacity_ = free_[best].capacity;
+      out.pinned_ = free_[best].pinned;
+      free_.erase(free_.begin() + best);
+      ++stats_.reuses;
+      ++stats_.outstanding;
+      return out;
+    }
+  }
+  const size_t capacity = std::max(kRoundBytes, (bytes + kRoundBytes - 1) / kRoundBytes * kRoundBytes);
+  void* p = nullptr;
+#ifdef SHOTSTREAM_CUDA
+  if (pinned_ && cudaHostAlloc(&p, capacity, cudaHostAllocDefault) != cudaSuccess) p = nullptr;
+#endif
+  if (p == nullptr) {
+    p = std::aligned_alloc(4096, capacity);
+    out.pinned_ = false;
+  }
+  if (p == nullptr) return HostBuffer();
+  out.data_ = static_cast<float*>(p);
+  out.capacity_ = capacity;
+  absl::MutexLock lock(&mu_);
+  ++stats_.allocations;
+  stats_.bytes_allocated += capacity;
+  ++stats_.outstanding;
+  return out;
+}
+
+void PinnedBufferPool::Return(const Block& block) {
+  Block victim{nullptr, 0, false};
+  {
+    absl::MutexLock lock(&mu_);
+    --stats_.outstanding;
+    free_.push_back(block);
+    if (free_.size() > options_.max_free_buffers) {
+      // Keep the largest buffers: they serve every smaller shot.
+      size_t smallest = 0;
+      for (size_t i = 1; i < free_.size(); ++i) {
+        if (free_[i].capacity < free_[smallest].capacity) smallest = i;
+      }
+      victim = free_[smallest];
+      free_.erase(free_.begin() + smallest);
+      ++stats_.frees;
+    }
+  }
+  if (victim.data != nullptr) FreeBlock(victim);
+}
+
+PinnedBufferPool::Stats PinnedBufferPool::stats() const {
+  absl::MutexLock lock(&mu_);
+  return stats_;
+}
+
+}  // namespace shotstream::gpu

@@ -1,0 +1,116 @@
+"""The C++ client library through its CLI and example: resume after a server restart,
+routing over three servers with disjoint files, and the FWI example loop."""
+
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+import synth  # noqa: E402
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class CppClientTest(unittest.TestCase):
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def test_resume_after_server_restart(self):
+        d = os.path.join(self.tmp, "big")
+        synth.write_survey(d, n_shots=30, traces_per_shot=250, n_samples=2000, n_files=2, fmt=5)
+        port = free_port()
+        args = [f"--dataset=d={d}/*.sgy", f"--listen=127.0.0.1:{port}"]
+        server = harness.Server(args)
+        order = list(range(1, 31)) * 12  # 360 shots, ~720 MB: long enough to be cut
+        random.Random(3).shuffle(order)
+        bench = subprocess.Popen(
+            [harness.runfile(harness.CLI), "bench", f"--target=127.0.0.1:{port}", "--dataset=d",
+             "--shots=" + ",".join(map(str, order)), "--queue_depth=1", "--retries=5"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            time.sleep(0.4)
+            self.assertIsNone(bench.poll(), "the stream ended before the server was killed")
+            server.stop(signal.SIGKILL)
+            server = harness.Server(args)
+            out, err = bench.communicate(timeout=120)
+        finally:
+            server.stop()
+        self.assertEqual(bench.returncode, 0, err)
+        result = json.loads(out.strip().splitlines()[-1])
+        self.assertEqual(result["shots"], len(order))
+        self.assertEqual(result["checksums_verified"], len(order))
+        self.assertTrue(result["in_order"])
+        self.assertGreaterEqual(result["reconnects"], 1)
+        self.assertEqual(result["bytes"], len(order) * 250 * 2000 * 4)
+
+    def test_routing_over_three_servers(self):
+        paths = []
+        dirs = []
+        for k in range(3):
+            d = os.path.join(self.tmp, f"node{k}")
+            os.makedirs(d)
+            p = os.path.join(d, f"part{k}.sgy")
+            harness.write_survey(p, 5, [100 * k + 1, 100 * k + 2], 7, 33, seed=k)
+            paths.append(p)
+            dirs.append(d)
+        oracle = harness.segyio_shots(paths)
+        servers = [harness.Server([f"--dataset=line={d}/*.sgy"]) for d in dirs]
+        try:
+            targets = ",".join(s.target for s in servers)
+            order = sorted(oracle) * 3
+            random.Random(4).shuffle(order)
+            res = harness.cli("bench", f"--target={targets}", "--dataset=line",
+                              "--shots=" + ",".join(map(str, order)))
+            result = json.loads(res.stdout.strip().splitlines()[-1])
+            self.assertEqual(result["shots"], len(order))
+            self.assertTrue(result["in_order"])
+            out = os.path.join(self.tmp, "fetch")
+            harness.cli("fetch", f"--target={targets}", "--dataset=line", f"--out={out}",
+                        "--headers=offset")
+            for sid, (samples, headers) in oracle.items():
+                np.testing.assert_array_equal(np.load(os.path.join(out, f"shot_{sid}.npy")),
+                                              samples)
+                np.testing.assert_array_equal(
+                    np.load(os.path.join(out, f"shot_{sid}.offset.npy")), headers["offset"])
+            info = harness.cli("info", f"--target={targets}", "--dataset=line").stdout
+            self.assertIn("shots: 6", info)
+            self.assertIn("traces: 42", info)
+        finally:
+            for s in servers:
+                s.stop()
+
+    def test_fwi_example_loop(self):
+        d = os.path.join(self.tmp, "fwi")
+        synth.write_survey(d, n_shots=6, traces_per_shot=40, n_samples=300, n_files=2, fmt=1)
+        with harness.Server([f"--dataset=d={d}/*.sgy"]) as server:
+            res = subprocess.run([harness.runfile("client/fwi_loop"), f"--target={server.target}",
+                                  "--dataset=d", "--iterations=3", "--compute_ms=5"],
+                                 capture_output=True, text=True, timeout=120)
+        self.assertEqual(res.returncode, 0, res.stderr)
+        self.assertEqual(res.stdout.count("6 shots"), 3)
+        # Steady state: the pool allocated at most queue depth + a few, not one per shot.
+        allocations = int(res.stdout.split("pool: ")[1].split()[0])
+        self.assertLessEqual(allocations, 8)
+
+
+if __name__ == "__main__":
+    unittest.main()
