@@ -1,0 +1,60 @@
+"""Writes the seed corpora of the fuzzers (small valid inputs) into corpus/."""
+
+import os
+import struct
+import sys
+import zlib
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tools"))
+
+
+def segy(fmt=5, ns=8, traces=3, little=False):
+    e = "<" if little else ">"
+    head = bytearray(3600)
+    struct.pack_into(e + "hHh", head, 3216, 1000, ns, 0)
+    struct.pack_into(e + "h", head, 3224, fmt)
+    bps = {1: 4, 2: 4, 3: 2, 5: 4, 6: 8, 8: 1}[fmt]
+    out = bytes(head)
+    for t in range(traces):
+        th = bytearray(240)
+        struct.pack_into(e + "i", th, 8, 10 + t // 2)
+        struct.pack_into(e + "H", th, 114, ns)
+        out += bytes(th) + bytes(range(t, t + ns * bps)) * 1
+    return out
+
+
+def catalog():
+    b = b"SSCATLG\0" + struct.pack("<I", 1)
+    key = b"field_record"
+    b += struct.pack("<I", len(key)) + key + struct.pack("<I", 1)
+    p = b"a.sgy"
+    b += struct.pack("<I", len(p)) + p + struct.pack("<QqI", 1000000, 1, 2)
+    b += struct.pack("<QQ", 2, 3)
+    b += struct.pack("<qQII", 10, 0, 2, 0) + struct.pack("<qQII", 11, 2, 1, 0)
+    for off in (3600, 4000, 4400):
+        b += struct.pack("<IIQ", 0, 0, off)
+    return b + struct.pack("<I", zlib.crc32(b))
+
+
+def main():
+    c = os.path.join(HERE, "corpus")
+    seeds = {
+        "segy_header": {"be5": b"\0" + segy(5), "le5": b"\0" + segy(5, little=True),
+                        "ibm": b"\0" + segy(1), "int16": b"\0" + segy(3, ns=5),
+                        "su": b"\1" + segy(5)[3600:]},
+        "trace_decode": {"ibm": b"\0" + bytes(range(64)), "le": b"\x80" + bytes(range(64)),
+                         "f64": b"\x04" + bytes(range(64))},
+        "catalog_load": {"ok": catalog()},
+    }
+    for name, files in seeds.items():
+        os.makedirs(os.path.join(c, name), exist_ok=True)
+        for f, data in files.items():
+            with open(os.path.join(c, name, f), "wb") as out:
+                out.write(data)
+
+
+if __name__ == "__main__":
+    main()
