@@ -1,0 +1,194 @@
+"""Hardening: a bad-input corpus (each file gets a clear error naming it and the reason),
+files truncated while the server runs (DATA_LOSS naming file and offset, other streams go
+on, the server survives), and a bounded load test with 32 concurrent clients, random shot
+orders, cancels and reconnects, every delivered shot verified."""
+
+import os
+import random
+import resource
+import shutil
+import struct
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+import grpc
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+import shotstream  # noqa: E402
+import synth  # noqa: E402
+
+LOAD_SECONDS = float(os.environ.get("SHOTSTREAM_LOAD_SECONDS", "20"))
+
+
+def header(ns=10, fmt=5, dt=1000):
+    h = bytearray(3600)
+    struct.pack_into(">hHh", h, 3216, dt, ns, 0)
+    struct.pack_into(">h", h, 3224, fmt)
+    return h
+
+
+def trace(ns=10, ffid=1, bps=4, trace_ns=None):
+    t = bytearray(240)
+    struct.pack_into(">i", t, 8, ffid)
+    struct.pack_into(">H", t, 114, ns if trace_ns is None else trace_ns)
+    return bytes(t) + bytes(ns * bps)
+
+
+# name -> (bytes, what the error must say)
+BAD_INPUTS = {
+    "empty.sgy": (b"", "shorter than the 3600-byte"),
+    "garbage.sgy": (bytes(random.Random(1).getrandbits(8) for _ in range(5000)), "byte"),
+    "truncated.sgy": (bytes(header()) + trace() + trace()[:100], "left over"),
+    "format_code_99.sgy": (bytes(header(fmt=99)) + trace(), "byte 3225"),
+    "format_4.sgy": (bytes(header(fmt=4)) + trace(), "not supported"),
+    "zero_samples.sgy": (bytes(header(ns=0)) + trace(ns=0, trace_ns=0), "samples"),
+    "absurd_samples.sgy": (bytes(header(ns=65535)) + trace(trace_ns=65535), "left over"),
+    "negative_ext_headers.sgy": (bytes(header()[:3504]) + struct.pack(">h", -7)
+                                 + bytes(header()[3506:]) + trace(), "3505"),
+    "ext_headers_past_end.sgy": (bytes(header()[:3504]) + struct.pack(">h", 30)
+                                 + bytes(header()[3506:]) + trace(), "3505"),
+    "short.su": (bytes(100), "Seismic Unix"),
+}
+
+
+class HardeningTest(unittest.TestCase):
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def test_bad_input_corpus_gets_clear_errors_and_the_server_serves_the_rest(self):
+        bad = os.path.join(self.tmp, "bad")
+        os.makedirs(bad)
+        args = []
+        for i, (name, (data, _)) in enumerate(sorted(BAD_INPUTS.items())):
+            d = os.path.join(bad, str(i))
+            os.makedirs(d)
+            with open(os.path.join(d, name), "wb") as f:
+                f.write(data)
+            args.append(f"--dataset=bad{i}={d}/{name}")
+        good = os.path.join(self.tmp, "good")
+        synth.write_survey(good, n_shots=3, traces_per_shot=5, n_samples=20, n_files=1, fmt=5)
+        args.append(f"--dataset=good={good}/*.sgy")
+        with harness.Server(args) as server, shotstream.Client(server.target) as c:
+            states = {d.name: d for d in c.list_datasets()}
+            for i, (name, (_, says)) in enumerate(sorted(BAD_INPUTS.items())):
+                with self.subTest(file=name):
+                    info = states[f"bad{i}"]
+                    self.assertEqual(info.state, "FAILED")
+                    self.assertIn(name, info.error)
+                    self.assertIn(says, info.error)
+            self.assertEqual(states["good"].state, "READY")
+            self.assertEqual(len(list(c.stream("good", [1, 2, 3]))), 3)
+        self.assertEqual(server.proc.returncode, 0)
+
+    def test_file_truncated_while_serving(self):
+        for io in ("pread", "mmap"):
+            with self.subTest(io=io):
+                d = os.path.join(self.tmp, f"trunc_{io}")
+                other = os.path.join(self.tmp, f"other_{io}")
+                synth.write_survey(d, n_shots=10, traces_per_shot=50, n_samples=500, n_files=1,
+                                   fmt=5)
+                synth.write_survey(other, n_shots=4, traces_per_shot=50, n_samples=500,
+                                   n_files=1, fmt=5)
+                path = os.path.join(d, "survey_000.sgy")
+                with harness.Server([f"--dataset=d={d}/*.sgy", f"--dataset=o={other}/*.sgy",
+                                     f"--io={io}"]) as server, \
+                        shotstream.Client(server.target) as c:
+                    self.assertEqual(len(list(c.stream("d", [10]))), 1)
+                    os.truncate(path, 3600 + 240 * 500 * 4)  # half a shot left
+                    with self.assertRaises(shotstream.ShotstreamError) as e:
+                        list(c.stream("d", [1, 10]))
+                    self.assertEqual(e.exception.code(), grpc.StatusCode.DATA_LOSS)
+                    self.assertIn("survey_000.sgy", e.exception.details())
+                    self.assertIn("offset", e.exception.details())
+                    # The other dataset, and the shots still whole, go on.
+                    self.assertEqual(len(list(c.stream("o", [1, 2, 3, 4]))), 4)
+                    self.assertIsNone(server.proc.poll())
+                self.assertEqual(server.proc.returncode, 0)
+
+    def test_load_32_clients_random_orders_cancels_and_reconnects(self):
+        d = os.path.join(self.tmp, "load")
+        synth.write_survey(d, n_shots=24, traces_per_shot=60, n_samples=1000, n_files=3, fmt=1)
+        with harness.Server([f"--dataset=d={d}/*.sgy", "--log_streams=false",
+                             "--max_queue_depth=4"]) as server:
+            with shotstream.Client(server.target) as c:
+                ref = {s.shot_id: (s.samples.copy()) for s in c.stream("d", list(range(1, 25)))}
+            shot_bytes = 60 * 1000 * 4
+            rss0 = rss_kb(server.proc.pid)
+            peak = [rss0]
+            stop = time.time() + LOAD_SECONDS
+            totals = {"shots": 0, "bytes": 0, "cancels": 0, "streams": 0}
+            errors = []
+            lock = threading.Lock()
+
+            def client_loop(k):
+                rng = random.Random(k)
+                while time.time() < stop:
+                    try:
+                        with shotstream.Client(server.target) as cl:  # reconnect each round
+                            order = [rng.randint(1, 24) for _ in range(rng.randint(1, 30))]
+                            cancel_at = rng.randint(0, len(order)) if rng.random() < 0.3 else None
+                            gen = cl.stream("d", order, queue_depth=rng.randint(1, 4))
+                            n = 0
+                            for shot in gen:
+                                if shot.shot_id != order[n] or not np.array_equal(
+                                        shot.samples, ref[shot.shot_id]):
+                                    errors.append(f"client {k}: wrong shot {shot.shot_id}")
+                                n += 1
+                                with lock:
+                                    totals["shots"] += 1
+                                    totals["bytes"] += shot.samples.nbytes
+                                if cancel_at is not None and n >= cancel_at:
+                                    gen.close()
+                                    with lock:
+                                        totals["cancels"] += 1
+                                    break
+                            with lock:
+                                totals["streams"] += 1
+                    except shotstream.ShotstreamError as e:
+                        errors.append(f"client {k}: {e}")
+
+            threads = [threading.Thread(target=client_loop, args=(k,)) for k in range(32)]
+            for t in threads:
+                t.start()
+            while any(t.is_alive() for t in threads):
+                peak.append(rss_kb(server.proc.pid))
+                time.sleep(0.2)
+            for t in threads:
+                t.join()
+            self.assertEqual(errors, [])
+            self.assertIsNone(server.proc.poll(), "the server died under load")
+            growth_mb = (max(peak) - rss0) / 1024
+            bound_mb = 32 * 4 * shot_bytes * 1.5 / 1e6 + 64
+            print(f"\nload: 32 clients, {LOAD_SECONDS:.0f} s, {totals['streams']} streams, "
+                  f"{totals['shots']} shots, {totals['bytes'] / 1e9:.2f} GB, "
+                  f"{totals['cancels']} cancels, server RSS growth {growth_mb:.0f} MB "
+                  f"(bound {bound_mb:.0f} MB)", file=sys.stderr)
+            self.assertGreater(totals["shots"], 0)
+            self.assertGreater(totals["cancels"], 0)
+            self.assertLessEqual(growth_mb, bound_mb)
+            with shotstream.Client(server.target) as c:  # still serving, still exact
+                for s in c.stream("d", [5, 6]):
+                    np.testing.assert_array_equal(s.samples, ref[s.shot_id])
+
+
+def rss_kb(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+if __name__ == "__main__":
+    unittest.main()
