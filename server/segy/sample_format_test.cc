@@ -78,6 +78,34 @@ TEST(IbmToIeeeTest, BitExactAgainstReferenceOnEveryExponent) {
   }
 }
 
+TEST(IbmToIeeeTest, VectorDecodeEqualsTheScalarRuleOnEveryExponentBothOrders) {
+  std::mt19937 rng(11);
+  std::vector<uint32_t> words;
+  for (uint32_t exp = 0; exp < 128; ++exp) {
+    for (int i = 0; i < 300; ++i) {
+      uint32_t frac = rng() & 0xffffff;
+      if (i < 24) frac = 1u << i;
+      if (i == 24) frac = 0;
+      words.push_back(((rng() & 1u) << 31) | (exp << 24) | frac);
+    }
+  }
+  for (bool big : {true, false}) {
+    std::vector<uint8_t> bytes(words.size() * 4);
+    for (size_t i = 0; i < words.size(); ++i) {
+      const uint32_t w = big ? __builtin_bswap32(words[i]) : words[i];
+      std::memcpy(&bytes[4 * i], &w, 4);
+    }
+    std::vector<float> out(words.size());
+    DecodeSamples(bytes.data(), words.size(), SampleFormat::kIbmFloat32,
+                  big ? ByteOrder::kBigEndian : ByteOrder::kLittleEndian, out.data());
+    for (size_t i = 0; i < words.size(); ++i) {
+      uint32_t got;
+      std::memcpy(&got, &out[i], 4);
+      ASSERT_EQ(got, IbmToIeeeBits(words[i])) << std::hex << words[i] << " big=" << big;
+    }
+  }
+}
+
 TEST(FloatToIbmTest, RoundTripsExactlyRepresentableValues) {
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> dist(-1e6f, 1e6f);
