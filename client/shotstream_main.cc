@@ -33,6 +33,7 @@
 #include "server/common/malloc_tuning.h"
 #include "client/client.h"
 #include "client/npy.h"
+#include "client/segy_writer.h"
 
 ABSL_FLAG(std::string, target, "127.0.0.1:50051",
           "server HOST:PORT, or several separated by commas (each shot goes to a server "
@@ -44,7 +45,9 @@ ABSL_FLAG(std::string, dataset, "", "dataset name");
 ABSL_FLAG(std::string, shots, "all", "comma-separated shot ids, or 'all'");
 ABSL_FLAG(std::string, headers, "", "comma-separated trace header fields to fetch");
 ABSL_FLAG(std::string, out, ".", "fetch: output directory");
-ABSL_FLAG(std::string, format, "npy", "fetch: output format (npy)");
+ABSL_FLAG(std::string, format, "npy",
+          "fetch: npy (shot_ID.npy plus shot_ID.FIELD.npy per header), segy (IEEE float) "
+          "or segy-ibm (IBM float): one shot_ID.sgy per shot with its trace headers");
 ABSL_FLAG(uint32_t, queue_depth, 2, "shots read and received ahead");
 ABSL_FLAG(int, streams, 1, "bench: concurrent streams, each over all the shots");
 ABSL_FLAG(int, repeat, 1, "bench: times each stream goes over the shots");
@@ -125,8 +128,9 @@ void ProgressBar(size_t done, size_t total, uint64_t bytes, absl::Time start) {
 }
 
 int Fetch(Client& client, const std::string& dataset) {
-  if (absl::GetFlag(FLAGS_format) != "npy") {
-    return Fail(absl::InvalidArgumentError("--format: only npy is supported"));
+  const std::string format = absl::GetFlag(FLAGS_format);
+  if (format != "npy" && format != "segy" && format != "segy-ibm") {
+    return Fail(absl::InvalidArgumentError("--format: npy, segy or segy-ibm"));
   }
   auto ids = ShotList(client, dataset);
   if (!ids.ok()) return Fail(ids.status());
@@ -146,6 +150,16 @@ int Fetch(Client& client, const std::string& dataset) {
     if (!more.ok()) return Fail(more.status());
     if (!*more) break;
     const std::string base = absl::StrCat(out, "/shot_", shot.shot_id);
+    if (format != "npy") {
+      shotstream::client::SegyWriteOptions w;
+      w.format = format == "segy" ? 5 : 1;
+      absl::Status s = shotstream::client::WriteShotSegy(base + ".sgy", shot, w);
+      if (!s.ok()) return Fail(s);
+      ++done;
+      bytes += shot.samples.size() * sizeof(float);
+      if (absl::GetFlag(FLAGS_progress)) ProgressBar(done, total, bytes, start);
+      continue;
+    }
     absl::Status s = shotstream::client::WriteNpy(
         base + ".npy", "<f4", {shot.n_traces, shot.n_samples}, shot.samples.data(),
         shot.samples.size() * sizeof(float));

@@ -104,6 +104,26 @@ class EndToEndTest(unittest.TestCase):
                 np.testing.assert_array_equal(
                     np.load(os.path.join(out, f"shot_{sid}.{name}.npy")), headers[name])
 
+    def test_cli_fetch_segy_reads_back_exactly_with_segyio(self):
+        import segyio
+        for fmt, shots in (("segy", [3, -7, 10]), ("segy-ibm", [1, 2])):
+            out = os.path.join(self.tmp, f"fetch-{fmt}")
+            harness.cli("fetch", f"--target={self.server.target}", "--dataset=line1",
+                        "--shots=" + ",".join(map(str, shots)), f"--out={out}",
+                        f"--format={fmt}", "--headers=" + ",".join(harness.HEADER_FIELDS))
+            for sid in shots:
+                path = os.path.join(out, f"shot_{sid}.sgy")
+                got = harness.segyio_shots([path])
+                self.assertEqual(list(got), [sid])
+                samples, headers = self.oracle[sid]
+                np.testing.assert_array_equal(got[sid][0], samples)
+                for name in harness.HEADER_FIELDS:
+                    np.testing.assert_allclose(got[sid][1][name], headers[name], rtol=0,
+                                               atol=1e-9, err_msg=name)
+                with segyio.open(path, ignore_geometry=True) as f:
+                    self.assertEqual(int(f.bin[segyio.BinField.Format]), 5 if fmt == "segy" else 1)
+                    self.assertEqual(segyio.tools.dt(f), 2000)
+
     def test_cli_ls_info_and_bench_json(self):
         ls = harness.cli("ls", f"--target={self.server.target}").stdout
         self.assertIn("line1", ls)
