@@ -190,6 +190,7 @@ DatasetEntry LoadDataset(const DatasetConfig& dc, const std::string& catalog_dir
   spec.use_mmap = dc.io == "mmap";
   spec.coalesce.max_gap_bytes = dc.max_gap_bytes;
   spec.catalog_dir = catalog_dir;
+  spec.check_trace_lengths = dc.check_trace_lengths;
   const absl::Time start = absl::Now();
   absl::Time last_report = start;
   auto progress = [&](uint64_t done, uint64_t total) {

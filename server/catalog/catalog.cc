@@ -5,6 +5,7 @@
 #include <thread>
 #include <numeric>
 
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "server/common/status_macros.h"
@@ -25,13 +26,24 @@ struct FileScan {
 };
 
 void ScanFile(const segy::SegyFile& file, const segy::ShotKey& key, uint64_t block_bytes,
-              std::atomic<uint64_t>* scanned, FileScan* out) {
+              bool check_lengths, std::atomic<uint64_t>* scanned, FileScan* out) {
   const segy::SegyLayout& l = file.layout();
   out->keys.reserve(l.n_traces);
   out->offsets.reserve(l.n_traces);
   auto take = [&](const uint8_t* header, uint64_t trace) {
     out->keys.push_back(segy::ReadHeaderInt(header, key.byte, 4, l.byte_order));
     out->offsets.push_back(l.TraceOffset(trace));
+    if (check_lengths) {
+      const uint32_t ns =
+          static_cast<uint16_t>(segy::ReadHeaderInt(header, 115, 2, l.byte_order));
+      if (ns != 0 && ns != (l.n_samples & 0xffff) && out->status.ok()) {
+        out->status = absl::InvalidArgumentError(absl::StrCat(
+            file.path(), ": trace ", trace, " (byte ", l.TraceOffset(trace) + 115,
+            "): its header says ", ns, " samples but the file's traces have ", l.n_samples,
+            "; variable-length traces are not supported (set check_trace_lengths: false to "
+            "ignore trace header sample counts)"));
+      }
+    }
   };
   if (l.trace_bytes > kStridedScanMinTraceBytes) {
     // Long traces: read only the 240 header bytes of each (far less I/O than whole
@@ -41,6 +53,7 @@ void ScanFile(const segy::SegyFile& file, const segy::ShotKey& key, uint64_t blo
       out->status = file.ReadAt(l.TraceOffset(t), sizeof(header), header);
       if (!out->status.ok()) return;
       take(header, t);
+      if (!out->status.ok()) return;
       if ((t & 1023) == 1023) scanned->fetch_add(1024, std::memory_order_relaxed);
     }
     scanned->fetch_add(l.n_traces & 1023, std::memory_order_relaxed);
@@ -56,6 +69,7 @@ void ScanFile(const segy::SegyFile& file, const segy::ShotKey& key, uint64_t blo
     out->status = file.ReadAt(l.TraceOffset(t), length, block.data());
     if (!out->status.ok()) return;
     for (uint64_t i = 0; i < n; ++i) take(block.data() + i * l.trace_bytes, t + i);
+    if (!out->status.ok()) return;
     scanned->fetch_add(n, std::memory_order_relaxed);
   }
 }
@@ -64,7 +78,7 @@ void ScanFile(const segy::SegyFile& file, const segy::ShotKey& key, uint64_t blo
 
 absl::StatusOr<Catalog> Catalog::Build(absl::Span<const segy::SegyFile* const> files,
                                        const segy::ShotKey& key, const ScanProgress& progress,
-                                       uint64_t scan_block_bytes) {
+                                       uint64_t scan_block_bytes, bool check_trace_lengths) {
   uint64_t total = 0;
   for (const segy::SegyFile* f : files) total += f->layout().n_traces;
   // Files are scanned in parallel, a few at a time; the caller's thread reports progress.
@@ -79,7 +93,7 @@ absl::StatusOr<Catalog> Catalog::Build(absl::Span<const segy::SegyFile* const> f
   for (size_t w = 0; w < workers; ++w) {
     threads.emplace_back([&] {
       for (size_t f = next_file++; f < files.size(); f = next_file++) {
-        ScanFile(*files[f], key, scan_block_bytes, &scanned, &scans[f]);
+        ScanFile(*files[f], key, scan_block_bytes, check_trace_lengths, &scanned, &scans[f]);
       }
       absl::MutexLock lock(&mu);
       ++finished;

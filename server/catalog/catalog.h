@@ -40,10 +40,14 @@ class Catalog {
   // 4-byte shot key. A shot's traces stay in file order (file id, then offset).
   // Header scans read whole regions of up to `scan_block_bytes` (at least one trace), or
   // one header at a time for traces longer than kStridedScanMinTraceBytes.
+  // With check_trace_lengths, a trace whose header (bytes 115-116) gives a nonzero
+  // sample count other than the file's is an error naming the file and the trace
+  // (variable-length traces are not supported).
   static absl::StatusOr<Catalog> Build(absl::Span<const segy::SegyFile* const> files,
                                        const segy::ShotKey& key,
                                        const ScanProgress& progress = nullptr,
-                                       uint64_t scan_block_bytes = kDefaultScanBlockBytes);
+                                       uint64_t scan_block_bytes = kDefaultScanBlockBytes,
+                                       bool check_trace_lengths = true);
 
   // Assembles a catalog from already grouped columns (for loaders and tests).
   static Catalog FromColumns(std::vector<ShotEntry> shots, std::vector<io::TraceRef> traces);

@@ -71,3 +71,29 @@ TEST(CatalogTest, ByteKey) {
 
 }  // namespace
 }  // namespace shotstream::catalog
+
+namespace shotstream::catalog {
+namespace {
+
+TEST(CatalogTest, VariableLengthTraceIsAnErrorNamingIt) {
+  segy::TestFileSpec spec;
+  spec.n_samples = 3;
+  spec.traces.resize(4);
+  spec.traces[2].fields.push_back({115, 2, 7});  // this trace claims 7 samples
+  const char* dir = std::getenv("TEST_TMPDIR");
+  const std::string path = std::string(dir ? dir : "/tmp") + "/varlen.sgy";
+  segy::WriteSegyFile(path, spec);
+  auto f = segy::SegyFile::Open(path);
+  ASSERT_TRUE(f.ok());
+  std::vector<const segy::SegyFile*> files = {f->get()};
+  auto key = *segy::ParseShotKey("field_record");
+  auto c = Catalog::Build(files, key);
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("varlen.sgy: trace 2"), absl::string_view::npos)
+      << c.status();
+  EXPECT_NE(c.status().message().find("7 samples"), absl::string_view::npos);
+  EXPECT_TRUE(Catalog::Build(files, key, nullptr, kDefaultScanBlockBytes, false).ok());
+}
+
+}  // namespace
+}  // namespace shotstream::catalog

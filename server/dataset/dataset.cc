@@ -120,7 +120,8 @@ absl::Status Dataset::LoadOrBuildCatalog(const catalog::ScanProgress& progress) 
     }
   }
   SS_ASSIGN_OR_RETURN(catalog_, catalog::Catalog::Build(file_ptrs_, spec_.shot_key, progress,
-                                                        spec_.scan_block_bytes));
+                                                        spec_.scan_block_bytes,
+                                                        spec_.check_trace_lengths));
   catalog_origin_ = why;
   if (!path.empty()) {
     absl::Status saved = catalog::SaveCatalog(path, source, catalog_);

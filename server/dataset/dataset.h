@@ -30,6 +30,7 @@ struct DatasetSpec {
   // Where the catalog is kept (DIR/NAME.catalog); empty: built in memory every start.
   std::string catalog_dir;
   uint64_t scan_block_bytes = catalog::kDefaultScanBlockBytes;
+  bool check_trace_lengths = true;
 };
 
 // One shot, decoded: samples split into chunks of whole traces (float32 little-endian,
