@@ -7,6 +7,7 @@ import random
 import shutil
 import signal
 import socket
+import subprocess
 import sys
 import tempfile
 import threading
@@ -156,6 +157,48 @@ class PythonClientTest(unittest.TestCase):
             port = server.target.rsplit(":", 1)[1]
             with shotstream.Client(f"dns:///127.0.0.1:{port}") as c:
                 self.assertEqual([s.shot_id for s in c.stream("d", [2, 1])], [2, 1])
+
+    def test_torch_is_optional_and_imported_lazily(self):
+        import importlib.util
+        res = subprocess.run([sys.executable, "-c",
+                              "import sys, shotstream; print('torch' in sys.modules)"],
+                             capture_output=True, text=True, env=self.env())
+        self.assertEqual(res.stdout.strip(), "False", res.stderr)
+        if importlib.util.find_spec("torch") is not None:
+            self.skipTest("torch is installed here")
+        res = subprocess.run([sys.executable, "-c", "import shotstream.torch"],
+                             capture_output=True, text=True, env=self.env())
+        self.assertNotEqual(res.returncode, 0)
+        self.assertIn("shotstream.torch needs PyTorch", res.stderr)
+
+    def test_setup_py_builds_an_importable_package(self):
+        src = os.path.dirname(harness.runfile("client/python/setup.py"))
+        build = os.path.join(self.tmp, "build")
+        res = subprocess.run([sys.executable, "setup.py", "-q", "build", "--build-base", build],
+                             cwd=src, capture_output=True, text=True)
+        if res.returncode != 0 and "setuptools" in res.stderr:
+            self.skipTest("python3-setuptools not installed")
+        self.assertEqual(res.returncode, 0, res.stderr)
+        res = subprocess.run([sys.executable, "-c", "import shotstream.v1.shotstream_pb2_grpc, "
+                              "shotstream; print(shotstream.Client.__name__)"],
+                             capture_output=True, text=True, cwd=self.tmp,
+                             env=dict(os.environ, PYTHONPATH=os.path.join(build, "lib")))
+        self.assertEqual(res.stdout.strip(), "Client", res.stderr)
+
+    def test_example_fwi_loop(self):
+        synth.write_survey(os.path.join(self.tmp, "ex"), n_shots=5, traces_per_shot=10,
+                           n_samples=50, n_files=1, fmt=5)
+        with harness.Server([f"--dataset=d={self.tmp}/ex/*.sgy"]) as server:
+            res = subprocess.run(
+                [sys.executable, harness.runfile("client/python/examples/fwi_loop.py"),
+                 f"--target={server.target}", "--dataset=d", "--iterations=2"],
+                capture_output=True, text=True, env=self.env(), timeout=120)
+        self.assertEqual(res.returncode, 0, res.stderr)
+        self.assertEqual(res.stdout.count("5 shots"), 2)
+
+    def env(self):
+        pkg = os.path.dirname(os.path.dirname(shotstream.__file__))
+        return dict(os.environ, PYTHONPATH=pkg)
 
     def test_stream_overlaps_compute(self):
         # The receive thread runs ahead: while the caller holds a shot, the next one is
