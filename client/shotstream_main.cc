@@ -6,6 +6,7 @@
 //                    [--headers=group_x,offset]
 //   shotstream bench --target=HOST:PORT --dataset=NAME [--shots=...] [--streams=N]
 //                    [--queue_depth=N] [--repeat=N]
+//   shotstream plot  --target=HOST:PORT --dataset=NAME --shot=N [--out=shot.png] [--clip=99]
 //
 // bench verifies every checksum and prints one JSON object on its last line with
 // shots, bytes, seconds and gbps (= bytes / seconds / 1e9).
@@ -33,6 +34,7 @@
 #include "server/common/malloc_tuning.h"
 #include "client/client.h"
 #include "client/npy.h"
+#include "client/plot.h"
 #include "client/segy_writer.h"
 
 ABSL_FLAG(std::string, target, "127.0.0.1:50051",
@@ -52,6 +54,8 @@ ABSL_FLAG(uint32_t, queue_depth, 2, "shots read and received ahead");
 ABSL_FLAG(int, streams, 1, "bench: concurrent streams, each over all the shots");
 ABSL_FLAG(int, repeat, 1, "bench: times each stream goes over the shots");
 ABSL_FLAG(bool, progress, true, "fetch: progress bar on stderr");
+ABSL_FLAG(int64_t, shot, 0, "plot: the shot id");
+ABSL_FLAG(double, clip, 99.0, "plot: clip amplitudes at this percentile of |sample|");
 
 namespace {
 
@@ -179,6 +183,26 @@ int Fetch(Client& client, const std::string& dataset) {
   return 0;
 }
 
+int Plot(Client& client, const std::string& dataset) {
+  shotstream::client::StreamOptions options;
+  options.queue_depth = 1;
+  options.headers = {"offset"};
+  auto reader = client.Stream(dataset, {absl::GetFlag(FLAGS_shot)}, options);
+  Shot shot;
+  auto more = reader->Next(&shot);
+  if (!more.ok()) return Fail(more.status());
+  if (!*more) return Fail(absl::NotFoundError("no shot received"));
+  const std::string out = absl::GetFlag(FLAGS_out) == "." ? absl::StrCat("shot_", shot.shot_id, ".png")
+                                                          : absl::GetFlag(FLAGS_out);
+  shotstream::client::PlotOptions po;
+  po.clip_percentile = absl::GetFlag(FLAGS_clip);
+  absl::Status s = shotstream::client::WriteShotPng(out, shot, po);
+  if (!s.ok()) return Fail(s);
+  std::printf("wrote %s (shot %lld, %u traces x %u samples)\n", out.c_str(),
+              static_cast<long long>(shot.shot_id), shot.n_traces, shot.n_samples);
+  return 0;
+}
+
 int Bench(Client& client, const std::string& dataset) {
   auto ids = ShotList(client, dataset);
   if (!ids.ok()) return Fail(ids.status());
@@ -248,10 +272,10 @@ int Bench(Client& client, const std::string& dataset) {
 int main(int argc, char** argv) {
   shotstream::TuneMallocForLargeBuffers();
   absl::SetProgramUsageMessage(
-      "shotstream COMMAND --target=HOST:PORT [flags]; COMMAND is ls, info, fetch or bench");
+      "shotstream COMMAND --target=HOST:PORT [flags]; COMMAND is ls, info, fetch, bench or plot");
   std::vector<char*> args = absl::ParseCommandLine(argc, argv);
   if (args.size() != 2) {
-    std::cerr << "usage: shotstream ls|info|fetch|bench --target=HOST:PORT [--dataset=NAME] "
+    std::cerr << "usage: shotstream ls|info|fetch|bench|plot --target=HOST:PORT [--dataset=NAME] "
                  "[flags]; see --help"
               << std::endl;
     return 2;
@@ -281,7 +305,8 @@ int main(int argc, char** argv) {
   if (command == "info") return Info(**client, dataset);
   if (command == "fetch") return Fetch(**client, dataset);
   if (command == "bench") return Bench(**client, dataset);
-  std::cerr << "shotstream: unknown command '" << command << "' (ls, info, fetch, bench)"
+  if (command == "plot") return Plot(**client, dataset);
+  std::cerr << "shotstream: unknown command '" << command << "' (ls, info, fetch, bench, plot)"
             << std::endl;
   return 2;
 }

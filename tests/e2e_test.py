@@ -124,6 +124,36 @@ class EndToEndTest(unittest.TestCase):
                     self.assertEqual(int(f.bin[segyio.BinField.Format]), 5 if fmt == "segy" else 1)
                     self.assertEqual(segyio.tools.dt(f), 2000)
 
+    def test_cli_plot_writes_a_png_of_the_gather(self):
+        import struct
+        import zlib
+        out = os.path.join(self.tmp, "shot3.png")
+        res = harness.cli("plot", f"--target={self.server.target}", "--dataset=line1",
+                          "--shot=3", f"--out={out}")
+        self.assertIn("48 traces x 301 samples", res.stdout)
+        with open(out, "rb") as f:
+            png = f.read()
+        self.assertEqual(png[:8], b"\x89PNG\r\n\x1a\n")
+        w, h = struct.unpack(">II", png[16:24])
+        pos, idat = 8, b""
+        while pos < len(png):
+            n = struct.unpack(">I", png[pos:pos + 4])[0]
+            if png[pos + 4:pos + 8] == b"IDAT":
+                idat += png[pos + 8:pos + 8 + n]
+            pos += 12 + n
+        rows = np.frombuffer(zlib.decompress(idat), np.uint8).reshape(h, 1 + 3 * w)[:, 1:]
+        rgb = rows.reshape(h, w, 3).astype(int)
+        red = (rgb[..., 0] == 255) & (rgb[..., 2] < 128)
+        blue = (rgb[..., 2] == 255) & (rgb[..., 0] < 128)
+        self.assertGreater(red.sum(), 100)   # positive amplitudes
+        self.assertGreater(blue.sum(), 100)  # negative amplitudes
+        self.assertGreater(w, 48)
+        self.assertGreater(h, 301)
+        res = harness.cli("plot", f"--target={self.server.target}", "--dataset=line1",
+                          "--shot=999", f"--out={out}", check=False)
+        self.assertNotEqual(res.returncode, 0)
+        self.assertIn("NOT_FOUND", res.stderr)
+
     def test_cli_ls_info_and_bench_json(self):
         ls = harness.cli("ls", f"--target={self.server.target}").stdout
         self.assertIn("line1", ls)
