@@ -72,6 +72,8 @@ ABSL_FLAG(int64_t, max_gap_bytes, -1, "for --dataset flags: coalesce across gaps
 ABSL_FLAG(int64_t, max_streams, -1, "concurrent streams, all peers (256)");
 ABSL_FLAG(int64_t, max_streams_per_peer, -1, "concurrent streams from one address (64)");
 ABSL_FLAG(int64_t, max_shots_per_request, -1, "shot ids in one request (1000000)");
+ABSL_FLAG(int64_t, max_inflight_bytes, -1,
+          "decoded shot bytes all streams may hold at once, shared round robin (1 GiB)");
 ABSL_FLAG(std::string, grace_period, "", "on SIGTERM, how long running streams may take (30s)");
 ABSL_FLAG(std::string, drain_delay, "1s",
           "on SIGTERM, how long health says NOT_SERVING (and new streams are refused) before "
@@ -141,6 +143,7 @@ absl::StatusOr<ServerConfig> BuildConfig(const std::vector<std::string>& dataset
   OverrideIfSet(absl::GetFlag(FLAGS_max_streams), &c.max_streams);
   OverrideIfSet(absl::GetFlag(FLAGS_max_streams_per_peer), &c.max_streams_per_peer);
   OverrideIfSet(absl::GetFlag(FLAGS_max_shots_per_request), &c.max_shots_per_request);
+  OverrideIfSet(absl::GetFlag(FLAGS_max_inflight_bytes), &c.max_inflight_bytes);
   if (const std::string g = absl::GetFlag(FLAGS_grace_period); !g.empty()) {
     if (!absl::ParseDuration(g, &c.grace_period)) {
       return absl::InvalidArgumentError("--grace_period: bad duration '" + g + "'");
@@ -312,6 +315,7 @@ int main(int argc, char** argv) {
   options.max_shots_per_request = cfg.max_shots_per_request;
   options.max_streams = cfg.max_streams;
   options.max_streams_per_peer = cfg.max_streams_per_peer;
+  options.max_inflight_bytes = cfg.max_inflight_bytes;
   options.counters = &counters;
   options.tokens = tokens.get();
   options.log_streams = absl::GetFlag(FLAGS_log_streams);

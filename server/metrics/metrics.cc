@@ -52,6 +52,11 @@ std::string RenderPrometheus(const service::ServiceCounters& c,
   Metric(&out, "shotstream_max_queued_shots_one_stream", "gauge",
          "Most shots one stream has held at once since start.",
          c.max_shots_held_by_one_stream.load());
+  Metric(&out, "shotstream_inflight_bytes", "gauge",
+         "Decoded shot bytes held by all streams (the in-flight budget in use).",
+         c.inflight_bytes.load());
+  Metric(&out, "shotstream_inflight_bytes_peak", "gauge",
+         "Most decoded shot bytes held at once since start.", c.inflight_bytes_peak.load());
   Metric(&out, "shotstream_reads_in_flight", "gauge", "Shot reads running in the reader pool.",
          c.reads_in_flight.load());
   Metric(&out, "shotstream_shots_sent_total", "counter", "Shots sent.", c.shots_sent.load());

@@ -13,6 +13,7 @@
 #include "absl/time/time.h"
 #include "grpcpp/grpcpp.h"
 #include "server/service/grpc_status.h"
+#include "server/stream/byte_budget.h"
 #include "shotstream/v1/shotstream.grpc.pb.h"
 
 namespace shotstream::service {
@@ -57,6 +58,7 @@ struct StreamPlan {
   uint64_t max_chunk_bytes = 4 << 20;
   std::optional<int64_t> corrupt_shot;  // testing only
   ServiceCounters* counters = nullptr;
+  stream::ByteBudget* budget = nullptr;  // null: unlimited
   std::string dataset_name;
   std::string peer;
   int64_t stream_id = 0;
@@ -87,7 +89,8 @@ void RaiseMax(std::atomic<int64_t>* max, int64_t value) {
 //
 // Thread-safe: reactions and pool callbacks synchronise on mu_. The reactor deletes
 // itself once gRPC has called OnDone and no read is in flight.
-class StreamShotsReactor final : public grpc::ServerWriteReactor<v1::ShotChunk> {
+class StreamShotsReactor final : public grpc::ServerWriteReactor<v1::ShotChunk>,
+                                 public stream::ByteBudget::Waiter {
  public:
   // Finishes at once with `error`.
   StreamShotsReactor(const grpc::Status& error, ServiceCounters* counters) {
@@ -99,7 +102,7 @@ class StreamShotsReactor final : public grpc::ServerWriteReactor<v1::ShotChunk> 
   }
 
   StreamShotsReactor(StreamPlan plan, stream::ReaderPool* pool)
-      : plan_(std::move(plan)), pool_(pool), counters_(plan_.counters) {
+      : plan_(std::move(plan)), pool_(pool), counters_(plan_.counters), budget_(plan_.budget) {
     counters_->active_streams++;
     start_ = absl::Now();
     if (plan_.log) {
@@ -118,6 +121,15 @@ class StreamShotsReactor final : public grpc::ServerWriteReactor<v1::ShotChunk> 
 
   void OnWriteDone(bool ok) override {
     bool write = false;
+    uint64_t release = 0;
+    {
+      absl::MutexLock lock(&mu_);
+      release = release_after_write_;
+      release_after_write_ = 0;
+      TakeBackLocked(release);
+    }
+    // Outside our lock: releasing may grant (wake) other streams.
+    if (budget_ != nullptr && release > 0) budget_->Release(release);
     {
       absl::MutexLock lock(&mu_);
       writing_ = false;
@@ -156,7 +168,25 @@ class StreamShotsReactor final : public grpc::ServerWriteReactor<v1::ShotChunk> 
       absl::MutexLock lock(&mu_);
       done_ = true;
       cancelled_ = true;
-      destroy = reads_in_flight_ == 0;
+      if (waiting_ && budget_->Cancel(this)) waiting_ = false;
+      destroy = reads_in_flight_ == 0 && !waiting_;
+    }
+    if (destroy) delete this;
+  }
+
+  // The budget granted the bytes of the shot we waited for.
+  void Wake() override {
+    bool destroy = false;
+    {
+      absl::MutexLock lock(&mu_);
+      waiting_ = false;
+      HoldLocked(waiting_bytes_);
+      if (done_) {
+        destroy = reads_in_flight_ == 0;
+      } else if (!cancelled_) {
+        SubmitOneLocked();
+        SubmitReadsLocked();
+      }
     }
     if (destroy) delete this;
   }
@@ -165,6 +195,9 @@ class StreamShotsReactor final : public grpc::ServerWriteReactor<v1::ShotChunk> 
     if (counters_ == nullptr) return;
     counters_->active_streams--;
     counters_->shots_held -= static_cast<int64_t>(window_.size());
+    const uint64_t held = held_bytes_;  // includes a shot still on the wire
+    counters_->inflight_bytes -= static_cast<int64_t>(held);
+    if (budget_ != nullptr && held > 0) budget_->Release(held);
     if (plan_.on_gone) plan_.on_gone();
     if (plan_.log) {
       const double secs = absl::ToDoubleSeconds(absl::Now() - start_);
@@ -183,9 +216,42 @@ class StreamShotsReactor final : public grpc::ServerWriteReactor<v1::ShotChunk> 
     size_t next_chunk = 0;
   };
 
+  uint64_t ShotBytes(size_t index) const {
+    const catalog::ShotEntry* e = plan_.dataset->catalog().Find(plan_.shot_ids[index]);
+    return uint64_t{e->n_traces} * plan_.dataset->n_samples() * sizeof(float);
+  }
+
+  void HoldLocked(uint64_t bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    held_bytes_ += bytes;
+    counters_->inflight_bytes += static_cast<int64_t>(bytes);
+    RaiseMax(&counters_->inflight_bytes_peak, counters_->inflight_bytes.load());
+  }
+
+  void TakeBackLocked(uint64_t bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    held_bytes_ -= bytes;
+    counters_->inflight_bytes -= static_cast<int64_t>(bytes);
+  }
+
+  // Reads ahead up to the queue depth, taking each shot's bytes from the budget first;
+  // stops (waiting_) when the budget queues this stream.
   void SubmitReadsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    while (!cancelled_ && next_submit_ < plan_.shot_ids.size() &&
+    while (!cancelled_ && !waiting_ && next_submit_ < plan_.shot_ids.size() &&
            next_submit_ - window_base_ < plan_.queue_depth) {
+      if (budget_ != nullptr) {
+        const uint64_t bytes = ShotBytes(next_submit_);
+        if (!budget_->TryAcquire(bytes, held_bytes_ == 0, this)) {
+          waiting_ = true;
+          waiting_bytes_ = bytes;
+          return;
+        }
+        HoldLocked(bytes);
+      }
+      SubmitOneLocked();
+    }
+  }
+
+  void SubmitOneLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    {
       const size_t index = next_submit_++;
       window_.emplace_back();
       ++reads_in_flight_;
@@ -221,7 +287,7 @@ class StreamShotsReactor final : public grpc::ServerWriteReactor<v1::ShotChunk> 
       --reads_in_flight_;
       counters_->reads_in_flight--;
       if (done_) {
-        destroy = reads_in_flight_ == 0;
+        destroy = reads_in_flight_ == 0 && !waiting_;
       } else if (!cancelled_) {
         Slot& slot = window_[index - window_base_];
         slot.shot = std::move(shot);
@@ -287,6 +353,7 @@ class StreamShotsReactor final : public grpc::ServerWriteReactor<v1::ShotChunk> 
     if (slot.next_chunk == shot.chunks.size()) {
       msg_.set_last(true);
       msg_.set_crc32(shot.crc32);
+      if (budget_ != nullptr) release_after_write_ += shot.total_bytes;
       counters_->shots_sent++;
       counters_->shots_held--;
       window_.pop_front();
@@ -322,6 +389,7 @@ class StreamShotsReactor final : public grpc::ServerWriteReactor<v1::ShotChunk> 
   const StreamPlan plan_;
   stream::ReaderPool* const pool_ = nullptr;
   ServiceCounters* const counters_ = nullptr;
+  stream::ByteBudget* const budget_ = nullptr;
 
   absl::Mutex mu_;
   std::deque<Slot> window_ ABSL_GUARDED_BY(mu_);  // shots window_base_.. in request order
@@ -329,6 +397,10 @@ class StreamShotsReactor final : public grpc::ServerWriteReactor<v1::ShotChunk> 
   size_t next_submit_ ABSL_GUARDED_BY(mu_) = 0;   // request index of the next read
   uint64_t chunk_offset_ ABSL_GUARDED_BY(mu_) = 0;  // byte offset within the front shot
   int reads_in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+  bool waiting_ ABSL_GUARDED_BY(mu_) = false;          // queued in the byte budget
+  uint64_t waiting_bytes_ ABSL_GUARDED_BY(mu_) = 0;    // what we asked the budget for
+  uint64_t held_bytes_ ABSL_GUARDED_BY(mu_) = 0;       // taken from the budget, not given back
+  uint64_t release_after_write_ ABSL_GUARDED_BY(mu_) = 0;  // bytes of the shot on the wire
   bool writing_ ABSL_GUARDED_BY(mu_) = false;     // msg_ is owned by gRPC until OnWriteDone
   bool finished_ ABSL_GUARDED_BY(mu_) = false;    // Finish called or about to be
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;   // no more reads or writes
@@ -349,7 +421,10 @@ class ShotStreamServiceImpl final : public v1::ShotStream::CallbackService {
       : datasets_(datasets),
         pool_(pool),
         options_(options),
-        counters_(options.counters != nullptr ? options.counters : &own_counters_) {}
+        counters_(options.counters != nullptr ? options.counters : &own_counters_),
+        budget_(options.max_inflight_bytes > 0
+                    ? std::make_unique<stream::ByteBudget>(options.max_inflight_bytes)
+                    : nullptr) {}
 
   grpc::ServerUnaryReactor* ListDatasets(grpc::CallbackServerContext* ctx,
                                          const v1::ListDatasetsRequest*,
@@ -496,6 +571,7 @@ class ShotStreamServiceImpl final : public v1::ShotStream::CallbackService {
     }
     plan.corrupt_shot = options_.corrupt_shot_for_testing;
     plan.counters = counters_;
+    plan.budget = budget_.get();
     plan.dataset_name = r.dataset();
     plan.queue_depth = r.queue_depth() == 0 ? options_.default_queue_depth : r.queue_depth();
     plan.max_chunk_bytes = r.max_chunk_bytes() == 0
@@ -509,6 +585,7 @@ class ShotStreamServiceImpl final : public v1::ShotStream::CallbackService {
   const ServiceOptions options_;
   ServiceCounters own_counters_;
   ServiceCounters* const counters_;
+  const std::unique_ptr<stream::ByteBudget> budget_;
   absl::Mutex mu_;
   uint32_t active_ ABSL_GUARDED_BY(mu_) = 0;                      // streams holding a slot
   std::map<std::string, uint32_t> per_peer_ ABSL_GUARDED_BY(mu_);  // slots per peer address

@@ -38,6 +38,8 @@ struct ServiceCounters {
   std::atomic<int64_t> streams_started{0};
   std::atomic<int64_t> streams_cancelled{0};
   std::atomic<int64_t> shots_held{0};            // read or being read, not yet fully sent
+  std::atomic<int64_t> inflight_bytes{0};        // decoded bytes held (the budget in use)
+  std::atomic<int64_t> inflight_bytes_peak{0};
   std::atomic<int64_t> max_shots_held_by_one_stream{0};
   std::atomic<int64_t> reads_in_flight{0};
   std::atomic<int64_t> shots_sent{0};
@@ -61,6 +63,9 @@ struct ServiceOptions {
   uint32_t max_queue_depth = 16;
   uint64_t max_chunk_bytes = 4 << 20;
   uint64_t max_shots_per_request = 10'000'000;
+  // Decoded shot bytes held by all streams together (0: no limit). Streams share it round
+  // robin; a stream holding nothing always gets its next shot.
+  uint64_t max_inflight_bytes = 0;
   // Testing only: flip one sample byte of this shot's first chunk after its checksum was
   // computed, so that clients' verification can be tested end to end.
   std::optional<int64_t> corrupt_shot_for_testing;

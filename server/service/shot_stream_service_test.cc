@@ -61,6 +61,7 @@ class ServiceTest : public ::testing::Test {
     ServiceOptions options;
     options.counters = &counters_;
     options.max_chunk_bytes = 1 << 20;
+    options.max_inflight_bytes = max_inflight_bytes_;
     service_ = MakeShotStreamService(&datasets_, pool_.get(), options);
     grpc::ServerBuilder b;
     int port = 0;
@@ -100,6 +101,7 @@ class ServiceTest : public ::testing::Test {
     return pred();
   }
 
+  uint64_t max_inflight_bytes_ = 0;
   ServiceCounters counters_;
   std::vector<DatasetEntry> datasets_;
   std::unique_ptr<stream::ReaderPool> pool_;
@@ -160,6 +162,68 @@ TEST_F(ServiceTest, CancelMidStreamHundredTimesFreesEverything) {
   while (reader->Read(&chunk)) shots += chunk.last();
   EXPECT_TRUE(reader->Finish().ok());
   EXPECT_EQ(shots, kShots);
+}
+
+class BudgetTest : public ServiceTest {
+ protected:
+  static constexpr uint64_t kShotBytes = kTracesPerShot * kSamples * 4;
+  void SetUp() override {
+    max_inflight_bytes_ = 5 * kShotBytes / 2;  // two and a half shots for all streams
+    ServiceTest::SetUp();
+  }
+};
+
+TEST_F(BudgetTest, StreamsShareTheInflightBudgetAndAllFinish) {
+  constexpr int kStreams = 4;
+  std::vector<std::thread> threads;
+  std::vector<int> shots(kStreams, 0);
+  std::vector<bool> in_order(kStreams, true);
+  for (int k = 0; k < kStreams; ++k) {
+    threads.emplace_back([&, k] {
+      grpc::ClientContext ctx;
+      auto reader = stub_->StreamShots(&ctx, Request(3, 4));
+      v1::ShotChunk chunk;
+      while (reader->Read(&chunk)) {
+        if (!chunk.last()) continue;
+        in_order[k] = in_order[k] && chunk.shot_id() == shots[k] % kShots;
+        ++shots[k];
+        if (k == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));  // one slow
+      }
+      EXPECT_TRUE(reader->Finish().ok());
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int k = 0; k < kStreams; ++k) {
+    EXPECT_EQ(shots[k], 3 * kShots) << k;
+    EXPECT_TRUE(in_order[k]) << k;
+  }
+  // Within the budget, plus at most one shot per stream (the progress guarantee).
+  EXPECT_LE(counters_.inflight_bytes_peak.load(),
+            static_cast<int64_t>(max_inflight_bytes_ + kStreams * kShotBytes));
+  EXPECT_TRUE(WaitFor([&] { return counters_.active_streams.load() == 0; }));
+  EXPECT_EQ(counters_.inflight_bytes.load(), 0);
+}
+
+TEST_F(BudgetTest, CancelWhileWaitingForTheBudget) {
+  for (int i = 0; i < 30; ++i) {
+    grpc::ClientContext a, b;
+    auto ra = stub_->StreamShots(&a, Request(5, 4));
+    auto rb = stub_->StreamShots(&b, Request(5, 4));
+    v1::ShotChunk chunk;
+    ra->Read(&chunk);
+    rb->Read(&chunk);
+    a.TryCancel();
+    b.TryCancel();
+    while (ra->Read(&chunk)) {
+    }
+    while (rb->Read(&chunk)) {
+    }
+    ra->Finish();
+    rb->Finish();
+  }
+  EXPECT_TRUE(WaitFor([&] {
+    return counters_.active_streams.load() == 0 && counters_.inflight_bytes.load() == 0;
+  }));
 }
 
 TEST_F(ServiceTest, ValidationErrorsBeforeAnyData) {
