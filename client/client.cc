@@ -1,7 +1,5 @@
 #include "client/client.h"
 
-#include <zlib.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -14,13 +12,18 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "client/chunk_reader.h"
+#include "server/common/crc32.h"
 #include "grpcpp/grpcpp.h"
+#include "grpcpp/impl/codegen/sync_stream.h"
 #include "shotstream/v1/shotstream.grpc.pb.h"
 
 namespace shotstream::client {
 namespace {
 
 namespace v1 = ::shotstream::v1;
+
+constexpr char kStreamShotsMethod[] = "/shotstream.v1.ShotStream/StreamShots";
 
 // The one place where grpc::Status becomes absl::Status on the client.
 absl::Status FromGrpc(const grpc::Status& s) {
@@ -217,8 +220,16 @@ class GrpcShotReader final : public ShotReader {
       if (cancelled_) return absl::CancelledError("stream cancelled by the client");
       context_ = &ctx;
     }
-    std::unique_ptr<grpc::ClientReader<v1::ShotChunk>> reader =
-        client_->targets[target].stub->StreamShots(&ctx, request);
+    // Raw messages: the samples go from gRPC's slices to the shot buffer in one copy.
+    const std::string bytes = request.SerializeAsString();
+    grpc::Slice slice(bytes);
+    grpc::ByteBuffer raw_request(&slice, 1);
+    const auto& channel = client_->targets[target].channel;
+    grpc::internal::RpcMethod method(kStreamShotsMethod,
+                                     grpc::internal::RpcMethod::SERVER_STREAMING, channel);
+    std::unique_ptr<grpc::ClientReader<grpc::ByteBuffer>> reader(
+        grpc::internal::ClientReaderFactory<grpc::ByteBuffer>::Create(channel.get(), method, &ctx,
+                                                                      raw_request));
     absl::Status error = ReadChunks(reader.get(), delivered);
     if (!error.ok()) ctx.TryCancel();
     grpc::Status status = reader->Finish();
@@ -230,12 +241,15 @@ class GrpcShotReader final : public ShotReader {
     return FromGrpc(status);
   }
 
-  absl::Status ReadChunks(grpc::ClientReader<v1::ShotChunk>* reader, size_t* delivered) {
-    v1::ShotChunk chunk;  // reused: its samples string keeps its capacity
+  absl::Status ReadChunks(grpc::ClientReader<grpc::ByteBuffer>* reader, size_t* delivered) {
+    grpc::ByteBuffer bb;
+    RawChunk raw;
     Shot shot;
     uint32_t crc = 0;
     bool in_shot = false;
-    while (reader->Read(&chunk)) {
+    while (reader->Read(&bb)) {
+      if (absl::Status s = raw.Parse(&bb); !s.ok()) return s;
+      const v1::ShotChunk& chunk = raw.meta();
       if (!in_shot) {
         shot = Shot();
         shot.shot_id = chunk.shot_id();
@@ -258,15 +272,12 @@ class GrpcShotReader final : public ShotReader {
         crc = 0;
         in_shot = true;
       }
-      const std::string& data = chunk.samples();
       const uint64_t total = shot.samples.size() * sizeof(float);
-      if (chunk.offset() > total || data.size() > total - chunk.offset()) {
+      if (chunk.offset() > total || raw.samples_size() > total - chunk.offset()) {
         return absl::DataLossError(absl::StrCat("shot ", shot.shot_id, ": chunk at byte ",
                                                 chunk.offset(), " overruns the shot"));
       }
-      std::memcpy(reinterpret_cast<char*>(shot.samples.data()) + chunk.offset(), data.data(),
-                  data.size());
-      crc = Crc32(crc, data.data(), data.size());
+      crc = raw.CopySamples(reinterpret_cast<uint8_t*>(shot.samples.data()) + chunk.offset(), crc);
       if (!chunk.last()) continue;
       in_shot = false;
       if (crc != chunk.crc32()) {
@@ -306,7 +317,7 @@ class GrpcShotReader final : public ShotReader {
 }  // namespace
 
 uint32_t Crc32(uint32_t crc, const void* data, size_t size) {
-  return static_cast<uint32_t>(::crc32_z(crc, static_cast<const Bytef*>(data), size));
+  return shotstream::Crc32(crc, data, size);
 }
 
 absl::StatusOr<std::unique_ptr<Client>> Client::Connect(const std::vector<std::string>& targets,

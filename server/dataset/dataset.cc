@@ -1,7 +1,6 @@
 #include "server/dataset/dataset.h"
 
 #include <glob.h>
-#include <zlib.h>
 
 #include <algorithm>
 
@@ -11,6 +10,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "server/catalog/catalog_store.h"
+#include "server/common/crc32.h"
 #include "server/common/status_macros.h"
 
 namespace shotstream::dataset {
@@ -154,10 +154,8 @@ absl::StatusOr<ShotData> Dataset::ReadShot(int64_t shot_id,
   std::vector<float*> dst(traces.size());
   for (uint64_t t = 0; t < traces.size(); t += per_chunk) {
     const uint64_t n = std::min<uint64_t>(per_chunk, traces.size() - t);
-    out.chunks.emplace_back();
-    std::string& chunk = out.chunks.back();
-    chunk.resize(n * trace_out_bytes);
-    float* base = reinterpret_cast<float*>(chunk.data());
+    out.chunks.emplace_back(n * trace_out_bytes);  // not zero-filled: the decoder writes all
+    float* base = reinterpret_cast<float*>(out.chunks.back().data());
     for (uint64_t i = 0; i < n; ++i) dst[t + i] = base + i * n_samples_;
   }
   std::vector<uint8_t> raw_headers;
@@ -172,11 +170,9 @@ absl::StatusOr<ShotData> Dataset::ReadShot(int64_t shot_id,
     }
     out.headers.emplace_back(h.name, std::move(column));
   }
-  uLong crc = ::crc32(0L, Z_NULL, 0);
-  for (const std::string& chunk : out.chunks) {
-    crc = ::crc32_z(crc, reinterpret_cast<const Bytef*>(chunk.data()), chunk.size());
-  }
-  out.crc32 = static_cast<uint32_t>(crc);
+  uint32_t crc = 0;
+  for (const SampleBuffer& chunk : out.chunks) crc = Crc32(crc, chunk.data(), chunk.size());
+  out.crc32 = crc;
   return out;
 }
 

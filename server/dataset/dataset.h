@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "server/catalog/catalog.h"
+#include "server/common/sample_buffer.h"
 #include "server/io/coalescing_reader.h"
 #include "server/segy/segy_file.h"
 #include "server/segy/trace_header.h"
@@ -40,7 +41,7 @@ struct ShotData {
   uint32_t n_traces = 0;
   uint32_t n_samples = 0;
   uint64_t total_bytes = 0;
-  std::vector<std::string> chunks;
+  std::vector<SampleBuffer> chunks;
   std::vector<std::pair<std::string, std::vector<double>>> headers;
   uint32_t crc32 = 0;
 };

@@ -54,7 +54,7 @@ TEST(DatasetTest, ReadsShotAcrossFilesWithHeadersChunksAndCrc) {
   ASSERT_EQ(shot->chunks.size(), 3u);
   EXPECT_EQ(shot->chunks[2].size(), 2u * 5 * 4);
   std::string all;
-  for (const auto& c : shot->chunks) all += c;
+  for (const auto& c : shot->chunks) all.append(c.view());
   ASSERT_EQ(all.size(), shot->total_bytes);
   const float* v = reinterpret_cast<const float*>(all.data());
   for (int trace = 0; trace < 8; ++trace) {

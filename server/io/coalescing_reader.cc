@@ -61,8 +61,13 @@ absl::Status ReadTraces(absl::Span<const segy::SegyFile* const> files,
   for (const CoalescedRead& r : plan.reads) {
     const segy::SegyFile& file = *files[r.file_id];
     const segy::SegyLayout& layout = file.layout();
-    if (scratch.size() < r.length) scratch.resize(r.length);
-    SS_RETURN_IF_ERROR(file.ReadAt(r.offset, r.length, scratch.data()));
+    // Memory-mapped files are decoded in place; others are read into the scratch buffer.
+    SS_ASSIGN_OR_RETURN(const uint8_t* base, file.View(r.offset, r.length));
+    if (base == nullptr) {
+      if (scratch.size() < r.length) scratch.resize(r.length);
+      SS_RETURN_IF_ERROR(file.ReadAt(r.offset, r.length, scratch.data()));
+      base = scratch.data();
+    }
     if (stats != nullptr) {
       ++stats->reads;
       stats->bytes_read += r.length;
@@ -70,7 +75,7 @@ absl::Status ReadTraces(absl::Span<const segy::SegyFile* const> files,
     }
     for (size_t k = r.first; k < r.first + r.count; ++k) {
       const size_t i = plan.order[k];
-      const uint8_t* trace = scratch.data() + (traces[i].offset - r.offset);
+      const uint8_t* trace = base + (traces[i].offset - r.offset);
       segy::DecodeSamples(trace + layout.header_bytes(), layout.n_samples, layout.format,
                           layout.byte_order, sample_dst[i]);
       if (header_dst != nullptr) std::memcpy(header_dst + 240 * i, trace, 240);

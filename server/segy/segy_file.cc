@@ -332,19 +332,26 @@ absl::Status SegyFile::ParseLayout(const OpenOptions& options) {
   return absl::OkStatus();
 }
 
-absl::Status SegyFile::ReadAt(uint64_t offset, uint64_t length, uint8_t* dst) const {
+absl::StatusOr<const uint8_t*> SegyFile::View(uint64_t offset, uint64_t length) const {
+  if (map_ == nullptr) return nullptr;
   read_calls_.fetch_add(1, std::memory_order_relaxed);
+  struct stat st;
+  const uint64_t now = ::fstat(fd_, &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
+  if (offset + length > std::min(now, map_size_)) {
+    return absl::DataLossError(absl::StrCat(
+        path_, ": file is now ", now, " bytes but ", length, " bytes were expected at byte "
+        "offset ", offset, " (file truncated or replaced while serving)"));
+  }
+  return map_ + offset;
+}
+
+absl::Status SegyFile::ReadAt(uint64_t offset, uint64_t length, uint8_t* dst) const {
   if (map_ != nullptr) {
-    struct stat st;
-    const uint64_t now = ::fstat(fd_, &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
-    if (offset + length > std::min(now, map_size_)) {
-      return absl::DataLossError(absl::StrCat(
-          path_, ": file is now ", now, " bytes but ", length, " bytes were expected at byte "
-          "offset ", offset, " (file truncated or replaced while serving)"));
-    }
-    std::memcpy(dst, map_ + offset, length);
+    SS_ASSIGN_OR_RETURN(const uint8_t* view, View(offset, length));
+    std::memcpy(dst, view, length);
     return absl::OkStatus();
   }
+  read_calls_.fetch_add(1, std::memory_order_relaxed);
   uint64_t done = 0;
   while (done < length) {
     const ssize_t n = ::pread(fd_, dst + done, length - done, offset + done);

@@ -71,6 +71,11 @@ class SegyFile {
   // (DATA_LOSS when the file is shorter than expected, UNAVAILABLE on I/O errors).
   absl::Status ReadAt(uint64_t offset, uint64_t length, uint8_t* dst) const;
 
+  // Opened with use_mmap: `length` bytes at `offset` in place, inside the mapping, after
+  // the same size check as ReadAt (DATA_LOSS past the current end). Otherwise null: use
+  // ReadAt. The bytes stay valid while the file is open.
+  absl::StatusOr<const uint8_t*> View(uint64_t offset, uint64_t length) const;
+
   // How many ReadAt calls this file has served (for tests and metrics).
   uint64_t read_calls() const { return read_calls_.load(std::memory_order_relaxed); }
 

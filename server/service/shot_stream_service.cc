@@ -12,6 +12,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "grpcpp/grpcpp.h"
+#include "server/service/chunk_wire.h"
 #include "server/service/grpc_status.h"
 #include "server/stream/byte_budget.h"
 #include "shotstream/v1/shotstream.grpc.pb.h"
@@ -89,7 +90,7 @@ void RaiseMax(std::atomic<int64_t>* max, int64_t value) {
 //
 // Thread-safe: reactions and pool callbacks synchronise on mu_. The reactor deletes
 // itself once gRPC has called OnDone and no read is in flight.
-class StreamShotsReactor final : public grpc::ServerWriteReactor<v1::ShotChunk>,
+class StreamShotsReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
                                  public stream::ByteBudget::Waiter {
  public:
   // Finishes at once with `error`.
@@ -327,32 +328,37 @@ class StreamShotsReactor final : public grpc::ServerWriteReactor<v1::ShotChunk>,
       return true;
     }
     dataset::ShotData& shot = *slot.shot;
-    msg_.Clear();
+    v1::ShotChunk meta;
     const size_t c = slot.next_chunk++;
-    msg_.set_index(static_cast<uint32_t>(window_base_));
-    msg_.set_shot_id(shot.shot_id);
-    msg_.set_n_traces(shot.n_traces);
-    msg_.set_n_samples(shot.n_samples);
-    msg_.set_sample_interval_us(plan_.dataset->sample_interval_us());
-    msg_.set_offset(chunk_offset_);
-    msg_.set_total_bytes(shot.total_bytes);
+    meta.set_index(static_cast<uint32_t>(window_base_));
+    meta.set_shot_id(shot.shot_id);
+    meta.set_n_traces(shot.n_traces);
+    meta.set_n_samples(shot.n_samples);
+    meta.set_sample_interval_us(plan_.dataset->sample_interval_us());
+    meta.set_offset(chunk_offset_);
+    meta.set_total_bytes(shot.total_bytes);
     if (c == 0) {
       for (auto& [name, values] : shot.headers) {
-        v1::HeaderColumn* col = msg_.add_headers();
+        v1::HeaderColumn* col = meta.add_headers();
         col->set_name(name);
         col->mutable_values()->Add(values.begin(), values.end());
       }
     }
-    chunk_offset_ += shot.chunks[c].size();
-    counters_->bytes_sent += static_cast<int64_t>(shot.chunks[c].size());
-    bytes_sent_ += shot.chunks[c].size();
-    msg_.set_samples(std::move(shot.chunks[c]));
-    if (c == 0 && plan_.corrupt_shot == shot.shot_id && !msg_.samples().empty()) {
-      (*msg_.mutable_samples())[0] ^= 0x01;
+    SampleBuffer samples = std::move(shot.chunks[c]);
+    chunk_offset_ += samples.size();
+    counters_->bytes_sent += static_cast<int64_t>(samples.size());
+    bytes_sent_ += samples.size();
+    if (c == 0 && plan_.corrupt_shot == shot.shot_id && !samples.empty()) {
+      samples.data()[0] ^= 0x01;
     }
-    if (slot.next_chunk == shot.chunks.size()) {
-      msg_.set_last(true);
-      msg_.set_crc32(shot.crc32);
+    const bool last = slot.next_chunk == shot.chunks.size();
+    if (last) {
+      meta.set_last(true);
+      meta.set_crc32(shot.crc32);
+    }
+    // The samples go to gRPC as a slice over this buffer: no copy into the message.
+    msg_ = EncodeShotChunk(meta, std::move(samples));
+    if (last) {
       if (budget_ != nullptr) release_after_write_ += shot.total_bytes;
       counters_->shots_sent++;
       counters_->shots_held--;
@@ -406,7 +412,7 @@ class StreamShotsReactor final : public grpc::ServerWriteReactor<v1::ShotChunk>,
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;   // no more reads or writes
   bool done_ ABSL_GUARDED_BY(mu_) = false;        // OnDone called
   grpc::Status pending_finish_ ABSL_GUARDED_BY(mu_);
-  v1::ShotChunk msg_;  // the message on the wire while writing_
+  grpc::ByteBuffer msg_;  // the message on the wire while writing_
   // For the end-of-stream log line.
   absl::Time start_;
   uint64_t bytes_sent_ ABSL_GUARDED_BY(mu_) = 0;
@@ -414,7 +420,10 @@ class StreamShotsReactor final : public grpc::ServerWriteReactor<v1::ShotChunk>,
   std::string final_message_;
 };
 
-class ShotStreamServiceImpl final : public v1::ShotStream::CallbackService {
+// StreamShots is served raw (ByteBuffer) so that samples reach gRPC without a copy; the
+// other methods use the generated message types.
+class ShotStreamServiceImpl final
+    : public v1::ShotStream::WithRawCallbackMethod_StreamShots<v1::ShotStream::CallbackService> {
  public:
   ShotStreamServiceImpl(const std::vector<DatasetEntry>* datasets, stream::ReaderPool* pool,
                         const ServiceOptions& options)
@@ -457,8 +466,24 @@ class ShotStreamServiceImpl final : public v1::ShotStream::CallbackService {
     return reactor;
   }
 
-  grpc::ServerWriteReactor<v1::ShotChunk>* StreamShots(
-      grpc::CallbackServerContext* ctx, const v1::StreamShotsRequest* request) override {
+  grpc::ServerWriteReactor<grpc::ByteBuffer>* StreamShots(
+      grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* raw_request) override {
+    v1::StreamShotsRequest parsed;
+    {
+      std::vector<grpc::Slice> slices;
+      std::string bytes;
+      if (raw_request->Dump(&slices).ok()) {
+        for (const grpc::Slice& sl : slices) {
+          bytes.append(reinterpret_cast<const char*>(sl.begin()), sl.size());
+        }
+      }
+      if (!parsed.ParseFromString(bytes)) {
+        return new StreamShotsReactor(
+            grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "malformed StreamShotsRequest"),
+            counters_);
+      }
+    }
+    const v1::StreamShotsRequest* request = &parsed;
     if (absl::Status auth = Authenticate(ctx); !auth.ok()) {
       return new StreamShotsReactor(ToGrpcStatus(auth), counters_);
     }

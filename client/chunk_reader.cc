@@ -1,0 +1,146 @@
+#include "client/chunk_reader.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "server/common/crc32.h"
+
+namespace shotstream::client {
+namespace {
+
+constexpr int kSamplesField = 15;
+
+// A read position across slices.
+class Cursor {
+ public:
+  explicit Cursor(const std::vector<grpc::Slice>& slices) : slices_(slices) { Settle(); }
+  bool done() const { return slice_ >= slices_.size(); }
+  size_t slice() const { return slice_; }
+  size_t offset() const { return offset_; }
+  bool Byte(uint8_t* b) {
+    if (done()) return false;
+    *b = slices_[slice_].begin()[offset_++];
+    Settle();
+    return true;
+  }
+  bool Varint(uint64_t* v) {
+    *v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      uint8_t b;
+      if (!Byte(&b)) return false;
+      *v |= uint64_t{b & 0x7fu} << shift;
+      if (!(b & 0x80)) return true;
+    }
+    return false;
+  }
+  // Moves n bytes on, appending them to `out` when not null.
+  bool Skip(uint64_t n, std::string* out) {
+    while (n > 0) {
+      if (done()) return false;
+      const size_t take = std::min<uint64_t>(n, slices_[slice_].size() - offset_);
+      if (out) out->append(reinterpret_cast<const char*>(slices_[slice_].begin()) + offset_, take);
+      offset_ += take;
+      n -= take;
+      Settle();
+    }
+    return true;
+  }
+
+ private:
+  void Settle() {
+    while (slice_ < slices_.size() && offset_ >= slices_[slice_].size()) {
+      ++slice_;
+      offset_ = 0;
+    }
+  }
+  const std::vector<grpc::Slice>& slices_;
+  size_t slice_ = 0;
+  size_t offset_ = 0;
+};
+
+void AppendVarint(uint64_t v, std::string* out) {
+  while (v >= 0x80) {
+    out->push_back(static_cast<char>(v | 0x80));
+    v >>= 7;
+  }
+  out->push_back(static_cast<char>(v));
+}
+
+absl::Status Malformed(const char* what) {
+  return absl::DataLossError(std::string("malformed ShotChunk: ") + what);
+}
+
+}  // namespace
+
+absl::Status RawChunk::Parse(grpc::ByteBuffer* bb) {
+  slices_.clear();
+  meta_.Clear();
+  samples_size_ = 0;
+  if (!bb->Dump(&slices_).ok()) return Malformed("cannot read the message");
+  Cursor c(slices_);
+  std::string meta_bytes;
+  while (!c.done()) {
+    uint64_t tag;
+    if (!c.Varint(&tag)) return Malformed("truncated tag");
+    const int field = static_cast<int>(tag >> 3), wire = static_cast<int>(tag & 7);
+    if (field == kSamplesField && wire == 2) {
+      uint64_t len;
+      if (!c.Varint(&len)) return Malformed("truncated samples length");
+      samples_slice_ = c.slice();
+      samples_offset_ = c.offset();
+      samples_size_ = len;
+      if (!c.Skip(len, nullptr)) return Malformed("samples past the end");
+      continue;
+    }
+    // Any other field: its bytes go to protobuf as they are.
+    AppendVarint(tag, &meta_bytes);
+    switch (wire) {
+      case 0: {
+        uint64_t v;
+        if (!c.Varint(&v)) return Malformed("truncated varint");
+        AppendVarint(v, &meta_bytes);
+        break;
+      }
+      case 1:
+        if (!c.Skip(8, &meta_bytes)) return Malformed("truncated fixed64");
+        break;
+      case 5:
+        if (!c.Skip(4, &meta_bytes)) return Malformed("truncated fixed32");
+        break;
+      case 2: {
+        uint64_t len;
+        if (!c.Varint(&len)) return Malformed("truncated length");
+        AppendVarint(len, &meta_bytes);
+        if (!c.Skip(len, &meta_bytes)) return Malformed("field past the end");
+        break;
+      }
+      default:
+        return Malformed("unknown wire type");
+    }
+  }
+  if (!meta_.ParseFromString(meta_bytes)) return Malformed("metadata does not parse");
+  return absl::OkStatus();
+}
+
+uint32_t RawChunk::CopySamples(uint8_t* dst, uint32_t crc) const {
+  constexpr size_t kPiece = 64 * 1024;  // CRC then copy while the piece is in cache
+  uint64_t left = samples_size_;
+  size_t slice = samples_slice_, offset = samples_offset_;
+  while (left > 0 && slice < slices_.size()) {
+    const uint8_t* src = slices_[slice].begin() + offset;
+    const size_t avail = std::min<uint64_t>(left, slices_[slice].size() - offset);
+    for (size_t done = 0; done < avail; done += kPiece) {
+      const size_t n = std::min(kPiece, avail - done);
+      crc = Crc32(crc, src + done, n);
+      std::memcpy(dst, src + done, n);
+      dst += n;
+    }
+    left -= avail;
+    ++slice;
+    offset = 0;
+  }
+  return crc;
+}
+
+}  // namespace shotstream::client

@@ -1,0 +1,28 @@
+#include "server/common/crc32.h"
+
+#include <zlib.h>
+
+#include <random>
+#include <string>
+
+#include "gtest/gtest.h"
+
+namespace shotstream {
+namespace {
+
+TEST(Crc32Test, AgreesWithZlibOnAnyLengthAndSplit) {
+  std::mt19937 rng(5);
+  std::string data(1 << 20, '\0');
+  for (char& c : data) c = static_cast<char>(rng());
+  for (size_t n : {size_t{0}, size_t{1}, size_t{15}, size_t{64}, size_t{4097}, data.size()}) {
+    const uint32_t want = static_cast<uint32_t>(
+        crc32_z(0, reinterpret_cast<const Bytef*>(data.data()), n));
+    EXPECT_EQ(Crc32(0, data.data(), n), want) << n;
+    const size_t half = n / 3;
+    EXPECT_EQ(Crc32(Crc32(0, data.data(), half), data.data() + half, n - half), want) << n;
+  }
+  EXPECT_EQ(Crc32(0, "123456789", 9), 0xCBF43926u);  // the CRC-32 check value
+}
+
+}  // namespace
+}  // namespace shotstream
