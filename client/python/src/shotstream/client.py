@@ -116,6 +116,52 @@ def _error(exc):
     return ShotstreamError(grpc.StatusCode.UNKNOWN, str(exc))
 
 
+_SAMPLES_TAG = (15 << 3) | 2  # ShotChunk.samples
+
+
+def _varint(b, pos):
+    v = shift = 0
+    while True:
+        byte = b[pos]
+        pos += 1
+        v |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return v, pos
+        shift += 7
+
+
+def _split_chunk(raw):
+    """Raw ShotChunk bytes -> (metadata message without samples, memoryview of the samples).
+    The samples are not copied (protobuf's parser would copy them once more)."""
+    view = memoryview(raw)
+    meta_parts = []
+    samples = view[0:0]
+    pos, n = 0, len(raw)
+    while pos < n:
+        start = pos
+        tag, pos = _varint(raw, pos)
+        wire = tag & 7
+        if wire == 0:
+            _, pos = _varint(raw, pos)
+        elif wire == 1:
+            pos += 8
+        elif wire == 5:
+            pos += 4
+        elif wire == 2:
+            length, pos = _varint(raw, pos)
+            if tag == _SAMPLES_TAG:
+                samples = view[pos:pos + length]
+                pos += length
+                continue
+            pos += length
+        else:
+            raise ShotstreamError(grpc.StatusCode.DATA_LOSS, "malformed ShotChunk")
+        if pos > n:
+            raise ShotstreamError(grpc.StatusCode.DATA_LOSS, "truncated ShotChunk")
+        meta_parts.append(view[start:pos])
+    return pb.ShotChunk.FromString(b"".join(meta_parts)), samples
+
+
 class _Assembler:
     """Reassembles chunks into shots with one copy, and verifies each shot's CRC-32."""
 
@@ -124,8 +170,9 @@ class _Assembler:
         self._crc = 0
         self._first = None
 
-    def add(self, chunk):
-        """Returns a Shot when `chunk` completes one, else None."""
+    def add(self, raw):
+        """Returns a Shot when the raw chunk completes one, else None."""
+        chunk, data = _split_chunk(raw)
         if self._buf is None:
             n = chunk.n_traces * chunk.n_samples
             if chunk.total_bytes != 4 * n:
@@ -135,7 +182,6 @@ class _Assembler:
             self._buf = np.empty(n, dtype="<f4")
             self._crc = 0
             self._first = chunk
-        data = chunk.samples
         start = chunk.offset
         if start % 4 or len(data) % 4 or start + len(data) > self._buf.nbytes:
             raise ShotstreamError(grpc.StatusCode.DATA_LOSS,
@@ -200,6 +246,11 @@ class Client:
                 ch = grpc.secure_channel(t, creds, options=_CHANNEL_OPTIONS)
             self._channels.append(ch)
         self._stubs = [pb_grpc.ShotStreamStub(ch) for ch in self._channels]
+        # StreamShots with raw responses: chunks are split by _split_chunk, not parsed whole.
+        self._raw_stream = [ch.unary_stream("/shotstream.v1.ShotStream/StreamShots",
+                                            request_serializer=pb.StreamShotsRequest.SerializeToString,
+                                            response_deserializer=None)
+                            for ch in self._channels]
 
     def close(self):
         for ch in self._channels:
@@ -322,7 +373,7 @@ class Client:
                                                         queue_depth=int(queue_depth),
                                                         headers=list(headers),
                                                         max_chunk_bytes=int(max_chunk_bytes))
-                            call = self._stubs[t].StreamShots(req, metadata=self._metadata)
+                            call = self._raw_stream[t](req, metadata=self._metadata)
                             state["call"] = call
                             asm = _Assembler()
                             for chunk in call:
