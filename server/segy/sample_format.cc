@@ -44,11 +44,11 @@ SS_VECTOR_CLONES void DecodeIeee32Swap(const uint8_t* __restrict src, size_t n,
 }
 
 // IBM -> IEEE without branches: the 24-bit fraction converts exactly to float (the
-// hardware normalises it), then four exact multiplications by 2^(exp-70) apply
-// 16^(exp-64) * 2^-24 = 2^(4*(exp-70)) (that factor always lies in float's normal range).
-// Results that fall below float's normal range are redone by the scalar rule (which
-// truncates, as segyio does) in a second pass; overflow gives infinity either way.
-// Returns whether any result fell below float's normal range (and needs the fix-up).
+// hardware normalises it), then 16^(exp-64) * 2^-24 = 2^(4*exp - 280) is applied by
+// adding 4*exp - 280 to that float's exponent field. Where the new exponent leaves
+// float's normal range (underflow to denormals or zero, overflow to infinity) the element
+// is redone by the scalar rule (truncation, as segyio does) in a second pass; the first
+// pass reports whether any needs it.
 template <bool kSwap>
 __attribute__((always_inline)) inline bool DecodeIbmBody(const uint8_t* __restrict src,
                                                          size_t n, float* __restrict dst) {
@@ -58,14 +58,14 @@ __attribute__((always_inline)) inline bool DecodeIbmBody(const uint8_t* __restri
     std::memcpy(&w, src + 4 * i, 4);
     if (kSwap) w = Bswap32(w);
     const int32_t frac = static_cast<int32_t>(w & 0x00ffffffu);
-    // 2^(exp-70) as float bits: biased exponent exp - 70 + 127 = exp + 57 (57 .. 184).
-    const uint32_t sbits = (((w >> 24) & 0x7fu) + 57u) << 23;
-    float scale;
-    std::memcpy(&scale, &sbits, 4);
-    const float f = static_cast<float>(frac) * scale * scale * scale * scale;
-    uint32_t bits;
-    std::memcpy(&bits, &f, 4);
-    any |= static_cast<uint32_t>((bits & 0x7f800000u) == 0) & static_cast<uint32_t>(bits != 0);
+    const float f = static_cast<float>(frac);
+    uint32_t fb;
+    std::memcpy(&fb, &f, 4);
+    const int32_t e = static_cast<int32_t>(fb >> 23) +
+                      static_cast<int32_t>((w >> 24) & 0x7fu) * 4 - 280;
+    uint32_t bits = (fb & 0x007fffffu) | (static_cast<uint32_t>(e) << 23);
+    bits = frac != 0 ? bits : 0u;
+    any |= static_cast<uint32_t>((e < 1) | (e > 254)) & static_cast<uint32_t>(frac != 0);
     bits |= w & 0x80000000u;
     std::memcpy(dst + i, &bits, 4);
   }
@@ -92,14 +92,16 @@ void DecodeIbm(const uint8_t* src, size_t n, float* dst) {
     float* d = dst + start;
     const bool below = kSwap ? DecodeIbmSwap(s, m, d) : DecodeIbmNative(s, m, d);
     if (!below) continue;
-    // Below float's normal range (exponent bits 0) but not zero: the documented rule.
+    // Outside float's normal range: the documented scalar rule.
     uint32_t* out = reinterpret_cast<uint32_t*>(d);
     for (size_t i = 0; i < m; ++i) {
-      if ((out[i] & 0x7f800000u) == 0 && (out[i] & 0x7fffffffu) != 0) {
-        uint32_t w;
-        std::memcpy(&w, s + 4 * i, 4);
-        out[i] = IbmToIeeeBits(kSwap ? Bswap32(w) : w);
-      }
+      uint32_t w;
+      std::memcpy(&w, s + 4 * i, 4);
+      if (kSwap) w = Bswap32(w);
+      const uint32_t frac = w & 0x00ffffffu;
+      if (frac == 0) continue;
+      const int e = (127 + 31 - __builtin_clz(frac)) + static_cast<int>((w >> 24) & 0x7fu) * 4 - 280;
+      if (e < 1 || e > 254) out[i] = IbmToIeeeBits(w);
     }
   }
 }
