@@ -1,5 +1,10 @@
 #include "client/client.h"
 
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -9,6 +14,7 @@
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
@@ -320,8 +326,51 @@ uint32_t Crc32(uint32_t crc, const void* data, size_t size) {
   return shotstream::Crc32(crc, data, size);
 }
 
-absl::StatusOr<std::unique_ptr<Client>> Client::Connect(const std::vector<std::string>& targets,
+absl::StatusOr<std::vector<std::string>> ExpandTargets(const std::vector<std::string>& targets) {
+  std::vector<std::string> out;
+  for (const std::string& t : targets) {
+    constexpr absl::string_view kDns = "dns:///";
+    if (!absl::StartsWith(t, kDns)) {
+      out.push_back(t);
+      continue;
+    }
+    const std::string hostport = t.substr(kDns.size());
+    const size_t colon = hostport.rfind(':');
+    if (colon == std::string::npos || colon == 0) {
+      return absl::InvalidArgumentError(absl::StrCat("target '", t, "': expected dns:///NAME:PORT"));
+    }
+    std::string host = hostport.substr(0, colon);
+    const std::string port = hostport.substr(colon + 1);
+    if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
+      host = host.substr(1, host.size() - 2);
+    }
+    addrinfo hints{};
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* res = nullptr;
+    if (getaddrinfo(host.c_str(), port.c_str(), &hints, &res) != 0 || res == nullptr) {
+      return absl::UnavailableError(absl::StrCat("target '", t, "': cannot resolve ", host));
+    }
+    const size_t before = out.size();
+    for (addrinfo* a = res; a != nullptr; a = a->ai_next) {
+      char ip[INET6_ADDRSTRLEN];
+      const void* addr = a->ai_family == AF_INET6
+                             ? static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(a->ai_addr)->sin6_addr)
+                             : static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(a->ai_addr)->sin_addr);
+      if (inet_ntop(a->ai_family, addr, ip, sizeof(ip)) == nullptr) continue;
+      const std::string target = a->ai_family == AF_INET6 ? absl::StrCat("[", ip, "]:", port)
+                                                          : absl::StrCat(ip, ":", port);
+      if (std::find(out.begin() + before, out.end(), target) == out.end()) out.push_back(target);
+    }
+    freeaddrinfo(res);
+  }
+  return out;
+}
+
+absl::StatusOr<std::unique_ptr<Client>> Client::Connect(const std::vector<std::string>& given,
                                                         const ClientOptions& options) {
+  auto expanded = ExpandTargets(given);
+  if (!expanded.ok()) return expanded.status();
+  const std::vector<std::string>& targets = *expanded;
   if (targets.empty()) return absl::InvalidArgumentError("no target; expected HOST:PORT");
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(-1);

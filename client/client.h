@@ -84,8 +84,10 @@ class ShotReader {
 
 class Client {
  public:
-  // Connects lazily to each HOST:PORT; with several targets each shot is fetched from a
-  // server that holds it (learned from GetDataset), shots held by several are spread.
+  // Connects lazily to each HOST:PORT ("dns:///NAME:PORT" stands for every address NAME
+  // resolves to, e.g. a Kubernetes headless Service); with several targets each shot is
+  // fetched from a server that holds it (learned from GetDataset), shots held by several
+  // are spread.
   static absl::StatusOr<std::unique_ptr<Client>> Connect(const std::vector<std::string>& targets,
                                                          const ClientOptions& options = {});
   static absl::StatusOr<std::unique_ptr<Client>> Connect(const std::string& target) {
@@ -107,6 +109,9 @@ class Client {
   explicit Client(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
+
+// Targets as given, except that "dns:///NAME:PORT" becomes one target per address.
+absl::StatusOr<std::vector<std::string>> ExpandTargets(const std::vector<std::string>& targets);
 
 // CRC-32 (zlib polynomial) of bytes, continuing from `crc` (start with 0).
 uint32_t Crc32(uint32_t crc, const void* data, size_t size);

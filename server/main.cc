@@ -69,6 +69,8 @@ ABSL_FLAG(int64_t, default_queue_depth, -1, "shots read ahead per stream when no
 ABSL_FLAG(int64_t, max_queue_depth, -1, "largest queue depth a client may ask for (16)");
 ABSL_FLAG(int64_t, max_chunk_bytes, -1, "largest sample payload per message (4 MiB)");
 ABSL_FLAG(int64_t, max_gap_bytes, -1, "for --dataset flags: coalesce across gaps up to this");
+ABSL_FLAG(int64_t, max_read_bytes, -1,
+          "for --dataset flags: largest coalesced read (1 MiB; raise for network storage)");
 ABSL_FLAG(int64_t, max_streams, -1, "concurrent streams, all peers (256)");
 ABSL_FLAG(int64_t, max_streams_per_peer, -1, "concurrent streams from one address (64)");
 ABSL_FLAG(int64_t, max_shots_per_request, -1, "shot ids in one request (1000000)");
@@ -159,6 +161,7 @@ absl::StatusOr<ServerConfig> BuildConfig(const std::vector<std::string>& dataset
     OverrideIfSet(absl::GetFlag(FLAGS_byte_order), &d.byte_order);
     OverrideIfSet(absl::GetFlag(FLAGS_io), &d.io);
     OverrideIfSet(absl::GetFlag(FLAGS_max_gap_bytes), &d.max_gap_bytes);
+    OverrideIfSet(absl::GetFlag(FLAGS_max_read_bytes), &d.max_read_bytes);
     c.datasets.push_back(std::move(d));
   }
   if (absl::Status s = shotstream::config::ValidateServerConfig(c); !s.ok()) return s;
@@ -192,6 +195,7 @@ DatasetEntry LoadDataset(const DatasetConfig& dc, const std::string& catalog_dir
   if (dc.byte_order == "little") spec.byte_order = shotstream::segy::ByteOrder::kLittleEndian;
   spec.use_mmap = dc.io == "mmap";
   spec.coalesce.max_gap_bytes = dc.max_gap_bytes;
+  spec.coalesce.max_read_bytes = dc.max_read_bytes;
   spec.catalog_dir = catalog_dir;
   spec.check_trace_lengths = dc.check_trace_lengths;
   const absl::Time start = absl::Now();

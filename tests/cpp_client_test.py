@@ -94,6 +94,11 @@ class CppClientTest(unittest.TestCase):
             info = harness.cli("info", f"--target={targets}", "--dataset=line").stdout
             self.assertIn("shots: 6", info)
             self.assertIn("traces: 42", info)
+            # A DNS name standing for a server (here a loopback literal, resolved the same way).
+            port = servers[0].target.rsplit(":", 1)[1]
+            info = harness.cli("info", f"--target=dns:///127.0.0.1:{port}",
+                               "--dataset=line").stdout
+            self.assertIn("shots: 2", info)
         finally:
             for s in servers:
                 s.stop()

@@ -117,7 +117,7 @@ absl::StatusOr<ServerConfig> ParseServerConfig(const std::string& yaml, const st
       const YAML::Node d = ds[i];
       SS_CFG(CheckKeys(d, source, where,
                        {"name", "files", "shot_key", "io", "byte_order", "max_gap_bytes",
-                        "check_trace_lengths"}));
+                        "max_read_bytes", "check_trace_lengths"}));
       DatasetConfig dc;
       SS_CFG(Get(d, "name", source, where, &dc.name));
       if (const YAML::Node f = d["files"]) {
@@ -131,6 +131,7 @@ absl::StatusOr<ServerConfig> ParseServerConfig(const std::string& yaml, const st
       SS_CFG(Get(d, "io", source, where, &dc.io));
       SS_CFG(Get(d, "byte_order", source, where, &dc.byte_order));
       SS_CFG(Get(d, "max_gap_bytes", source, where, &dc.max_gap_bytes));
+      SS_CFG(Get(d, "max_read_bytes", source, where, &dc.max_read_bytes));
       SS_CFG(Get(d, "check_trace_lengths", source, where, &dc.check_trace_lengths));
       if (dc.name.empty()) return KeyError(source, where + ".name", "missing");
       if (dc.files.empty()) return KeyError(source, where + ".files", "missing");

@@ -27,8 +27,11 @@ struct CoalesceOptions {
   // Traces whose gap (bytes between the end of one and the start of the next) is at most
   // this are read in one call; the gap bytes are read and thrown away.
   uint64_t max_gap_bytes = 64 * 1024;
-  // A merged read never grows beyond this (a single larger trace is read alone).
-  uint64_t max_read_bytes = 8 * 1024 * 1024;
+  // A merged read never grows beyond this (a single larger trace is read alone). 1 MiB
+  // keeps the buffer in cache while it is decoded: measured 4.5 GB/s for shot gathers
+  // from the page cache, against 1.75 GB/s with 8 MiB reads and 2.75 GB/s with one read
+  // per trace (gather_read_bench). Raise it for storage where each read is a round trip.
+  uint64_t max_read_bytes = 1 << 20;
 };
 
 // One positioned read covering traces order[first .. first+count) of a plan.
