@@ -222,6 +222,36 @@ datasets:
                     plain.list_datasets()
                 self.assertEqual(e.exception.code(), grpc.StatusCode.UNAVAILABLE)
 
+    @unittest.skipUnless(shutil.which("openssl"), "openssl not installed")
+    def test_mutual_tls_requires_a_client_certificate_from_the_ca(self):
+        d = os.path.join(self.tmp, "pki")
+        os.makedirs(d, exist_ok=True)
+
+        def run(*args):
+            subprocess.run(["openssl", *args], check=True, capture_output=True, cwd=d)
+
+        run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out",
+            "ca.crt", "-days", "2", "-subj", "/CN=test-ca")
+        ext = os.path.join(d, "san.ext")
+        with open(ext, "w") as f:
+            f.write("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+        for who in ("server", "client"):
+            run("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{who}.key", "-out",
+                f"{who}.csr", "-subj", f"/CN={who}")
+            run("x509", "-req", "-in", f"{who}.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
+                "-CAcreateserial", "-out", f"{who}.crt", "-days", "2", "-extfile", ext)
+        p = lambda name: os.path.join(d, name)  # noqa: E731
+        with harness.Server([f"--dataset=d={self.data}/*.sgy", f"--tls_cert={p('server.crt')}",
+                             f"--tls_key={p('server.key')}",
+                             f"--tls_client_ca={p('ca.crt')}"]) as server:
+            mtls = {"root": p("ca.crt"), "cert": p("client.crt"), "key": p("client.key")}
+            with shotstream.Client(server.target, tls=mtls) as c:
+                self.assertEqual(next(iter(c.stream("d", [5]))).shot_id, 5)
+            with shotstream.Client(server.target, tls=p("ca.crt"), timeout=5) as no_cert:
+                with self.assertRaises(shotstream.ShotstreamError) as e:
+                    no_cert.list_datasets()
+                self.assertEqual(e.exception.code(), grpc.StatusCode.UNAVAILABLE)
+
 
 if __name__ == "__main__":
     unittest.main()

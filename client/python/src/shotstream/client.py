@@ -211,7 +211,8 @@ class Client:
     NAME resolves to. With several, each shot is fetched from a server that holds it
     (learned from GetDataset); shots held by several servers are spread between them.
     token: bearer token sent as `authorization: Bearer <token>`.
-    tls: None (plaintext), True (system roots) or PEM bytes / a path of the root CA.
+    tls: None (plaintext), True (system roots), PEM bytes / a path of the root CA, or a
+    dict {"root": ..., "cert": ..., "key": ...} (each PEM bytes or a path) for mTLS.
     retries: how many times a broken stream (UNAVAILABLE) is reconnected and resumed from
     the first shot not yet delivered; each attempt waits up to reconnect_timeout seconds
     for the server to come back.
@@ -231,13 +232,15 @@ class Client:
         self.reconnects = 0  # streams resumed after a break, over this client's life
         creds = None
         if tls:
-            root = None
-            if isinstance(tls, (bytes, bytearray)):
-                root = bytes(tls)
-            elif isinstance(tls, str):
-                with open(tls, "rb") as f:
-                    root = f.read()
-            creds = grpc.ssl_channel_credentials(root_certificates=root)
+            def pem(x):
+                if x is None or isinstance(x, (bytes, bytearray)):
+                    return bytes(x) if x is not None else None
+                with open(x, "rb") as f:
+                    return f.read()
+            parts = tls if isinstance(tls, dict) else {"root": None if tls is True else tls}
+            creds = grpc.ssl_channel_credentials(root_certificates=pem(parts.get("root")),
+                                                 private_key=pem(parts.get("key")),
+                                                 certificate_chain=pem(parts.get("cert")))
         self._channels = []
         for t in self._targets:
             if creds is None:
