@@ -19,6 +19,7 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -322,6 +323,9 @@ int main(int argc, char** argv) {
   options.max_inflight_bytes = cfg.max_inflight_bytes;
   options.counters = &counters;
   options.tokens = tokens.get();
+  for (const auto& [name, sets] : cfg.auth_allow) {
+    options.allow[name] = std::set<std::string>(sets.begin(), sets.end());
+  }
   options.log_streams = absl::GetFlag(FLAGS_log_streams);
   options.draining = &draining;
   absl::Duration drain_delay;

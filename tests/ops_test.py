@@ -186,6 +186,43 @@ datasets:
                 with self.assertRaises(shotstream.ShotstreamError):
                     old.dataset("d")
 
+    def test_per_token_dataset_allow_lists(self):
+        tokens = os.path.join(self.tmp, "named_tokens")
+        with open(tokens, "w") as f:
+            f.write("# name token\nalice a-secret\nbob b-secret\nanon-secret\n")
+        cfg = self.write_config(f"""
+auth:
+  token_file: {tokens}
+  allow: {{alice: [line1]}}
+datasets:
+  - {{name: line1, files: {self.data}/*.sgy}}
+  - {{name: line2, files: {self.data}/*.sgy}}
+""")
+        with harness.Server([f"--config={cfg}"]) as server:
+            with shotstream.Client(server.target, token="a-secret") as alice:
+                self.assertEqual([d.name for d in alice.list_datasets()], ["line1"])
+                self.assertEqual(next(iter(alice.stream("line1", [1]))).shot_id, 1)
+                for call in (lambda: alice.dataset("line2"),
+                             lambda: list(alice.stream("line2", [1]))):
+                    with self.assertRaises(shotstream.ShotstreamError) as e:
+                        call()
+                    self.assertEqual(e.exception.code(), grpc.StatusCode.PERMISSION_DENIED)
+                    self.assertIn("token 'alice' may not read dataset 'line2'",
+                                  e.exception.details())
+            for token in ("b-secret", "anon-secret"):  # not restricted
+                with shotstream.Client(server.target, token=token) as other:
+                    self.assertEqual(sorted(d.name for d in other.list_datasets()),
+                                     ["line1", "line2"])
+                    self.assertEqual(next(iter(other.stream("line2", [2]))).shot_id, 2)
+        cfg = self.write_config(f"""
+auth: {{token_file: {tokens}, allow: {{alice: [nope]}}}}
+datasets: [{{name: line1, files: {self.data}/*.sgy}}]
+""")
+        res = subprocess.run([harness.runfile(harness.SERVER), f"--config={cfg}"],
+                             capture_output=True, text=True, timeout=60)
+        self.assertEqual(res.returncode, 2)
+        self.assertIn("auth.allow.alice: unknown dataset 'nope'", res.stderr)
+
     def test_stream_limit_per_peer(self):
         with harness.Server([f"--dataset=d={self.data}/*.sgy", "--max_streams_per_peer=1"]) \
                 as server, shotstream.Client(server.target) as c:

@@ -107,8 +107,17 @@ absl::StatusOr<ServerConfig> ParseServerConfig(const std::string& yaml, const st
     SS_CFG(Get(t, "client_ca", source, "tls", &c.tls_client_ca));
   }
   if (const YAML::Node a = root["auth"]) {
-    SS_CFG(CheckKeys(a, source, "auth", {"token_file"}));
+    SS_CFG(CheckKeys(a, source, "auth", {"token_file", "allow"}));
     SS_CFG(Get(a, "token_file", source, "auth", &c.auth_token_file));
+    if (const YAML::Node allow = a["allow"]) {
+      if (!allow.IsMap()) return KeyError(source, "auth.allow", "expected a map NAME: [datasets]");
+      for (const auto& kv : allow) {
+        const std::string name = kv.first.as<std::string>();
+        std::vector<std::string> sets;
+        SS_CFG(Get(allow, name, source, "auth.allow", &sets));
+        c.auth_allow[name] = sets;
+      }
+    }
   }
   if (const YAML::Node ds = root["datasets"]) {
     if (!ds.IsSequence()) return KeyError(source, "datasets", "expected a list");
@@ -188,6 +197,17 @@ absl::Status ValidateServerConfig(const ServerConfig& c) {
       c.max_inflight_bytes == 0) {
     return absl::InvalidArgumentError("limits: max_streams, max_streams_per_peer, "
                                       "max_shots_per_request and max_inflight_bytes must be > 0");
+  }
+  for (const auto& [name, sets] : c.auth_allow) {
+    for (const std::string& d : sets) {
+      if (!names.count(d)) {
+        return absl::InvalidArgumentError(absl::StrCat("auth.allow.", name, ": unknown dataset '",
+                                                       d, "'"));
+      }
+    }
+  }
+  if (!c.auth_allow.empty() && c.auth_token_file.empty()) {
+    return absl::InvalidArgumentError("auth.allow needs auth.token_file");
   }
   if (c.tls_cert.empty() != c.tls_key.empty()) {
     return absl::InvalidArgumentError("tls: cert and key go together");

@@ -5,6 +5,7 @@
 #define SHOTSTREAM_SERVER_CONFIG_SERVER_CONFIG_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -44,7 +45,9 @@ struct ServerConfig {
   std::string tls_cert;
   std::string tls_key;
   std::string tls_client_ca;
-  std::string auth_token_file;  // bearer tokens, one per line
+  std::string auth_token_file;  // bearer tokens, one per line: TOKEN or NAME TOKEN
+  // auth.allow: per token name, the only datasets that token may read.
+  std::map<std::string, std::vector<std::string>> auth_allow;
   std::vector<DatasetConfig> datasets;
 };
 

@@ -19,7 +19,7 @@ limits:
   max_streams: 10
   max_streams_per_peer: 2
 tls: {cert: /etc/s.crt, key: /etc/s.key, client_ca: /etc/ca.crt}
-auth: {token_file: /etc/tokens}
+auth: {token_file: /etc/tokens, allow: {alice: [line1]}}
 datasets:
   - name: line1
     files: /data/line1/*.sgy
@@ -38,6 +38,7 @@ datasets:
   EXPECT_EQ(c->max_streams_per_peer, 2u);
   EXPECT_EQ(c->tls_client_ca, "/etc/ca.crt");
   EXPECT_EQ(c->auth_token_file, "/etc/tokens");
+  EXPECT_EQ(c->auth_allow.at("alice"), std::vector<std::string>{"line1"});
   ASSERT_EQ(c->datasets.size(), 2u);
   EXPECT_EQ(c->datasets[0].files, std::vector<std::string>{"/data/line1/*.sgy"});
   EXPECT_EQ(c->datasets[0].shot_key, "energy_source_point");
@@ -85,6 +86,11 @@ TEST(ServerConfigTest, ValidationNamesTheProblem) {
   c.datasets[1].name = "../etc";
   EXPECT_FALSE(ValidateServerConfig(c).ok());
   c.datasets[1].name = "b";
+  c.auth_token_file = "t";
+  c.auth_allow["bob"] = {"nope"};
+  EXPECT_NE(ValidateServerConfig(c).message().find("auth.allow.bob: unknown dataset 'nope'"),
+            absl::string_view::npos);
+  c.auth_allow.clear();
   c.tls_cert = "x.crt";
   EXPECT_NE(ValidateServerConfig(c).message().find("cert and key"), absl::string_view::npos);
 }

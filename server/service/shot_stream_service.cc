@@ -439,11 +439,14 @@ class ShotStreamServiceImpl final
                                          const v1::ListDatasetsRequest*,
                                          v1::ListDatasetsResponse* response) override {
     auto* reactor = ctx->DefaultReactor();
-    if (absl::Status auth = Authenticate(ctx); !auth.ok()) {
+    std::string who;
+    if (absl::Status auth = Authenticate(ctx, &who); !auth.ok()) {
       reactor->Finish(ToGrpcStatus(auth));
       return reactor;
     }
-    for (const DatasetEntry& e : *datasets_) FillInfo(e, false, response->add_datasets());
+    for (const DatasetEntry& e : *datasets_) {
+      if (Allowed(who, e.name).ok()) FillInfo(e, false, response->add_datasets());
+    }
     reactor->Finish(grpc::Status::OK);
     return reactor;
   }
@@ -452,8 +455,13 @@ class ShotStreamServiceImpl final
                                        const v1::GetDatasetRequest* request,
                                        v1::DatasetInfo* response) override {
     auto* reactor = ctx->DefaultReactor();
-    if (absl::Status auth = Authenticate(ctx); !auth.ok()) {
+    std::string who;
+    if (absl::Status auth = Authenticate(ctx, &who); !auth.ok()) {
       reactor->Finish(ToGrpcStatus(auth));
+      return reactor;
+    }
+    if (absl::Status allowed = Allowed(who, request->name()); !allowed.ok()) {
+      reactor->Finish(ToGrpcStatus(allowed));
       return reactor;
     }
     const DatasetEntry* e = Find(request->name());
@@ -484,8 +492,12 @@ class ShotStreamServiceImpl final
       }
     }
     const v1::StreamShotsRequest* request = &parsed;
-    if (absl::Status auth = Authenticate(ctx); !auth.ok()) {
+    std::string who;
+    if (absl::Status auth = Authenticate(ctx, &who); !auth.ok()) {
       return new StreamShotsReactor(ToGrpcStatus(auth), counters_);
+    }
+    if (absl::Status allowed = Allowed(who, request->dataset()); !allowed.ok()) {
+      return new StreamShotsReactor(ToGrpcStatus(allowed), counters_);
     }
     if (options_.draining != nullptr && options_.draining->load()) {
       return new StreamShotsReactor(
@@ -515,14 +527,23 @@ class ShotStreamServiceImpl final
     return nullptr;
   }
 
-  absl::Status Authenticate(grpc::CallbackServerContext* ctx) const {
+  // Whether the token named `who` may read `dataset` (the allow-lists of the config).
+  absl::Status Allowed(const std::string& who, const std::string& dataset) const {
+    if (who.empty()) return absl::OkStatus();
+    auto it = options_.allow.find(who);
+    if (it == options_.allow.end() || it->second.count(dataset)) return absl::OkStatus();
+    return absl::PermissionDeniedError(
+        absl::StrCat("token '", who, "' may not read dataset '", dataset, "'"));
+  }
+
+  absl::Status Authenticate(grpc::CallbackServerContext* ctx, std::string* who) const {
     if (options_.tokens == nullptr) return absl::OkStatus();
     const auto& md = ctx->client_metadata();
     auto it = md.find("authorization");
     if (it == md.end()) {
       return absl::UnauthenticatedError("missing 'authorization: Bearer <token>' metadata");
     }
-    if (!options_.tokens->Check(absl::string_view(it->second.data(), it->second.size()))) {
+    if (!options_.tokens->Check(absl::string_view(it->second.data(), it->second.size()), who)) {
       return absl::UnauthenticatedError("unknown bearer token");
     }
     return absl::OkStatus();

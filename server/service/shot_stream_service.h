@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <atomic>
 #include <iterator>
+#include <map>
+#include <set>
 #include <memory>
 #include <optional>
 #include <string>
@@ -77,6 +79,9 @@ struct ServiceOptions {
   uint32_t max_streams_per_peer = 64;
   // When set, every RPC needs `authorization: Bearer <token>` (else UNAUTHENTICATED).
   const TokenStore* tokens = nullptr;
+  // Per named token, the only datasets it may read (others: PERMISSION_DENIED, and
+  // ListDatasets leaves them out). Tokens not named here may read every dataset.
+  std::map<std::string, std::set<std::string>> allow;
   // Per-stream log lines (start and end, with a stream id) on stderr.
   bool log_streams = true;
   // When it reads true, new streams get UNAVAILABLE (the server is shutting down);

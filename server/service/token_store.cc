@@ -4,20 +4,32 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 
 namespace shotstream::service {
 namespace {
 
-absl::StatusOr<std::vector<std::string>> ReadTokens(const std::string& path) {
+template <typename Token>
+absl::StatusOr<std::vector<Token>> ReadTokens(const std::string& path) {
   std::ifstream in(path);
   if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot read token file"));
-  std::vector<std::string> tokens;
+  std::vector<Token> tokens;
   std::string line;
+  int number = 0;
   while (std::getline(in, line)) {
+    ++number;
     absl::string_view t = absl::StripAsciiWhitespace(line);
     if (t.empty() || absl::StartsWith(t, "#")) continue;
-    tokens.emplace_back(t);
+    std::vector<std::string> parts = absl::StrSplit(t, absl::ByAnyChar(" \t"), absl::SkipEmpty());
+    if (parts.size() == 1) {
+      tokens.push_back({"", parts[0]});
+    } else if (parts.size() == 2) {
+      tokens.push_back({parts[0], parts[1]});
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": line ", number, ": expected TOKEN or NAME TOKEN"));
+    }
   }
   if (tokens.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": no token in the file"));
@@ -45,18 +57,22 @@ absl::StatusOr<std::unique_ptr<TokenStore>> TokenStore::Load(const std::string& 
 }
 
 absl::Status TokenStore::Reload() {
-  auto tokens = ReadTokens(path_);
+  auto tokens = ReadTokens<Token>(path_);
   if (!tokens.ok()) return tokens.status();
   absl::MutexLock lock(&mu_);
   tokens_ = *std::move(tokens);
   return absl::OkStatus();
 }
 
-bool TokenStore::Check(absl::string_view authorization) const {
+bool TokenStore::Check(absl::string_view authorization, std::string* name) const {
   if (!absl::ConsumePrefix(&authorization, "Bearer ")) return false;
   absl::MutexLock lock(&mu_);
   bool ok = false;
-  for (const std::string& t : tokens_) ok |= ConstantTimeEquals(t, authorization);
+  for (const Token& t : tokens_) {
+    const bool match = ConstantTimeEquals(t.secret, authorization);
+    if (match && name != nullptr) *name = t.name;
+    ok |= match;
+  }
   return ok;
 }
 

@@ -1,5 +1,6 @@
-// Bearer tokens from a file (one per line; blank lines and lines starting with '#'
-// ignored), compared in constant time, reloadable while the server runs.
+// Bearer tokens from a file, one per line: "TOKEN" or "NAME TOKEN" (a name lets the
+// configuration restrict the token to some datasets). Blank lines and lines starting with
+// '#' are ignored. Compared in constant time; reloadable while the server runs.
 //
 // Thread-safe: Check and Reload may run concurrently.
 #ifndef SHOTSTREAM_SERVER_SERVICE_TOKEN_STORE_H_
@@ -23,9 +24,11 @@ class TokenStore {
   // Re-reads the file; on error the old tokens stay and the error is returned.
   absl::Status Reload() ABSL_LOCKS_EXCLUDED(mu_);
 
-  // True when `authorization` is "Bearer <token>" for a known token. Every known token is
-  // compared in full, so the time does not depend on which bytes match.
-  bool Check(absl::string_view authorization) const ABSL_LOCKS_EXCLUDED(mu_);
+  // True when `authorization` is "Bearer <token>" for a known token; *name (if given) is
+  // set to the token's name ("" for an unnamed one). Every known token is compared in
+  // full, so the time does not depend on which bytes match.
+  bool Check(absl::string_view authorization, std::string* name = nullptr) const
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   size_t size() const ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -34,7 +37,11 @@ class TokenStore {
 
   const std::string path_;
   mutable absl::Mutex mu_;
-  std::vector<std::string> tokens_ ABSL_GUARDED_BY(mu_);
+  struct Token {
+    std::string name;
+    std::string secret;
+  };
+  std::vector<Token> tokens_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace shotstream::service

@@ -36,6 +36,18 @@ TEST(TokenStoreTest, ChecksBearerTokensAndReloads) {
   EXPECT_TRUE((*store)->Check("Bearer gamma"));
 }
 
+TEST(TokenStoreTest, NamedTokens) {
+  auto store = TokenStore::Load(Write("alice s3cret\nopen\n"));
+  ASSERT_TRUE(store.ok()) << store.status();
+  std::string name = "x";
+  EXPECT_TRUE((*store)->Check("Bearer s3cret", &name));
+  EXPECT_EQ(name, "alice");
+  EXPECT_TRUE((*store)->Check("Bearer open", &name));
+  EXPECT_EQ(name, "");
+  EXPECT_FALSE((*store)->Check("Bearer alice", &name));
+  EXPECT_FALSE(TokenStore::Load(Write("a b c\n")).ok());
+}
+
 TEST(TokenStoreTest, MissingFile) {
   EXPECT_EQ(TokenStore::Load("/nonexistent/tokens").status().code(),
             absl::StatusCode::kNotFound);
