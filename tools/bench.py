@@ -213,7 +213,7 @@ def reliability(fuzz_seconds, load_seconds):
     """Fuzz executions per target, and the 32-client load test's figures."""
     out = {"fuzz": {}, "load": None}
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    for name in ("segy_header", "trace_decode", "catalog_load"):
+    for name in ("segy_header", "trace_decode", "catalog_load", "request_validation"):
         res = subprocess.run([os.path.join(root, "tests", "fuzz", "run.sh"), name,
                               str(fuzz_seconds)], capture_output=True, text=True)
         execs = [l for l in res.stdout.splitlines() if "number_of_executed_units" in l]

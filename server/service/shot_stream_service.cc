@@ -585,44 +585,23 @@ class ShotStreamServiceImpl final
 
   // Everything a request can get wrong is found here, before any data is sent.
   absl::StatusOr<StreamPlan> Validate(const v1::StreamShotsRequest& r) const {
-    const DatasetEntry* e = Find(r.dataset());
-    if (e == nullptr) return UnknownDataset(r.dataset());
-    if (e->dataset == nullptr) {
-      return absl::UnavailableError(absl::StrCat("dataset '", r.dataset(),
-                                                 "' failed to load: ", e->status.message()));
-    }
-    if (static_cast<uint64_t>(r.shot_ids_size()) > options_.max_shots_per_request) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("request names ", r.shot_ids_size(), " shots; the limit "
-                       "(max_shots_per_request) is ", options_.max_shots_per_request));
-    }
-    if (r.queue_depth() > options_.max_queue_depth) {
-      return absl::InvalidArgumentError(absl::StrCat("queue_depth ", r.queue_depth(),
-                                                     " is above the limit (max_queue_depth) "
-                                                     "of ", options_.max_queue_depth));
-    }
+    RequestLimits limits;
+    limits.max_shots_per_request = options_.max_shots_per_request;
+    limits.max_queue_depth = options_.max_queue_depth;
+    limits.default_queue_depth = options_.default_queue_depth;
+    limits.default_chunk_bytes = options_.max_chunk_bytes;
+    auto v = ValidateStreamRequest(r, *datasets_, limits);
+    if (!v.ok()) return v.status();
     StreamPlan plan;
-    plan.dataset = e->dataset.get();
-    for (const std::string& h : r.headers()) {
-      auto sel = segy::ResolveHeader(h);
-      if (!sel.ok()) return sel.status();
-      plan.headers.push_back(*std::move(sel));
-    }
-    plan.shot_ids.assign(r.shot_ids().begin(), r.shot_ids().end());
-    for (int64_t id : plan.shot_ids) {
-      if (plan.dataset->catalog().Find(id) == nullptr) {
-        return absl::NotFoundError(
-            absl::StrCat("dataset '", r.dataset(), "' has no shot ", id));
-      }
-    }
+    plan.dataset = v->dataset;
+    plan.shot_ids = std::move(v->shot_ids);
+    plan.headers = std::move(v->headers);
+    plan.queue_depth = v->queue_depth;
+    plan.max_chunk_bytes = v->max_chunk_bytes;
     plan.corrupt_shot = options_.corrupt_shot_for_testing;
     plan.counters = counters_;
     plan.budget = budget_.get();
     plan.dataset_name = r.dataset();
-    plan.queue_depth = r.queue_depth() == 0 ? options_.default_queue_depth : r.queue_depth();
-    plan.max_chunk_bytes = r.max_chunk_bytes() == 0
-                               ? options_.max_chunk_bytes
-                               : std::min<uint64_t>(r.max_chunk_bytes(), 64ull << 20);
     return plan;
   }
 

@@ -18,6 +18,7 @@
 
 #include "absl/status/status.h"
 #include "server/dataset/dataset.h"
+#include "server/service/request_validation.h"
 #include "server/service/token_store.h"
 #include "server/stream/reader_pool.h"
 
@@ -26,13 +27,6 @@ class Service;
 }
 
 namespace shotstream::service {
-
-// A dataset as configured: loaded, or failed with the reason.
-struct DatasetEntry {
-  std::string name;
-  std::unique_ptr<dataset::Dataset> dataset;  // null when loading failed
-  absl::Status status;
-};
 
 // What the service is doing now and has done; every field is safe to read at any time.
 struct ServiceCounters {

@@ -48,6 +48,10 @@ def main():
         "trace_decode": {"ibm": b"\0" + bytes(range(64)), "le": b"\x80" + bytes(range(64)),
                          "f64": b"\x04" + bytes(range(64))},
         "catalog_load": {"ok": catalog()},
+        # byte 0 bit 0: force dataset "d"; then a serialized StreamShotsRequest.
+        "request_validation": {"ok": b"\x01" + b"\x0a\x01d" + b"\x12\x03\x01\x02\x03"
+                               + b"\x18\x02" + b"\x22\x06offset",
+                               "unknown": b"\x00" + b"\x0a\x03xyz\x12\x01\x07"},
     }
     for name, files in seeds.items():
         os.makedirs(os.path.join(c, name), exist_ok=True)

@@ -6,21 +6,30 @@
 #
 # Exit 0 when nothing was found; libFuzzer's report and the crashing input otherwise.
 set -euo pipefail
-name=${1:?usage: run.sh segy_header|trace_decode|catalog_load [seconds]}
+name=${1:?usage: run.sh segy_header|trace_decode|catalog_load|request_validation [seconds]}
 seconds=${2:-60}
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 out=${FUZZ_OUT:-$(mktemp -d)}
 CXX=${CXX_FUZZ:-$(command -v clang++ || command -v clang++-14)}
 srcs=(server/segy/segy_file.cc server/segy/sample_format.cc server/segy/trace_header.cc)
+extra=()
 case $name in
   catalog_load) srcs+=(server/catalog/catalog_store.cc server/catalog/catalog.cc) ;;
+  request_validation)
+    # The request message: generated here with Debian's protoc.
+    mkdir -p "$out/gen"
+    (cd "$root" && protoc -Iproto --cpp_out="$out/gen" proto/shotstream/v1/shotstream.proto)
+    srcs+=(server/catalog/catalog_store.cc server/catalog/catalog.cc
+           server/io/coalescing_reader.cc server/dataset/dataset.cc
+           server/service/request_validation.cc "$out/gen/shotstream/v1/shotstream.pb.cc")
+    extra=(-I"$out/gen" $(pkg-config --libs protobuf libdeflate)) ;;
 esac
 libs=$(pkg-config --libs absl_status absl_statusor absl_strings absl_str_format \
   absl_synchronization absl_time zlib)
 (cd "$root" && $CXX -std=c++17 -O1 -g -fsanitize=fuzzer,address,undefined \
-  -fno-sanitize-recover=undefined -I. "tests/fuzz/${name}_fuzzer.cc" "${srcs[@]}" $libs \
-  -o "$out/${name}_fuzzer")
+  -fno-sanitize-recover=undefined -I. "tests/fuzz/${name}_fuzzer.cc" "${srcs[@]}" \
+  "${extra[@]}" $libs -o "$out/${name}_fuzzer")
 mkdir -p "$out/corpus"
 cp "$here/corpus/$name/"* "$out/corpus/"
 cd "$out"
