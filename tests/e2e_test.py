@@ -226,6 +226,22 @@ class EndToEndTest(unittest.TestCase):
         self.assertIn("line1: files 3  traces 171  shots 7", res.stdout)
         self.assertIn("traces/shot min 17 median 24 max 48", res.stdout)
 
+    def test_source_xy_shot_key(self):
+        d = os.path.dirname(self.paths[0])
+        with harness.Server([f"--dataset=xy={d}/*.sgy", "--shot_key=source_xy"]) as s, \
+                shotstream.Client(s.target) as c:
+            info = c.dataset("xy")
+            # write_survey puts shot k's source at x = k * 50 m (scalar -100), y = 1234.56 m;
+            # files in name order meet field records 1, 2, 3, 4, -7, 10, 11 in that order.
+            first_seen = [1, 2, 3, 4, -7, 10, 11]
+            self.assertEqual(list(info.shot_ids), list(range(1, 8)))
+            for sid, ffid in zip(range(1, 8), first_seen):
+                self.assertEqual(info.source_positions[sid], (ffid * 50.0, 1234.56))
+            for shot in c.stream("xy", [5, 3], headers=["source_x"]):
+                ffid = first_seen[shot.shot_id - 1]
+                np.testing.assert_array_equal(shot.samples, self.oracle[ffid][0])
+                np.testing.assert_array_equal(shot.headers["source_x"], ffid * 50.0)
+
     def test_little_endian_file_written_with_numpy(self):
         # segyio 1.8.3 writes little-endian files wrongly, so numpy writes this one.
         d = os.path.join(self.tmp, "le")

@@ -1,6 +1,8 @@
 #include "server/catalog/catalog.h"
 
 #include <algorithm>
+#include <map>
+#include <utility>
 #include <atomic>
 #include <thread>
 #include <numeric>
@@ -21,6 +23,7 @@ namespace {
 // One file's trace keys and positions, in file order.
 struct FileScan {
   std::vector<int64_t> keys;
+  std::vector<std::pair<double, double>> positions;  // source_xy only
   std::vector<uint64_t> offsets;
   absl::Status status;
 };
@@ -30,8 +33,15 @@ void ScanFile(const segy::SegyFile& file, const segy::ShotKey& key, uint64_t blo
   const segy::SegyLayout& l = file.layout();
   out->keys.reserve(l.n_traces);
   out->offsets.reserve(l.n_traces);
+  static const segy::HeaderSelector kSourceX = *segy::ResolveHeader("source_x");
+  static const segy::HeaderSelector kSourceY = *segy::ResolveHeader("source_y");
   auto take = [&](const uint8_t* header, uint64_t trace) {
-    out->keys.push_back(segy::ReadHeaderInt(header, key.byte, 4, l.byte_order));
+    if (key.source_xy) {
+      out->positions.emplace_back(segy::HeaderValue(kSourceX, header, l.byte_order),
+                                  segy::HeaderValue(kSourceY, header, l.byte_order));
+    } else {
+      out->keys.push_back(segy::ReadHeaderInt(header, key.byte, 4, l.byte_order));
+    }
     out->offsets.push_back(l.TraceOffset(trace));
     if (check_lengths) {
       const uint32_t ns =
@@ -114,8 +124,15 @@ absl::StatusOr<Catalog> Catalog::Build(absl::Span<const segy::SegyFile* const> f
   std::vector<io::TraceRef> refs;
   keys.reserve(total);
   refs.reserve(total);
+  std::map<std::pair<double, double>, int64_t> ids;  // source_xy: position -> shot id
+  std::vector<SourcePosition> positions;
   for (uint32_t f = 0; f < scans.size(); ++f) {
     keys.insert(keys.end(), scans[f].keys.begin(), scans[f].keys.end());
+    for (const auto& xy : scans[f].positions) {  // in file order: ids by first appearance
+      auto [it, added] = ids.emplace(xy, static_cast<int64_t>(ids.size()) + 1);
+      if (added) positions.push_back({it->second, xy.first, xy.second});
+      keys.push_back(it->second);
+    }
     for (uint64_t off : scans[f].offsets) refs.push_back({f, off});
     scans[f] = FileScan();
   }
@@ -133,11 +150,14 @@ absl::StatusOr<Catalog> Catalog::Build(absl::Span<const segy::SegyFile* const> f
     ++c.shots_.back().n_traces;
     c.traces_.push_back(refs[order[i]]);
   }
+  c.positions_ = std::move(positions);
   return c;
 }
 
-Catalog Catalog::FromColumns(std::vector<ShotEntry> shots, std::vector<io::TraceRef> traces) {
+Catalog Catalog::FromColumns(std::vector<ShotEntry> shots, std::vector<io::TraceRef> traces,
+                             std::vector<SourcePosition> positions) {
   Catalog c;
+  c.positions_ = std::move(positions);
   c.shots_ = std::move(shots);
   c.traces_ = std::move(traces);
   return c;

@@ -17,6 +17,13 @@
 
 namespace shotstream::catalog {
 
+// With the source_xy shot key: where shot `shot_id` was fired.
+struct SourcePosition {
+  int64_t shot_id = 0;
+  double x = 0;
+  double y = 0;
+};
+
 struct ShotEntry {
   int64_t shot_id = 0;
   uint64_t first_trace = 0;  // index into Catalog::traces()
@@ -50,12 +57,15 @@ class Catalog {
                                        bool check_trace_lengths = true);
 
   // Assembles a catalog from already grouped columns (for loaders and tests).
-  static Catalog FromColumns(std::vector<ShotEntry> shots, std::vector<io::TraceRef> traces);
+  static Catalog FromColumns(std::vector<ShotEntry> shots, std::vector<io::TraceRef> traces,
+                             std::vector<SourcePosition> positions = {});
 
   // Shots sorted by id.
   const std::vector<ShotEntry>& shots() const { return shots_; }
   uint64_t n_traces() const { return traces_.size(); }
   const std::vector<io::TraceRef>& traces() const { return traces_; }
+  // source_xy catalogs: every shot's source position, by id; empty otherwise.
+  const std::vector<SourcePosition>& source_positions() const { return positions_; }
 
   // The shot with this id, or null.
   const ShotEntry* Find(int64_t shot_id) const;
@@ -66,6 +76,7 @@ class Catalog {
  private:
   std::vector<ShotEntry> shots_;
   std::vector<io::TraceRef> traces_;  // grouped by shot, file order within a shot
+  std::vector<SourcePosition> positions_;  // source_xy only, sorted by id
 };
 
 }  // namespace shotstream::catalog

@@ -28,7 +28,13 @@ struct PackedTrace {
   uint32_t pad;
   uint64_t offset;
 };
-static_assert(sizeof(PackedShot) == 24 && sizeof(PackedTrace) == 16);
+struct PackedPosition {
+  int64_t id;
+  double x;
+  double y;
+};
+static_assert(sizeof(PackedShot) == 24 && sizeof(PackedTrace) == 16 &&
+              sizeof(PackedPosition) == 24);
 
 class Writer {
  public:
@@ -141,6 +147,8 @@ absl::Status SaveCatalog(const std::string& path, const CatalogSource& source,
     w.Pod(PackedShot{s.shot_id, s.first_trace, s.n_traces, 0});
   }
   for (const io::TraceRef& t : catalog.traces()) w.Pod(PackedTrace{t.file_id, 0, t.offset});
+  w.Pod<uint64_t>(catalog.source_positions().size());
+  for (const SourcePosition& p : catalog.source_positions()) w.Pod(PackedPosition{p.shot_id, p.x, p.y});
   const uint32_t crc = static_cast<uint32_t>(
       ::crc32_z(0, reinterpret_cast<const Bytef*>(w.out().data()), w.out().size()));
   w.Pod(crc);
@@ -235,7 +243,7 @@ absl::StatusOr<Catalog> LoadCatalog(const std::string& path, const CatalogSource
   if (!r.Pod(&n_shots) || !r.Pod(&n_traces)) return corrupt("truncated counts");
   if (n_shots > r.remaining() / sizeof(PackedShot) ||
       n_traces > r.remaining() / sizeof(PackedTrace) ||
-      n_shots * sizeof(PackedShot) + n_traces * sizeof(PackedTrace) != r.remaining()) {
+      n_shots * sizeof(PackedShot) + n_traces * sizeof(PackedTrace) + 8 > r.remaining()) {
     return corrupt("column sizes do not match the counts");
   }
   std::vector<ShotEntry> shots(n_shots);
@@ -259,7 +267,19 @@ absl::StatusOr<Catalog> LoadCatalog(const std::string& path, const CatalogSource
     }
     traces[i] = io::TraceRef{p.file_id, p.offset};
   }
-  return Catalog::FromColumns(std::move(shots), std::move(traces));
+  uint64_t n_positions = 0;
+  r.Pod(&n_positions);
+  if (n_positions > r.remaining() / sizeof(PackedPosition) ||
+      n_positions * sizeof(PackedPosition) != r.remaining()) {
+    return corrupt("source position column does not match its count");
+  }
+  std::vector<SourcePosition> positions(n_positions);
+  for (uint64_t i = 0; i < n_positions; ++i) {
+    PackedPosition p;
+    r.Pod(&p);
+    positions[i] = SourcePosition{p.id, p.x, p.y};
+  }
+  return Catalog::FromColumns(std::move(shots), std::move(traces), std::move(positions));
 }
 
 }  // namespace shotstream::catalog

@@ -4,7 +4,8 @@
 // File layout (little-endian): "SSCATLG\0", u32 version, the shot key, the source files
 // (path, size, mtime_ns, fingerprint), u64 n_shots, u64 n_traces, the shot column
 // (i64 id, u64 first trace, u32 count, u32 0), the trace column (u32 file id, u32 0,
-// u64 byte offset), and a CRC-32 of everything before it. Loading is one read and two
+// u64 byte offset), u64 n_positions and the source positions (i64 id, f64 x, f64 y;
+// source_xy catalogs only), and a CRC-32 of everything before it. Loading is one read and two
 // copies, no per-trace parsing.
 //
 // Thread-compatible: pure functions over files.
@@ -22,7 +23,7 @@
 
 namespace shotstream::catalog {
 
-inline constexpr uint32_t kCatalogVersion = 1;
+inline constexpr uint32_t kCatalogVersion = 2;  // 2: source positions
 
 struct SourceFile {
   std::string path;

@@ -71,6 +71,17 @@ TEST_F(CatalogStoreTest, SaveLoadEqual) {
   EXPECT_EQ(loaded->traces(), catalog_.traces());
 }
 
+TEST_F(CatalogStoreTest, SourcePositionsRoundTrip) {
+  Catalog with = Catalog::FromColumns(catalog_.shots(), catalog_.traces(),
+                                      {{0, 1.5, -2.5}, {1, 3.25, 4.0}});
+  ASSERT_TRUE(SaveCatalog(path_, source_, with).ok());
+  auto loaded = LoadCatalog(path_, source_);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  ASSERT_EQ(loaded->source_positions().size(), 2u);
+  EXPECT_EQ(loaded->source_positions()[1].x, 3.25);
+  EXPECT_EQ(loaded->source_positions()[0].y, -2.5);
+}
+
 TEST_F(CatalogStoreTest, EveryBitFlipIsCaughtAsDataLoss) {
   const std::string good = ReadFile();
   for (size_t i = 0; i < good.size(); i += 7) {
@@ -90,7 +101,7 @@ TEST_F(CatalogStoreTest, TruncationAndOtherVersionAreDataLoss) {
     EXPECT_EQ(LoadCatalog(path_, source_).status().code(), absl::StatusCode::kDataLoss) << n;
   }
   std::string other = good;
-  other[8] = 2;  // version 2
+  other[8] = 99;  // another version
   WriteFile(other);
   auto s = LoadCatalog(path_, source_).status();
   EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);

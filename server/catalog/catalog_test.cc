@@ -97,3 +97,38 @@ TEST(CatalogTest, VariableLengthTraceIsAnErrorNamingIt) {
 
 }  // namespace
 }  // namespace shotstream::catalog
+
+namespace shotstream::catalog {
+namespace {
+
+TEST(CatalogTest, SourceXyKeyNumbersPositionsByFirstAppearance) {
+  segy::TestFileSpec spec;
+  spec.n_samples = 2;
+  // Positions (scalar -10): B, A, B, C, A -> ids 1 = B, 2 = A, 3 = C.
+  const int xs[] = {200, 100, 200, 300, 100};
+  for (int x : xs) {
+    segy::TestTrace t;
+    t.fields = {{71, 2, -10}, {73, 4, x}, {77, 4, 5}};
+    spec.traces.push_back(t);
+  }
+  const char* dir = std::getenv("TEST_TMPDIR");
+  const std::string path = std::string(dir ? dir : "/tmp") + "/xy.sgy";
+  segy::WriteSegyFile(path, spec);
+  auto f = segy::SegyFile::Open(path);
+  ASSERT_TRUE(f.ok());
+  std::vector<const segy::SegyFile*> files = {f->get()};
+  auto c = Catalog::Build(files, *segy::ParseShotKey("source_xy"));
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_EQ(c->shots().size(), 3u);
+  EXPECT_EQ(c->Find(1)->n_traces, 2u);
+  EXPECT_EQ(c->Find(2)->n_traces, 2u);
+  EXPECT_EQ(c->Find(3)->n_traces, 1u);
+  EXPECT_EQ(c->TracesOf(*c->Find(2))[0].offset, f->get()->layout().TraceOffset(1));
+  ASSERT_EQ(c->source_positions().size(), 3u);
+  EXPECT_EQ(c->source_positions()[0].x, 20.0);
+  EXPECT_EQ(c->source_positions()[1].x, 10.0);
+  EXPECT_EQ(c->source_positions()[2].y, 0.5);
+}
+
+}  // namespace
+}  // namespace shotstream::catalog

@@ -189,6 +189,7 @@ absl::StatusOr<ShotKey> ParseShotKey(absl::string_view text) {
   if (text == "energy_source_point") return ShotKey{"energy_source_point", 17};
   if (text == "inline") return ShotKey{"inline", 189};
   if (text == "crossline") return ShotKey{"crossline", 193};
+  if (text == "source_xy") return ShotKey{"source_xy", 73, true};
   if (absl::StartsWith(text, "byte:")) {
     int byte = 0;
     if (absl::SimpleAtoi(text.substr(5), &byte) && byte >= 1 && byte <= 237) {
@@ -200,7 +201,8 @@ absl::StatusOr<ShotKey> ParseShotKey(absl::string_view text) {
   }
   return absl::InvalidArgumentError(absl::StrCat(
       "unknown shot key '", text,
-      "' (expected field_record, energy_source_point, inline, crossline or byte:N)"));
+      "' (expected field_record, energy_source_point, inline, crossline, source_xy or "
+      "byte:N)"));
 }
 
 }  // namespace shotstream::segy

@@ -47,6 +47,12 @@ void FillInfo(const DatasetEntry& e, bool with_shots, v1::DatasetInfo* info) {
       info->add_shot_ids(s.shot_id);
       info->add_shot_trace_counts(s.n_traces);
     }
+    for (const catalog::SourcePosition& p : d.catalog().source_positions()) {
+      v1::SourcePosition* out = info->add_source_positions();
+      out->set_shot_id(p.shot_id);
+      out->set_x(p.x);
+      out->set_y(p.y);
+    }
   }
 }
 

@@ -27,7 +27,7 @@ def segy(fmt=5, ns=8, traces=3, little=False):
 
 
 def catalog():
-    b = b"SSCATLG\0" + struct.pack("<I", 1)
+    b = b"SSCATLG\0" + struct.pack("<I", 2)
     key = b"field_record"
     b += struct.pack("<I", len(key)) + key + struct.pack("<I", 1)
     p = b"a.sgy"
@@ -36,6 +36,7 @@ def catalog():
     b += struct.pack("<qQII", 10, 0, 2, 0) + struct.pack("<qQII", 11, 2, 1, 0)
     for off in (3600, 4000, 4400):
         b += struct.pack("<IIQ", 0, 0, off)
+    b += struct.pack("<Q", 0)  # no source positions
     return b + struct.pack("<I", zlib.crc32(b))
 
 

@@ -58,6 +58,8 @@ class DatasetInfo:
         self.shot_ids = np.array(msg.shot_ids, dtype=np.int64)
         self.shot_trace_counts = np.array(msg.shot_trace_counts, dtype=np.int64)
         self.header_fields = list(msg.header_fields)
+        # source_xy datasets: {shot id: (x, y)} of each shot's source; else empty.
+        self.source_positions = {p.shot_id: (p.x, p.y) for p in msg.source_positions}
 
     def __repr__(self):
         return (f"DatasetInfo(name={self.name!r}, state={self.state}, n_shots={self.n_shots}, "
