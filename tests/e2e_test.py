@@ -16,6 +16,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 import shotstream  # noqa: E402
+import synth  # noqa: E402
 
 
 class EndToEndTest(unittest.TestCase):
@@ -225,6 +226,25 @@ class EndToEndTest(unittest.TestCase):
                                  f"--catalog_dir={cat}")
         self.assertIn("line1: files 3  traces 171  shots 7", res.stdout)
         self.assertIn("traces/shot min 17 median 24 max 48", res.stdout)
+
+    @unittest.skipUnless(shutil.which("gcc"), "gcc not installed")
+    def test_catalog_scan_on_slow_storage_gives_the_same_catalog(self):
+        # Every pread delayed (tools/slow_io.c): the scan switches to region reads after
+        # its first strided reads, and must find exactly the same shots.
+        import subprocess
+        shim = os.path.join(self.tmp, "slow_io.so")
+        subprocess.run(["gcc", "-shared", "-fPIC", "-O2", "-o", shim,
+                        harness.runfile("tools/slow_io.c"), "-ldl"], check=True)
+        d = os.path.join(self.tmp, "long")
+        synth.write_survey(d, n_shots=6, traces_per_shot=40, n_samples=1000, n_files=2, fmt=5)
+        args = [harness.runfile(harness.SERVER), "--index_only", f"--dataset=d={d}/*.sgy"]
+        fast = subprocess.run(args, capture_output=True, text=True, check=True).stdout
+        slow = subprocess.run(args, capture_output=True, text=True, check=True,
+                              env=dict(os.environ, SLOW_IO_US="300",
+                                       LD_PRELOAD=shim)).stdout
+        strip = lambda out: out.split("  bytes")[0]  # noqa: E731
+        self.assertEqual(strip(fast), strip(slow))
+        self.assertIn("traces 240  shots 6", fast)
 
     def test_source_xy_shot_key(self):
         d = os.path.dirname(self.paths[0])

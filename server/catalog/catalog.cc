@@ -1,6 +1,7 @@
 #include "server/catalog/catalog.h"
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <utility>
 #include <atomic>
@@ -55,23 +56,34 @@ void ScanFile(const segy::SegyFile& file, const segy::ShotKey& key, uint64_t blo
       }
     }
   };
+  uint64_t t = 0;
   if (l.trace_bytes > kStridedScanMinTraceBytes) {
     // Long traces: read only the 240 header bytes of each (far less I/O than whole
-    // regions; measured faster from the page cache once traces exceed ~2 KiB).
+    // regions; measured faster from the page cache once traces exceed ~2 KiB) - unless
+    // the first reads show that each read costs a round trip (network storage), where
+    // few large reads win: then the rest of the file is read in regions.
     uint8_t header[segy::kTraceHeaderBytes];
-    for (uint64_t t = 0; t < l.n_traces; ++t) {
+    constexpr uint64_t kProbe = 16;
+    const auto start = std::chrono::steady_clock::now();
+    for (; t < l.n_traces; ++t) {
+      if (t == kProbe) {
+        const double per_read =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() /
+            kProbe;
+        if (per_read > kSlowReadSeconds) break;  // slow storage: switch to regions
+      }
       out->status = file.ReadAt(l.TraceOffset(t), sizeof(header), header);
       if (!out->status.ok()) return;
       take(header, t);
       if (!out->status.ok()) return;
       if ((t & 1023) == 1023) scanned->fetch_add(1024, std::memory_order_relaxed);
     }
-    scanned->fetch_add(l.n_traces & 1023, std::memory_order_relaxed);
-    return;
+    scanned->fetch_add(t & 1023, std::memory_order_relaxed);
+    if (t == l.n_traces) return;
   }
   const uint64_t per_block = std::max<uint64_t>(1, block_bytes / l.trace_bytes);
   std::vector<uint8_t> block;
-  for (uint64_t t = 0; t < l.n_traces; t += per_block) {
+  for (; t < l.n_traces; t += per_block) {
     const uint64_t n = std::min(per_block, l.n_traces - t);
     // The last trace of a block needs only its header.
     const uint64_t length = (n - 1) * l.trace_bytes + segy::kTraceHeaderBytes;

@@ -36,8 +36,10 @@ using ScanProgress = std::function<void(uint64_t, uint64_t)>;
 // Region reads of whole traces: one large read costs less than many 240-byte reads from
 // the page cache, and far less where every read is a network round trip.
 inline constexpr uint64_t kDefaultScanBlockBytes = 8 * 1024 * 1024;
-// Traces longer than this are scanned with one 240-byte read per header instead.
+// Traces longer than this are scanned with one 240-byte read per header instead, unless
+// the first reads average more than kSlowReadSeconds (network storage).
 inline constexpr uint64_t kStridedScanMinTraceBytes = 2048;
+inline constexpr double kSlowReadSeconds = 50e-6;
 
 class Catalog {
  public:
