@@ -78,13 +78,30 @@ struct Client::Impl {
     absl::Status last;
     bool any = false;
     for (size_t t = 0; t < targets.size(); ++t) {
-      grpc::ClientContext ctx;
-      Prepare(&ctx);
-      v1::GetDatasetRequest request;
-      request.set_name(name);
       v1::DatasetInfo info;
-      grpc::Status s = targets[t].stub->GetDataset(&ctx, request, &info);
+      grpc::Status s;
+      std::string token;
+      do {  // page through datasets with millions of shots
+        grpc::ClientContext ctx;
+        Prepare(&ctx);
+        v1::GetDatasetRequest request;
+        request.set_name(name);
+        request.set_page_size(250'000);
+        request.set_page_token(token);
+        v1::DatasetInfo page;
+        s = targets[t].stub->GetDataset(&ctx, request, &page);
+        if (!s.ok()) break;
+        if (token.empty()) {
+          info = std::move(page);
+        } else {
+          info.mutable_shot_ids()->MergeFrom(page.shot_ids());
+          info.mutable_shot_trace_counts()->MergeFrom(page.shot_trace_counts());
+          info.mutable_source_positions()->MergeFrom(page.source_positions());
+        }
+        token = page.next_page_token();
+      } while (!token.empty());
       if (s.ok()) {
+        info.clear_next_page_token();
         out[t] = std::move(info);
         any = true;
       } else {

@@ -73,6 +73,29 @@ class EndToEndTest(unittest.TestCase):
         self.assertEqual(info.n_traces, 72 + 48 + 51)
         self.assertEqual(info.n_files, 3)
 
+    def test_get_dataset_pages(self):
+        from shotstream.v1 import shotstream_pb2 as pb
+        from shotstream.v1 import shotstream_pb2_grpc as pb_grpc
+        with grpc.insecure_channel(self.server.target) as ch:
+            stub = pb_grpc.ShotStreamStub(ch)
+            ids, token, pages = [], "", 0
+            while True:
+                page = stub.GetDataset(pb.GetDatasetRequest(name="line1", page_size=3,
+                                                            page_token=token))
+                ids += list(page.shot_ids)
+                pages += 1
+                token = page.next_page_token
+                if not token:
+                    break
+            self.assertEqual(ids, sorted(self.oracle))
+            self.assertEqual(pages, 3)  # 7 shots, 3 per page
+            with self.assertRaises(grpc.RpcError) as e:
+                stub.GetDataset(pb.GetDatasetRequest(name="line1", page_size=3,
+                                                     page_token="bogus"))
+            self.assertEqual(e.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+        # The clients page by themselves (one page here) and get everything.
+        self.assertEqual(list(self.client.dataset("line1").shot_ids), sorted(self.oracle))
+
     def test_stream_random_order_with_repeats_and_all_headers(self):
         ids = sorted(self.oracle)
         order = ids + ids[::-1] + [3, 3, 3]

@@ -29,11 +29,13 @@ struct FileScan {
   absl::Status status;
 };
 
-void ScanFile(const segy::SegyFile& file, const segy::ShotKey& key, uint64_t block_bytes,
-              bool check_lengths, std::atomic<uint64_t>* scanned, FileScan* out) {
+// Scans traces [begin, end) of one file.
+void ScanFile(const segy::SegyFile& file, uint64_t begin, uint64_t end,
+              const segy::ShotKey& key, uint64_t block_bytes, bool check_lengths,
+              std::atomic<uint64_t>* scanned, FileScan* out) {
   const segy::SegyLayout& l = file.layout();
-  out->keys.reserve(l.n_traces);
-  out->offsets.reserve(l.n_traces);
+  out->keys.reserve(end - begin);
+  out->offsets.reserve(end - begin);
   static const segy::HeaderSelector kSourceX = *segy::ResolveHeader("source_x");
   static const segy::HeaderSelector kSourceY = *segy::ResolveHeader("source_y");
   auto take = [&](const uint8_t* header, uint64_t trace) {
@@ -56,7 +58,7 @@ void ScanFile(const segy::SegyFile& file, const segy::ShotKey& key, uint64_t blo
       }
     }
   };
-  uint64_t t = 0;
+  uint64_t t = begin;
   if (l.trace_bytes > kStridedScanMinTraceBytes) {
     // Long traces: read only the 240 header bytes of each (far less I/O than whole
     // regions; measured faster from the page cache once traces exceed ~2 KiB) - unless
@@ -65,8 +67,8 @@ void ScanFile(const segy::SegyFile& file, const segy::ShotKey& key, uint64_t blo
     uint8_t header[segy::kTraceHeaderBytes];
     constexpr uint64_t kProbe = 16;
     const auto start = std::chrono::steady_clock::now();
-    for (; t < l.n_traces; ++t) {
-      if (t == kProbe) {
+    for (; t < end; ++t) {
+      if (t == begin + kProbe) {
         const double per_read =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() /
             kProbe;
@@ -76,15 +78,15 @@ void ScanFile(const segy::SegyFile& file, const segy::ShotKey& key, uint64_t blo
       if (!out->status.ok()) return;
       take(header, t);
       if (!out->status.ok()) return;
-      if ((t & 1023) == 1023) scanned->fetch_add(1024, std::memory_order_relaxed);
+      if (((t - begin) & 1023) == 1023) scanned->fetch_add(1024, std::memory_order_relaxed);
     }
-    scanned->fetch_add(t & 1023, std::memory_order_relaxed);
-    if (t == l.n_traces) return;
+    scanned->fetch_add((t - begin) & 1023, std::memory_order_relaxed);
+    if (t == end) return;
   }
   const uint64_t per_block = std::max<uint64_t>(1, block_bytes / l.trace_bytes);
   std::vector<uint8_t> block;
-  for (; t < l.n_traces; t += per_block) {
-    const uint64_t n = std::min(per_block, l.n_traces - t);
+  for (; t < end; t += per_block) {
+    const uint64_t n = std::min(per_block, end - t);
     // The last trace of a block needs only its header.
     const uint64_t length = (n - 1) * l.trace_bytes + segy::kTraceHeaderBytes;
     block.resize(length);
@@ -100,22 +102,37 @@ void ScanFile(const segy::SegyFile& file, const segy::ShotKey& key, uint64_t blo
 
 absl::StatusOr<Catalog> Catalog::Build(absl::Span<const segy::SegyFile* const> files,
                                        const segy::ShotKey& key, const ScanProgress& progress,
-                                       uint64_t scan_block_bytes, bool check_trace_lengths) {
+                                       uint64_t scan_block_bytes, bool check_trace_lengths,
+                                       uint64_t scan_unit_traces) {
   uint64_t total = 0;
   for (const segy::SegyFile* f : files) total += f->layout().n_traces;
-  // Files are scanned in parallel, a few at a time; the caller's thread reports progress.
-  std::vector<FileScan> scans(files.size());
+  // Work units of up to kScanUnitTraces traces of one file, scanned in parallel (across
+  // files and within large ones); results are merged in unit order, which is file order.
+  struct Unit {
+    uint32_t file;
+    uint64_t begin, end;
+  };
+  std::vector<Unit> units;
+  for (uint32_t f = 0; f < files.size(); ++f) {
+    const uint64_t n = files[f]->layout().n_traces;
+    const uint64_t step = std::max<uint64_t>(1, scan_unit_traces);
+    for (uint64_t b = 0; b < n; b += step) {
+      units.push_back({f, b, std::min(n, b + step)});
+    }
+  }
+  std::vector<FileScan> scans(units.size());
   std::atomic<uint64_t> scanned{0};
-  std::atomic<size_t> next_file{0};
-  const size_t workers =
-      std::min<size_t>(files.size(), std::max(1u, std::thread::hardware_concurrency()));
+  std::atomic<size_t> next_unit{0};
+  const size_t workers = std::max<size_t>(
+      1, std::min<size_t>(units.size(), std::max(1u, std::thread::hardware_concurrency())));
   absl::Mutex mu;
   size_t finished = 0;  // workers done; guarded by mu
   std::vector<std::thread> threads;
   for (size_t w = 0; w < workers; ++w) {
     threads.emplace_back([&] {
-      for (size_t f = next_file++; f < files.size(); f = next_file++) {
-        ScanFile(*files[f], key, scan_block_bytes, check_trace_lengths, &scanned, &scans[f]);
+      for (size_t u = next_unit++; u < units.size(); u = next_unit++) {
+        ScanFile(*files[units[u].file], units[u].begin, units[u].end, key, scan_block_bytes,
+                 check_trace_lengths, &scanned, &scans[u]);
       }
       absl::MutexLock lock(&mu);
       ++finished;
@@ -138,15 +155,15 @@ absl::StatusOr<Catalog> Catalog::Build(absl::Span<const segy::SegyFile* const> f
   refs.reserve(total);
   std::map<std::pair<double, double>, int64_t> ids;  // source_xy: position -> shot id
   std::vector<SourcePosition> positions;
-  for (uint32_t f = 0; f < scans.size(); ++f) {
-    keys.insert(keys.end(), scans[f].keys.begin(), scans[f].keys.end());
-    for (const auto& xy : scans[f].positions) {  // in file order: ids by first appearance
+  for (size_t u = 0; u < scans.size(); ++u) {
+    keys.insert(keys.end(), scans[u].keys.begin(), scans[u].keys.end());
+    for (const auto& xy : scans[u].positions) {  // in file order: ids by first appearance
       auto [it, added] = ids.emplace(xy, static_cast<int64_t>(ids.size()) + 1);
       if (added) positions.push_back({it->second, xy.first, xy.second});
       keys.push_back(it->second);
     }
-    for (uint64_t off : scans[f].offsets) refs.push_back({f, off});
-    scans[f] = FileScan();
+    for (uint64_t off : scans[u].offsets) refs.push_back({units[u].file, off});
+    scans[u] = FileScan();
   }
   std::vector<uint64_t> order(keys.size());
   std::iota(order.begin(), order.end(), uint64_t{0});

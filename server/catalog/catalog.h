@@ -40,6 +40,8 @@ inline constexpr uint64_t kDefaultScanBlockBytes = 8 * 1024 * 1024;
 // the first reads average more than kSlowReadSeconds (network storage).
 inline constexpr uint64_t kStridedScanMinTraceBytes = 2048;
 inline constexpr double kSlowReadSeconds = 50e-6;
+// Large files are scanned in parallel pieces of this many traces.
+inline constexpr uint64_t kScanUnitTraces = 1 << 18;
 
 class Catalog {
  public:
@@ -56,7 +58,8 @@ class Catalog {
                                        const segy::ShotKey& key,
                                        const ScanProgress& progress = nullptr,
                                        uint64_t scan_block_bytes = kDefaultScanBlockBytes,
-                                       bool check_trace_lengths = true);
+                                       bool check_trace_lengths = true,
+                                       uint64_t scan_unit_traces = kScanUnitTraces);
 
   // Assembles a catalog from already grouped columns (for loaders and tests).
   static Catalog FromColumns(std::vector<ShotEntry> shots, std::vector<io::TraceRef> traces,

@@ -1,6 +1,7 @@
 #include "server/catalog/catalog.h"
 
 #include <cstdlib>
+#include <random>
 #include <memory>
 #include <string>
 #include <vector>
@@ -128,6 +129,39 @@ TEST(CatalogTest, SourceXyKeyNumbersPositionsByFirstAppearance) {
   EXPECT_EQ(c->source_positions()[0].x, 20.0);
   EXPECT_EQ(c->source_positions()[1].x, 10.0);
   EXPECT_EQ(c->source_positions()[2].y, 0.5);
+}
+
+}  // namespace
+}  // namespace shotstream::catalog
+
+namespace shotstream::catalog {
+namespace {
+
+TEST(CatalogTest, PiecesOfOneFileScannedInParallelGiveTheSameCatalog) {
+  segy::TestFileSpec spec;
+  spec.n_samples = 600;  // long traces: the strided path
+  std::mt19937 rng(3);
+  for (int t = 0; t < 100; ++t) {
+    segy::TestTrace tr;
+    tr.fields = {{9, 4, static_cast<int64_t>(rng() % 9)}};
+    spec.traces.push_back(tr);
+  }
+  const char* dir = std::getenv("TEST_TMPDIR");
+  const std::string path = std::string(dir ? dir : "/tmp") + "/pieces.sgy";
+  segy::WriteSegyFile(path, spec);
+  auto f = segy::SegyFile::Open(path);
+  ASSERT_TRUE(f.ok());
+  std::vector<const segy::SegyFile*> files = {f->get(), f->get()};
+  const auto key = *segy::ParseShotKey("field_record");
+  auto whole = Catalog::Build(files, key);
+  auto pieces = Catalog::Build(files, key, nullptr, kDefaultScanBlockBytes, true, 7);
+  ASSERT_TRUE(whole.ok() && pieces.ok());
+  EXPECT_EQ(whole->traces(), pieces->traces());
+  ASSERT_EQ(whole->shots().size(), pieces->shots().size());
+  for (size_t i = 0; i < whole->shots().size(); ++i) {
+    EXPECT_EQ(whole->shots()[i].shot_id, pieces->shots()[i].shot_id);
+    EXPECT_EQ(whole->shots()[i].n_traces, pieces->shots()[i].n_traces);
+  }
 }
 
 }  // namespace

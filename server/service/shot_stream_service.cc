@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
@@ -22,7 +23,9 @@ namespace {
 
 namespace v1 = ::shotstream::v1;
 
-void FillInfo(const DatasetEntry& e, bool with_shots, v1::DatasetInfo* info) {
+// with_shots: shots [first, first + count) of the catalog (count 0: to the end).
+void FillInfo(const DatasetEntry& e, bool with_shots, v1::DatasetInfo* info,
+              uint64_t first = 0, uint64_t count = 0) {
   info->set_name(e.name);
   if (e.dataset == nullptr) {
     info->set_state("FAILED");
@@ -41,18 +44,24 @@ void FillInfo(const DatasetEntry& e, bool with_shots, v1::DatasetInfo* info) {
   for (const std::string& h : segy::ServableHeaderNames()) info->add_header_fields(h);
   if (with_shots) {
     const auto& shots = d.catalog().shots();
-    info->mutable_shot_ids()->Reserve(shots.size());
-    info->mutable_shot_trace_counts()->Reserve(shots.size());
-    for (const catalog::ShotEntry& s : shots) {
-      info->add_shot_ids(s.shot_id);
-      info->add_shot_trace_counts(s.n_traces);
+    const uint64_t begin = std::min<uint64_t>(first, shots.size());
+    const uint64_t end =
+        count == 0 ? shots.size() : std::min<uint64_t>(shots.size(), begin + count);
+    info->mutable_shot_ids()->Reserve(static_cast<int>(end - begin));
+    info->mutable_shot_trace_counts()->Reserve(static_cast<int>(end - begin));
+    for (uint64_t i = begin; i < end; ++i) {
+      info->add_shot_ids(shots[i].shot_id);
+      info->add_shot_trace_counts(shots[i].n_traces);
     }
-    for (const catalog::SourcePosition& p : d.catalog().source_positions()) {
+    // source_xy: positions are by id 1..n, as the shots are.
+    const auto& positions = d.catalog().source_positions();
+    for (uint64_t i = begin; i < end && i < positions.size(); ++i) {
       v1::SourcePosition* out = info->add_source_positions();
-      out->set_shot_id(p.shot_id);
-      out->set_x(p.x);
-      out->set_y(p.y);
+      out->set_shot_id(positions[i].shot_id);
+      out->set_x(positions[i].x);
+      out->set_y(positions[i].y);
     }
+    if (end < shots.size()) info->set_next_page_token(std::to_string(end));
   }
 }
 
@@ -471,10 +480,15 @@ class ShotStreamServiceImpl final
       return reactor;
     }
     const DatasetEntry* e = Find(request->name());
+    uint64_t first = 0;
     if (e == nullptr) {
       reactor->Finish(ToGrpcStatus(UnknownDataset(request->name())));
+    } else if (!request->page_token().empty() &&
+               !absl::SimpleAtoi(request->page_token(), &first)) {
+      reactor->Finish(ToGrpcStatus(absl::InvalidArgumentError(
+          absl::StrCat("page_token '", request->page_token(), "' is not one this server gave"))));
     } else {
-      FillInfo(*e, true, response);
+      FillInfo(*e, true, response, first, request->page_size());
       reactor->Finish(grpc::Status::OK);
     }
     return reactor;

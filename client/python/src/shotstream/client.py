@@ -280,13 +280,28 @@ class Client:
                 seen.setdefault(d.name, DatasetInfo(d))
         return list(seen.values())
 
+    _PAGE = 250_000  # shots per GetDataset page
+
+    def _get_dataset(self, stub, name):
+        """All pages of GetDataset, merged into one DatasetInfo message."""
+        info = stub.GetDataset(pb.GetDatasetRequest(name=name, page_size=self._PAGE),
+                               metadata=self._metadata, timeout=self._timeout)
+        while info.next_page_token:
+            page = stub.GetDataset(pb.GetDatasetRequest(name=name, page_size=self._PAGE,
+                                                        page_token=info.next_page_token),
+                                   metadata=self._metadata, timeout=self._timeout)
+            info.shot_ids.extend(page.shot_ids)
+            info.shot_trace_counts.extend(page.shot_trace_counts)
+            info.source_positions.extend(page.source_positions)
+            info.next_page_token = page.next_page_token
+        return info
+
     def _dataset_per_target(self, name):
         infos = []
         last = None
         for stub in self._stubs:
             try:
-                infos.append(stub.GetDataset(pb.GetDatasetRequest(name=name),
-                                             metadata=self._metadata, timeout=self._timeout))
+                infos.append(self._get_dataset(stub, name))
             except grpc.RpcError as e:
                 infos.append(None)
                 last = e
