@@ -19,7 +19,6 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "client/chunk_reader.h"
-#include "server/common/crc32.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/impl/codegen/sync_stream.h"
 #include "shotstream/v1/shotstream.grpc.pb.h"
@@ -338,10 +337,6 @@ class GrpcShotReader final : public ShotReader {
 };
 
 }  // namespace
-
-uint32_t Crc32(uint32_t crc, const void* data, size_t size) {
-  return shotstream::Crc32(crc, data, size);
-}
 
 absl::StatusOr<std::vector<std::string>> ExpandTargets(const std::vector<std::string>& targets) {
   std::vector<std::string> out;

@@ -113,9 +113,6 @@ class Client {
 // Targets as given, except that "dns:///NAME:PORT" becomes one target per address.
 absl::StatusOr<std::vector<std::string>> ExpandTargets(const std::vector<std::string>& targets);
 
-// CRC-32 (zlib polynomial) of bytes, continuing from `crc` (start with 0).
-uint32_t Crc32(uint32_t crc, const void* data, size_t size);
-
 }  // namespace shotstream::client
 
 #endif  // SHOTSTREAM_CLIENT_CLIENT_H_

@@ -3,12 +3,12 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <cerrno>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "server/common/crc32.h"
 #include "server/common/status_macros.h"
 #include "server/segy/trace_header.h"
 
@@ -112,16 +112,16 @@ absl::StatusOr<CatalogSource> DescribeSource(absl::Span<const segy::SegyFile* co
     const segy::SegyLayout& l = f->layout();
     std::vector<uint8_t> buf(std::min<uint64_t>(f->size(), l.first_trace_offset));
     SS_RETURN_IF_ERROR(f->ReadAt(0, buf.size(), buf.data()));
-    uLong crc = ::crc32_z(0, buf.data(), buf.size());
+    uint32_t crc = Crc32(0, buf.data(), buf.size());
     if (l.n_traces > 0) {
       uint8_t th[segy::kTraceHeaderBytes];
       for (uint64_t t : {uint64_t{0}, l.n_traces - 1}) {
         SS_RETURN_IF_ERROR(f->ReadAt(l.TraceOffset(t), sizeof(th), th));
-        crc = ::crc32_z(crc, th, sizeof(th));
+        crc = Crc32(crc, th, sizeof(th));
       }
     }
     source.files.push_back(
-        SourceFile{f->path(), f->size(), f->mtime_ns(), static_cast<uint32_t>(crc)});
+        SourceFile{f->path(), f->size(), f->mtime_ns(), crc});
   }
   return source;
 }
@@ -149,8 +149,7 @@ absl::Status SaveCatalog(const std::string& path, const CatalogSource& source,
   for (const io::TraceRef& t : catalog.traces()) w.Pod(PackedTrace{t.file_id, 0, t.offset});
   w.Pod<uint64_t>(catalog.source_positions().size());
   for (const SourcePosition& p : catalog.source_positions()) w.Pod(PackedPosition{p.shot_id, p.x, p.y});
-  const uint32_t crc = static_cast<uint32_t>(
-      ::crc32_z(0, reinterpret_cast<const Bytef*>(w.out().data()), w.out().size()));
+  const uint32_t crc = Crc32(0, w.out().data(), w.out().size());
   w.Pod(crc);
 
   // Write beside, then rename: a reader never sees half a catalog.
@@ -189,8 +188,7 @@ absl::StatusOr<Catalog> LoadCatalog(const std::string& path, const CatalogSource
   if (data.size() < sizeof(kMagic) + 8) return corrupt("too short");
   uint32_t stored_crc;
   std::memcpy(&stored_crc, data.data() + data.size() - 4, 4);
-  const uint32_t crc = static_cast<uint32_t>(
-      ::crc32_z(0, reinterpret_cast<const Bytef*>(data.data()), data.size() - 4));
+  const uint32_t crc = Crc32(0, data.data(), data.size() - 4);
   Reader r(data, data.size() - 4);
   char magic[sizeof(kMagic)];
   r.Bytes(magic, sizeof(magic));

@@ -95,9 +95,6 @@ absl::StatusOr<SegyLayout> ParseSeismicUnix(const std::string& path, const uint8
                                             size_t head_size, uint64_t file_size,
                                             const OpenOptions& options) {
   if (file_size == 0) {
-    SegyLayout empty;
-    empty.seismic_unix = true;
-    empty.first_trace_offset = 0;
     return absl::InvalidArgumentError(absl::StrCat(path, ": empty Seismic Unix file"));
   }
   if (head_size < kTraceHeaderBytes) {

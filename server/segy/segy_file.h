@@ -51,9 +51,9 @@ struct OpenOptions {
   bool use_mmap = false;
 };
 
-// Parses the 3600-byte file header. `file_size` checks that traces fit; `read_at` is
-// used for the extended textual headers with a count of -1. Errors name the file, the
-// byte and the reason.
+// Open parses the file headers (and, for a -1 extended-header count, reads records up to
+// ((SEG: EndText))) and checks that the file holds whole traces. Errors name the file,
+// the byte and the reason.
 class SegyFile {
  public:
   static absl::StatusOr<std::unique_ptr<SegyFile>> Open(const std::string& path,

@@ -15,7 +15,9 @@ CXX=${CXX_FUZZ:-$(command -v clang++ || command -v clang++-14)}
 srcs=(server/segy/segy_file.cc server/segy/sample_format.cc server/segy/trace_header.cc)
 extra=()
 case $name in
-  catalog_load) srcs+=(server/catalog/catalog_store.cc server/catalog/catalog.cc) ;;
+  catalog_load)
+    srcs+=(server/catalog/catalog_store.cc server/catalog/catalog.cc)
+    extra=($(pkg-config --libs libdeflate)) ;;
   request_validation)
     # The request message: generated here with Debian's protoc.
     mkdir -p "$out/gen"
