@@ -256,6 +256,20 @@ def reliability(fuzz_seconds, load_seconds):
     return out
 
 
+def decode_per_core():
+    """Google Benchmark's figures for decoding one 7.68 MB shot to float32 on one core,
+    next to a memcpy of the same bytes (the limit)."""
+    tool = harness.runfile("server/segy/sample_format_benchmark")
+    res = subprocess.run([tool, "--benchmark_format=json", "--benchmark_repetitions=5",
+                          "--benchmark_report_aggregates_only=true"],
+                         capture_output=True, text=True, check=True)
+    out = {}
+    for b in json.loads(res.stdout)["benchmarks"]:
+        if b.get("aggregate_name") == "median":
+            out[b["run_name"].replace("BM_", "")] = b["bytes_per_second"] / 1e9
+    return out
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--shots", type=int, default=40)
@@ -344,6 +358,8 @@ def main():
         results["gathers"] = gather_reads(ieee_dir, max(1, args.reps // 2))
         print("catalog build on slow storage ...", flush=True)
         results["slow_storage"] = slow_storage(work, ieee_dir)
+        print("decode per core ...", flush=True)
+        results["decode_gbps"] = decode_per_core()
         print("catalog of 1 M traces ...", flush=True)
         results["catalog_1m"] = catalog_1m(work)
         if not args.skip_reliability:
@@ -423,6 +439,16 @@ def render(r):
         f"| catalog build / segyio attributes(), traces/s | "
         f"{ratio(r['catalog_traces_per_s'], r['segyio_attributes_traces_per_s']):.2f}x "
         f"| >= 1x (issue 4) |",
+    ]
+    dec = r.get("decode_gbps")
+    if dec:
+        lines += [
+            f"| decode IEEE big-endian / memcpy, one core | "
+            f"{dec['IeeeBigEndian'] / dec['Memcpy']:.2f}x | >= 0.7x (issue 3) |",
+            f"| decode IBM float / memcpy, one core | "
+            f"{dec['IbmBigEndian'] / dec['Memcpy']:.2f}x | >= 0.4x (issue 3) |",
+        ]
+    lines += [
         "",
         "## Figures",
         "",
@@ -482,6 +508,14 @@ def render(r):
                          f"{c['gbps'] / sg['gbps']:.2f}x |")
     for name in r.get("plots", []):
         lines += ["", f"![{name}]({name})"]
+    if dec:
+        lines += ["", "### Decoding one shot to float32, one core "
+                  "(`bazel run -c opt //server/segy:sample_format_benchmark`)", "",
+                  "Output bytes per second (float32), median of 5; the limit is a memcpy of "
+                  "the same 7.68 MB.", "", "| decode | throughput | / memcpy |",
+                  "| --- | --- | ---: |"]
+        for name, v in dec.items():
+            lines.append(f"| {name} | {v:.1f} GB/s | {v / dec['Memcpy']:.2f}x |")
     c1 = r.get("catalog_1m")
     if c1:
         lines += ["", "### Catalog of 1 M traces (4 files, 50 samples per trace)", "",

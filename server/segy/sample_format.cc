@@ -43,33 +43,41 @@ SS_VECTOR_CLONES void DecodeIeee32Swap(const uint8_t* __restrict src, size_t n,
   }
 }
 
-// IBM -> IEEE without branches: the 24-bit fraction converts exactly to float (the
-// hardware normalises it), then 16^(exp-64) * 2^-24 = 2^(4*exp - 280) is applied by
-// adding 4*exp - 280 to that float's exponent field. Where the new exponent leaves
-// float's normal range (underflow to denormals or zero, overflow to infinity) the element
-// is redone by the scalar rule (truncation, as segyio does) in a second pass; the first
-// pass reports whether any needs it.
+// IBM -> IEEE without branches, in exact float arithmetic: the 24-bit fraction converts
+// exactly to float, and 16^(exp-64) * 2^-24 = 2^(4*exp - 280) is applied as
+// 2^-26 * s * s with s = 2^(2*exp - 127), a float whose bits are the IBM word's exponent
+// bits kept in place (w & 0x7f000000). Each product is a power of two times a 24-bit
+// integer, so it is exact while it stays in float's normal range, which holds for every
+// nonzero word with 39 <= exp <= 96. The loop keeps the smallest and largest nonzero
+// magnitude it saw; when a block holds words outside that range (underflow to denormals
+// or zero, overflow to infinity) they are redone by the scalar rule (truncation, as
+// segyio does) in a second pass. Few operations per sample, all vectorisable.
+constexpr uint32_t kIbmExactLow = 39u << 24;   // smallest magnitude of the exact path
+constexpr uint32_t kIbmExactHigh = 97u << 24;  // first magnitude past it
+
 template <bool kSwap>
 __attribute__((always_inline)) inline bool DecodeIbmBody(const uint8_t* __restrict src,
                                                          size_t n, float* __restrict dst) {
-  uint32_t any = 0;
+  uint32_t largest = 0;              // largest magnitude
+  uint32_t smallest_m1 = ~0u;        // smallest nonzero magnitude, minus one
   for (size_t i = 0; i < n; ++i) {
     uint32_t w;
     std::memcpy(&w, src + 4 * i, 4);
     if (kSwap) w = Bswap32(w);
-    const int32_t frac = static_cast<int32_t>(w & 0x00ffffffu);
-    const float f = static_cast<float>(frac);
-    uint32_t fb;
-    std::memcpy(&fb, &f, 4);
-    const int32_t e = static_cast<int32_t>(fb >> 23) +
-                      static_cast<int32_t>((w >> 24) & 0x7fu) * 4 - 280;
-    uint32_t bits = (fb & 0x007fffffu) | (static_cast<uint32_t>(e) << 23);
-    bits = frac != 0 ? bits : 0u;
-    any |= static_cast<uint32_t>((e < 1) | (e > 254)) & static_cast<uint32_t>(frac != 0);
+    const uint32_t magnitude = w & 0x7fffffffu;
+    largest = std::max(largest, magnitude);
+    smallest_m1 = std::min(smallest_m1, magnitude - 1u);  // zero wraps to the top
+    const float fraction = static_cast<float>(static_cast<int32_t>(w & 0x00ffffffu));
+    const uint32_t scale_bits = w & 0x7f000000u;
+    float scale;
+    std::memcpy(&scale, &scale_bits, 4);
+    const float value = fraction * 0x1p-26f * scale * scale;
+    uint32_t bits;
+    std::memcpy(&bits, &value, 4);
     bits |= w & 0x80000000u;
     std::memcpy(dst + i, &bits, 4);
   }
-  return any != 0;
+  return largest >= kIbmExactHigh || smallest_m1 < kIbmExactLow - 1u;
 }
 
 // One clone set per byte order: target_clones does not apply to templates.
@@ -90,18 +98,18 @@ void DecodeIbm(const uint8_t* src, size_t n, float* dst) {
     const size_t m = std::min(kBlock, n - start);
     const uint8_t* s = src + 4 * start;
     float* d = dst + start;
-    const bool below = kSwap ? DecodeIbmSwap(s, m, d) : DecodeIbmNative(s, m, d);
-    if (!below) continue;
-    // Outside float's normal range: the documented scalar rule.
+    const bool outside = kSwap ? DecodeIbmSwap(s, m, d) : DecodeIbmNative(s, m, d);
+    if (!outside) continue;
+    // Words outside the exact range: the documented scalar rule.
     uint32_t* out = reinterpret_cast<uint32_t*>(d);
     for (size_t i = 0; i < m; ++i) {
       uint32_t w;
       std::memcpy(&w, s + 4 * i, 4);
       if (kSwap) w = Bswap32(w);
-      const uint32_t frac = w & 0x00ffffffu;
-      if (frac == 0) continue;
-      const int e = (127 + 31 - __builtin_clz(frac)) + static_cast<int>((w >> 24) & 0x7fu) * 4 - 280;
-      if (e < 1 || e > 254) out[i] = IbmToIeeeBits(w);
+      const uint32_t magnitude = w & 0x7fffffffu;
+      if (magnitude != 0 && (magnitude < kIbmExactLow || magnitude >= kIbmExactHigh)) {
+        out[i] = IbmToIeeeBits(w);
+      }
     }
   }
 }

@@ -106,6 +106,37 @@ TEST(IbmToIeeeTest, VectorDecodeEqualsTheScalarRuleOnEveryExponentBothOrders) {
   }
 }
 
+// Blocks holding only words of the exact (vector) path, zeros of both signs and
+// zero fractions among them, so that no element falls back to the scalar rule.
+TEST(IbmToIeeeTest, VectorPathAloneIsBitExactOnItsWholeRange) {
+  std::mt19937 rng(12);
+  std::vector<uint32_t> words;
+  for (uint32_t exp = 39; exp <= 96; ++exp) {
+    for (int i = 0; i < 4000; ++i) {
+      uint32_t frac = rng() & 0xffffff;
+      if (i < 24) frac = 1u << i;
+      if (i == 24) frac = 0;
+      if (i == 25) frac = 0xffffff;
+      words.push_back(((rng() & 1u) << 31) | (exp << 24) | frac);
+    }
+    words.push_back(0x00000000u);
+    words.push_back(0x80000000u);
+  }
+  std::vector<uint8_t> bytes(words.size() * 4);
+  for (size_t i = 0; i < words.size(); ++i) {
+    const uint32_t w = __builtin_bswap32(words[i]);
+    std::memcpy(&bytes[4 * i], &w, 4);
+  }
+  std::vector<float> out(words.size());
+  DecodeSamples(bytes.data(), words.size(), SampleFormat::kIbmFloat32,
+                ByteOrder::kBigEndian, out.data());
+  for (size_t i = 0; i < words.size(); ++i) {
+    uint32_t got;
+    std::memcpy(&got, &out[i], 4);
+    ASSERT_EQ(got, ReferenceIbmToIeee(words[i])) << std::hex << words[i];
+  }
+}
+
 TEST(FloatToIbmTest, RoundTripsExactlyRepresentableValues) {
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> dist(-1e6f, 1e6f);
