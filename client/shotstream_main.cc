@@ -51,6 +51,8 @@ ABSL_FLAG(std::string, format, "npy",
           "fetch: npy (shot_ID.npy plus shot_ID.FIELD.npy per header), segy (IEEE float) "
           "or segy-ibm (IBM float): one shot_ID.sgy per shot with its trace headers");
 ABSL_FLAG(uint32_t, queue_depth, 2, "shots read and received ahead");
+ABSL_FLAG(uint64_t, max_chunk_bytes, 0,
+          "largest sample payload per message to ask the server for (0: its default)");
 ABSL_FLAG(int, streams, 1, "bench: concurrent streams, each over all the shots");
 ABSL_FLAG(int, repeat, 1, "bench: times each stream goes over the shots");
 ABSL_FLAG(bool, progress, true, "fetch: progress bar on stderr");
@@ -142,6 +144,7 @@ int Fetch(Client& client, const std::string& dataset) {
   ::mkdir(out.c_str(), 0755);
   shotstream::client::StreamOptions options;
   options.queue_depth = absl::GetFlag(FLAGS_queue_depth);
+  options.max_chunk_bytes = absl::GetFlag(FLAGS_max_chunk_bytes);
   options.headers = HeaderList();
   const size_t total = ids->size();
   auto reader = client.Stream(dataset, *ids, options);
@@ -210,6 +213,7 @@ int Bench(Client& client, const std::string& dataset) {
   const int repeat = std::max(1, absl::GetFlag(FLAGS_repeat));
   shotstream::client::StreamOptions options;
   options.queue_depth = absl::GetFlag(FLAGS_queue_depth);
+  options.max_chunk_bytes = absl::GetFlag(FLAGS_max_chunk_bytes);
   options.headers = HeaderList();
   std::atomic<uint64_t> shots{0}, bytes{0}, out_of_order{0};
   std::atomic<int> reconnects{0};

@@ -111,10 +111,15 @@ class EndToEndTest(unittest.TestCase):
         self.assertAlmostEqual(got[0].headers["source_x"][0], got[0].shot_id * 50.0)
 
     def test_large_shots_arrive_in_chunks_and_reassemble_exactly(self):
-        # 20000-byte chunks (server flag) and 5000-byte chunks (request) both split shots.
-        for chunk in (0, 5000):
+        # 20000-byte chunks (server flag) and 5000-byte chunks (request) both split shots;
+        # 64 MiB (the Python client's default request) sends each shot in one message,
+        # viewed without a copy. Either way the samples are exact and read-only.
+        for chunk in (0, 5000, 64 << 20):
             for shot in self.client.stream("line1", [3, 1], max_chunk_bytes=chunk):
                 self.assert_shot(shot, shot.shot_id)
+                self.assertFalse(shot.samples.flags.writeable)
+                with self.assertRaises(ValueError):
+                    shot.samples[0, 0] = 1.0
 
     def test_cli_fetch_writes_npy_equal_to_segyio(self):
         out = os.path.join(self.tmp, "fetch")

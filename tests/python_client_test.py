@@ -61,13 +61,16 @@ class PythonClientTest(unittest.TestCase):
         harness.write_survey(os.path.join(self.tmp, "c.sgy"), 5, [1, 2, 3], 8, 64)
         with harness.Server([f"--dataset=d={self.tmp}/c.sgy", "--testing_corrupt_shot=2"]) \
                 as server, shotstream.Client(server.target) as c:
-            got = []
-            with self.assertRaises(shotstream.ShotstreamError) as e:
-                for shot in c.stream("d", [1, 2, 3]):
-                    got.append(shot.shot_id)
-            self.assertEqual(e.exception.code(), grpc.StatusCode.DATA_LOSS)
-            self.assertIn("shot 2", e.exception.details())
-            self.assertEqual(got, [1])
+            # Shots in one message (the default) and in 1 KiB chunks: both paths check.
+            for chunk in (64 << 20, 1024):
+                got = []
+                with self.assertRaises(shotstream.ShotstreamError) as e:
+                    for shot in c.stream("d", [1, 2, 3], max_chunk_bytes=chunk):
+                        got.append(shot.shot_id)
+                self.assertEqual(e.exception.code(), grpc.StatusCode.DATA_LOSS)
+                self.assertIn("shot 2", e.exception.details())
+                self.assertIn("checksum mismatch", e.exception.details())
+                self.assertEqual(got, [1])
             res = harness.cli("bench", f"--target={server.target}", "--dataset=d",
                               "--shots=1,2", check=False)
             self.assertNotEqual(res.returncode, 0)
@@ -211,6 +214,22 @@ class PythonClientTest(unittest.TestCase):
             time.sleep(0.5)  # the caller's compute on `first`
             rest = list(gen)
             self.assertEqual([first.shot_id] + [s.shot_id for s in rest], list(range(1, 9)))
+
+
+    def test_checksum_agrees_with_zlib_on_any_length_and_split(self):
+        import zlib
+        from shotstream import client as client_module
+        crc32 = client_module._crc32
+        # This machine has libisal2 (tools/install_deps.sh), so the fast kernel is in use.
+        self.assertEqual(crc32.implementation, "isa-l")
+        data = np.random.default_rng(3).integers(0, 256, 1 << 20, dtype=np.uint8).tobytes()
+        view = memoryview(data)
+        for n in (0, 1, 15, 64, 4097, len(data)):
+            want = zlib.crc32(data[:n])
+            self.assertEqual(crc32(view[:n]), want, n)
+            third = n // 3
+            self.assertEqual(crc32(view[third:n], crc32(view[:third])), want, n)
+        self.assertEqual(crc32(b"123456789"), 0xCBF43926)
 
 
 if __name__ == "__main__":

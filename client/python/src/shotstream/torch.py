@@ -9,6 +9,8 @@ shotstream` does not.
         ...                               # compute on x (the current stream waits for it)
 """
 
+import warnings
+
 try:
     import torch
 except ImportError as e:  # pragma: no cover - exercised where torch is absent
@@ -56,9 +58,16 @@ class DeviceStager:
         self.next = 0
 
     def stage(self, array):
-        src = torch.from_numpy(array)
+        with warnings.catch_warnings():
+            # Shot samples are read-only views; they are only read here.
+            warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+            src = torch.from_numpy(array)
         if not self.on_gpu:
-            return src.to(self.device)
+            out = src.to(self.device)
+            # The same memory when the device is the CPU: a copy, so that the caller's
+            # tensor may be written to while the read-only shot is not.
+            return out.clone() if out.data_ptr() == src.data_ptr() and \
+                not array.flags.writeable else out
         k = self.next
         self.next = (k + 1) % len(self.buffers)
         if self.events[k] is not None:
