@@ -7,9 +7,10 @@ PKGS=(
   g++ pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libgtest-dev libgmock-dev libbenchmark-dev
-  libxxhash-dev libyaml-cpp-dev nlohmann-json3-dev libcivetweb-dev libisal-dev
+  libyaml-cpp-dev nlohmann-json3-dev libcivetweb-dev libisal-dev
   iperf3 clang-14 libclang-rt-14-dev
   python3 python3-grpcio python3-protobuf python3-numpy python3-segyio python3-pytest python3-yaml python3-matplotlib
+  python3-torch  # the torch adapter, tested on the CPU
 )
 missing=()
 for p in "${PKGS[@]}"; do

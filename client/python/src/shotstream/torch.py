@@ -63,11 +63,9 @@ class DeviceStager:
             warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
             src = torch.from_numpy(array)
         if not self.on_gpu:
+            # A copy, as on the GPU: the tensor is the caller's to change, the shot stays.
             out = src.to(self.device)
-            # The same memory when the device is the CPU: a copy, so that the caller's
-            # tensor may be written to while the read-only shot is not.
-            return out.clone() if out.data_ptr() == src.data_ptr() and \
-                not array.flags.writeable else out
+            return out.clone() if out.data_ptr() == src.data_ptr() else out
         k = self.next
         self.next = (k + 1) % len(self.buffers)
         if self.events[k] is not None:
