@@ -116,6 +116,38 @@ class HardeningTest(unittest.TestCase):
                     self.assertIsNone(server.proc.poll())
                 self.assertEqual(server.proc.returncode, 0)
 
+    def test_read_errors_end_the_stream_naming_the_file_and_the_server_goes_on(self):
+        # EIO injected into pread by an LD_PRELOAD shim while a switch file exists: off at
+        # start-up (the catalog builds), on while streaming, off again (the disk came back).
+        # (With --io=mmap a failing page arrives as SIGBUS, the case of the truncation test.)
+        d = os.path.join(self.tmp, "eio")
+        synth.write_survey(d, n_shots=8, traces_per_shot=50, n_samples=500, n_files=2, fmt=5)
+        switch = os.path.join(self.tmp, "eio_on")
+        env = dict(os.environ, LD_PRELOAD=harness.runfile("tests/libfault_io.so"),
+                   FAULT_IO_PATH="survey_001.sgy", FAULT_IO_SWITCH=switch)
+        with harness.Server([f"--dataset=d={d}/*.sgy"], env=env) as server, \
+                shotstream.Client(server.target) as c:
+            ids = c.dataset("d").shot_ids.tolist()
+            self.assertEqual(len(list(c.stream("d", ids))), 8)
+            open(switch, "w").close()
+            got = []
+            with self.assertRaises(shotstream.ShotstreamError) as e:
+                for shot in c.stream("d", ids):
+                    got.append(shot.shot_id)
+            self.assertEqual(e.exception.code(), grpc.StatusCode.UNAVAILABLE)
+            self.assertIn("survey_001.sgy", e.exception.details())
+            self.assertIn("byte offset", e.exception.details())
+            self.assertIn("Input/output error", e.exception.details())
+            # The shots wholly in the first file came, in order, before the error.
+            self.assertGreaterEqual(len(got), 3)
+            self.assertEqual(got, ids[:len(got)])
+            # Shots in the healthy file go on, on the same server, and all once it is back.
+            self.assertEqual(len(list(c.stream("d", ids[:3]))), 3)
+            os.remove(switch)
+            self.assertEqual([s.shot_id for s in c.stream("d", ids)], ids)
+            self.assertIsNone(server.proc.poll())
+        self.assertEqual(server.proc.returncode, 0)
+
     def test_load_32_clients_random_orders_cancels_and_reconnects(self):
         d = os.path.join(self.tmp, "load")
         synth.write_survey(d, n_shots=24, traces_per_shot=60, n_samples=1000, n_files=3, fmt=1)

@@ -32,10 +32,10 @@ CLI = "client/shotstream"
 class Server:
     """A shotstream_server process; `target` is HOST:PORT once it printed its line."""
 
-    def __init__(self, args, timeout=120):
+    def __init__(self, args, timeout=120, env=None):
         self.args = [runfile(SERVER), "--listen=127.0.0.1:0", "--drain_delay=0s"] + list(args)
         self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     text=True)
+                                     text=True, env=env)
         self.stderr_lines = []
         lines = queue.Queue()
         threading.Thread(target=lambda: [lines.put(l) for l in self.proc.stdout] and None,

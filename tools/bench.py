@@ -538,7 +538,11 @@ def render(r):
                          f"{'nothing found' if f['ok'] else 'FOUND A CRASH'} |")
         lines += ["| faults injected and survived (`//tests:hardening_test`) | files truncated "
                   "while serving, with pread and mmap: the stream ends DATA_LOSS naming the file "
-                  "and offset, other streams and datasets go on, the server exits 0 |",
+                  "and offset; read errors (EIO injected into pread by `tests/fault_io.c`, an "
+                  "LD_PRELOAD shim, switched on and off while serving): the stream ends "
+                  "UNAVAILABLE naming the file, offset and error, shots of healthy files go on, "
+                  "and everything streams again once reads succeed; other streams and datasets "
+                  "go on, the server exits 0 |",
                   f"| bad inputs tried (`//tests:hardening_test`, `//server/segy:golden_test`) | "
                   f"10 malformed files (truncated, garbage, wrong format codes, zero and absurd "
                   f"sample counts, bad extended-header counts, short SU), the 2 invalid and 2 "
