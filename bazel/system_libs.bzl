@@ -28,6 +28,11 @@ def _system_libs_impl(ctx):
         out.append("    name = %r," % name)
         out.append("    linkopts = %r," % linkopts)
         out.append("    defines = %r," % defines)
+        if name == "absl":
+            # TSan builds: tell TSan what absl::Mutex does (Debian's Abseil is not
+            # instrumented); see bazel/tsan.
+            out.append('    deps = select({"@//bazel/tsan:enabled": ' +
+                       '["@//bazel/tsan:absl_mutex_annotations"], "//conditions:default": []}),')
         out.append(")")
         out.append("")
         # The same libraries linked from their static archives (for self-contained

@@ -54,6 +54,9 @@ ABSL_FLAG(uint32_t, queue_depth, 2, "shots read and received ahead");
 ABSL_FLAG(uint64_t, max_chunk_bytes, 0,
           "largest sample payload per message to ask the server for (0: its default)");
 ABSL_FLAG(int, streams, 1, "bench: concurrent streams, each over all the shots");
+ABSL_FLAG(std::string, buffers, "pool",
+          "bench: where shots land: pool (the client's reusable, pinned-when-possible "
+          "buffers) or plain (a new pageable buffer per shot, the baseline)");
 ABSL_FLAG(int, repeat, 1, "bench: times each stream goes over the shots");
 ABSL_FLAG(bool, progress, true, "fetch: progress bar on stderr");
 ABSL_FLAG(int64_t, shot, 0, "plot: the shot id");
@@ -259,15 +262,19 @@ int Bench(Client& client, const std::string& dataset) {
     slowest = std::max(slowest, t);
     fastest = std::min(fastest, t);
   }
+  const auto pool = client.pool().stats();
   std::printf(
       "{\"shots\": %llu, \"bytes\": %llu, \"seconds\": %.6f, \"gbps\": %.4f, \"streams\": %d, "
       "\"queue_depth\": %u, \"repeat\": %d, \"checksums_verified\": %llu, "
       "\"slowest_stream_seconds\": %.6f, \"fastest_stream_seconds\": %.6f, "
-      "\"in_order\": %s, \"reconnects\": %d}\n",
+      "\"in_order\": %s, \"reconnects\": %d, \"buffers\": \"%s\", \"pinned\": %s, "
+      "\"buffer_allocations\": %llu}\n",
       static_cast<unsigned long long>(shots.load()), static_cast<unsigned long long>(bytes.load()),
       seconds, bytes.load() / seconds / 1e9, streams, options.queue_depth, repeat,
       static_cast<unsigned long long>(shots.load()), slowest, fastest,
-      out_of_order.load() == 0 ? "true" : "false", reconnects.load());
+      out_of_order.load() == 0 ? "true" : "false", reconnects.load(),
+      absl::GetFlag(FLAGS_buffers).c_str(), client.pool().pinned() ? "true" : "false",
+      static_cast<unsigned long long>(pool.allocations));
   return 0;
 }
 
@@ -291,6 +298,17 @@ int main(int argc, char** argv) {
     options.token = std::getenv("SHOTSTREAM_TOKEN");
   }
   options.retries = absl::GetFlag(FLAGS_retries);
+  // bench --buffers=plain: every shot in a new pageable buffer, freed after use.
+  std::unique_ptr<shotstream::gpu::PinnedBufferPool> plain;
+  if (absl::GetFlag(FLAGS_buffers) == "plain") {
+    shotstream::gpu::PinnedBufferPool::Options plain_options;
+    plain_options.pinned = false;
+    plain_options.max_free_buffers = 0;
+    plain = std::make_unique<shotstream::gpu::PinnedBufferPool>(plain_options);
+    options.pool = plain.get();
+  } else if (absl::GetFlag(FLAGS_buffers) != "pool") {
+    return Fail(absl::InvalidArgumentError("--buffers: pool or plain"));
+  }
   if (const std::string ca = absl::GetFlag(FLAGS_tls_ca); !ca.empty()) {
     std::ifstream in(ca);
     if (!in) return Fail(absl::NotFoundError(ca + ": cannot read"));

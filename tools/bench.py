@@ -319,6 +319,19 @@ def main():
                                                 for _ in reps])
             results["cpp_ibm_gbps"] = summary([cpp_bench(t, "ibm", repeat=2)["gbps"]
                                                for _ in reps])
+            # Pool vs a new buffer per shot, alternated so that both see the same noise.
+            print("receive buffers: pool vs plain ...", flush=True)
+            pool_runs, plain_runs = [], []
+            for _ in reps:
+                pool_runs.append(cpp_bench(t, "ieee", repeat=2, buffers="pool"))
+                plain_runs.append(cpp_bench(t, "ieee", repeat=2, buffers="plain"))
+            results["buffers"] = {
+                "pool_gbps": summary([r["gbps"] for r in pool_runs]),
+                "plain_gbps": summary([r["gbps"] for r in plain_runs]),
+                "pinned": pool_runs[0]["pinned"],
+                "pool_allocations": pool_runs[0]["buffer_allocations"],
+                "plain_allocations": plain_runs[0]["buffer_allocations"],
+                "shots": pool_runs[0]["shots"]}
             print("shotstream -> Python ...", flush=True)
             results["py_ieee_gbps"] = summary([py_bench(t, "ieee", ids) for _ in reps])
             print("clients and queue depths ...", flush=True)
@@ -440,6 +453,11 @@ def render(r):
         f"{ratio(r['catalog_traces_per_s'], r['segyio_attributes_traces_per_s']):.2f}x "
         f"| >= 1x (issue 4) |",
     ]
+    buf = r.get("buffers")
+    if buf:
+        lines.append(f"| receive time into the client's buffer pool / into a new buffer per "
+                     f"shot | {ratio(buf['plain_gbps'], buf['pool_gbps']):.2f}x | <= 1.05x "
+                     f"(issue 6) |")
     dec = r.get("decode_gbps")
     if dec:
         lines += [
@@ -475,6 +493,14 @@ def render(r):
     ]
     for n, c in r["clients"].items():
         lines.append(f"| {n} | {fmt(c['aggregate_gbps'])} | {c['slowest_over_fastest']:.2f} |")
+    if buf:
+        lines += ["", "### Where shots land (one C++ client, `shotstream bench --buffers=...`)",
+                  "", f"Buffers {'page-locked (cudaHostAlloc)' if buf['pinned'] else 'pageable: no GPU here, so the pool holds 4 KiB-aligned host memory'}; "
+                  f"runs alternated. Allocations per run of {buf['shots']} shots: pool "
+                  f"{buf['pool_allocations']}, plain {buf['plain_allocations']}.", "",
+                  "| buffers | throughput |", "| --- | --- |",
+                  f"| pool (reused) | {fmt(buf['pool_gbps'])} |",
+                  f"| plain (allocated and freed per shot) | {fmt(buf['plain_gbps'])} |"]
     lines += ["", "### Queue depth (one C++ client)", "", "| queue depth | throughput |",
               "| ---: | --- |"]
     for q, s in r["queue_depth"].items():
