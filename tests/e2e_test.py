@@ -112,8 +112,8 @@ class EndToEndTest(unittest.TestCase):
 
     def test_large_shots_arrive_in_chunks_and_reassemble_exactly(self):
         # 20000-byte chunks (server flag) and 5000-byte chunks (request) both split shots;
-        # 64 MiB (the Python client's default request) sends each shot in one message,
-        # viewed without a copy. Either way the samples are exact and read-only.
+        # 64 MiB sends each shot in one message, viewed without a copy. Either way the
+        # samples are exact and read-only.
         for chunk in (0, 5000, 64 << 20):
             for shot in self.client.stream("line1", [3, 1], max_chunk_bytes=chunk):
                 self.assert_shot(shot, shot.shot_id)

@@ -61,7 +61,7 @@ class PythonClientTest(unittest.TestCase):
         harness.write_survey(os.path.join(self.tmp, "c.sgy"), 5, [1, 2, 3], 8, 64)
         with harness.Server([f"--dataset=d={self.tmp}/c.sgy", "--testing_corrupt_shot=2"]) \
                 as server, shotstream.Client(server.target) as c:
-            # Shots in one message (the default) and in 1 KiB chunks: both paths check.
+            # Shots in one message and in 1 KiB chunks: both paths check.
             for chunk in (64 << 20, 1024):
                 got = []
                 with self.assertRaises(shotstream.ShotstreamError) as e:
