@@ -268,8 +268,7 @@ class EndToEndTest(unittest.TestCase):
         args = [harness.runfile(harness.SERVER), "--index_only", f"--dataset=d={d}/*.sgy"]
         fast = subprocess.run(args, capture_output=True, text=True, check=True).stdout
         slow = subprocess.run(args, capture_output=True, text=True, check=True,
-                              env=dict(os.environ, SLOW_IO_US="300",
-                                       LD_PRELOAD=shim)).stdout
+                              env=harness.preload_env(shim, SLOW_IO_US=300)).stdout
         strip = lambda out: out.split("  bytes")[0]  # noqa: E731
         self.assertEqual(strip(fast), strip(slow))
         self.assertIn("traces 240  shots 6", fast)

@@ -123,8 +123,8 @@ class HardeningTest(unittest.TestCase):
         d = os.path.join(self.tmp, "eio")
         synth.write_survey(d, n_shots=8, traces_per_shot=50, n_samples=500, n_files=2, fmt=5)
         switch = os.path.join(self.tmp, "eio_on")
-        env = dict(os.environ, LD_PRELOAD=harness.runfile("tests/libfault_io.so"),
-                   FAULT_IO_PATH="survey_001.sgy", FAULT_IO_SWITCH=switch)
+        env = harness.preload_env(harness.runfile("tests/libfault_io.so"),
+                                  FAULT_IO_PATH="survey_001.sgy", FAULT_IO_SWITCH=switch)
         with harness.Server([f"--dataset=d={d}/*.sgy"], env=env) as server, \
                 shotstream.Client(server.target) as c:
             ids = c.dataset("d").shot_ids.tolist()
@@ -208,7 +208,12 @@ class HardeningTest(unittest.TestCase):
                   f"(bound {bound_mb:.0f} MB)", file=sys.stderr)
             self.assertGreater(totals["shots"], 0)
             self.assertGreater(totals["cancels"], 0)
-            self.assertLessEqual(growth_mb, bound_mb)
+            if harness.server_is_asan():
+                # ASan's shadow memory, redzones and 256 MB quarantine are not the
+                # server's; the bound is checked in the plain build.
+                print("load: ASan build, RSS bound not checked", file=sys.stderr)
+            else:
+                self.assertLessEqual(growth_mb, bound_mb)
             with shotstream.Client(server.target) as c:  # still serving, still exact
                 for s in c.stream("d", [5, 6]):
                     np.testing.assert_array_equal(s.samples, ref[s.shot_id])

@@ -29,6 +29,22 @@ SERVER = "server/shotstream_server"
 CLI = "client/shotstream"
 
 
+def server_is_asan():
+    """Whether the server binary is an AddressSanitizer build (bazel test --config=asan)."""
+    with open(runfile(SERVER), "rb") as f:
+        return b"__asan_init" in f.read()
+
+
+def preload_env(shim, **extra):
+    """The environment for a process run under an LD_PRELOAD shim. ASan builds insist on
+    coming first in the library list; the shim only wraps libc calls, so that check is
+    turned off."""
+    asan = os.environ.get("ASAN_OPTIONS", "")
+    return dict(os.environ, LD_PRELOAD=shim,
+                ASAN_OPTIONS=(asan + ":" if asan else "") + "verify_asan_link_order=0",
+                **{k: str(v) for k, v in extra.items()})
+
+
 class Server:
     """A shotstream_server process; `target` is HOST:PORT once it printed its line."""
 
