@@ -26,22 +26,24 @@ static int should_fail(int fd, size_t n, off_t off) {
   return strstr(path, match) != NULL;
 }
 
-ssize_t pread(int fd, void* buf, size_t n, off_t off) {
-  static ssize_t (*real)(int, void*, size_t, off_t);
-  if (!real) real = dlsym(RTLD_NEXT, "pread");
+typedef ssize_t (*pread_fn)(int, void*, size_t, off_t);
+
+static ssize_t faulty_pread(pread_fn* real, const char* name, int fd, void* buf, size_t n,
+                            off_t off) {
+  if (*real == NULL) *real = (pread_fn)dlsym(RTLD_NEXT, name);
   if (should_fail(fd, n, off)) {
     errno = EIO;
     return -1;
   }
-  return real(fd, buf, n, off);
+  return (*real)(fd, buf, n, off);
+}
+
+ssize_t pread(int fd, void* buf, size_t n, off_t off) {
+  static pread_fn real;
+  return faulty_pread(&real, "pread", fd, buf, n, off);
 }
 
 ssize_t pread64(int fd, void* buf, size_t n, off_t off) {
-  static ssize_t (*real)(int, void*, size_t, off_t);
-  if (!real) real = dlsym(RTLD_NEXT, "pread64");
-  if (should_fail(fd, n, off)) {
-    errno = EIO;
-    return -1;
-  }
-  return real(fd, buf, n, off);
+  static pread_fn real;
+  return faulty_pread(&real, "pread64", fd, buf, n, off);
 }
