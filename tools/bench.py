@@ -495,8 +495,10 @@ def render(r):
     for n, c in r["clients"].items():
         lines.append(f"| {n} | {fmt(c['aggregate_gbps'])} | {c['slowest_over_fastest']:.2f} |")
     if buf:
+        kind = ("page-locked (cudaHostAlloc)" if buf["pinned"] else
+                "pageable: no GPU here, so the pool holds 4 KiB-aligned host memory")
         lines += ["", "### Where shots land (one C++ client, `shotstream bench --buffers=...`)",
-                  "", f"Buffers {'page-locked (cudaHostAlloc)' if buf['pinned'] else 'pageable: no GPU here, so the pool holds 4 KiB-aligned host memory'}; "
+                  "", f"Buffers {kind}; "
                   f"runs alternated. Allocations per run of {buf['shots']} shots: pool "
                   f"{buf['pool_allocations']}, plain {buf['plain_allocations']}.", "",
                   "| buffers | throughput |", "| --- | --- |",
