@@ -196,6 +196,13 @@ def _split_chunk(raw):
     return pb.ShotChunk.FromString(b"".join(meta_parts)), samples
 
 
+def _check_crc(shot_id, received, sent):
+    if received != sent:
+        raise ShotstreamError(grpc.StatusCode.DATA_LOSS,
+                              f"shot {shot_id}: checksum mismatch (CRC-32 "
+                              f"{received:#010x} received, {sent:#010x} sent)")
+
+
 class _Assembler:
     """Reassembles chunks into shots with one copy, and verifies each shot's CRC-32."""
 
@@ -210,11 +217,7 @@ class _Assembler:
         if self._buf is None and chunk.last and chunk.offset == 0 and \
                 len(data) == chunk.total_bytes == 4 * chunk.n_traces * chunk.n_samples:
             # The whole shot in one message: the samples are viewed where gRPC put them.
-            crc = _crc32(data)
-            if crc != chunk.crc32:
-                raise ShotstreamError(grpc.StatusCode.DATA_LOSS,
-                                      f"shot {chunk.shot_id}: checksum mismatch (CRC-32 "
-                                      f"{crc:#010x} received, {chunk.crc32:#010x} sent)")
+            _check_crc(chunk.shot_id, _crc32(data), chunk.crc32)
             headers = {c.name: np.array(c.values, dtype=np.float64) for c in chunk.headers}
             samples = np.frombuffer(data, dtype="<f4").reshape(chunk.n_traces, chunk.n_samples)
             return Shot(chunk.index, chunk.shot_id, samples, headers, chunk.sample_interval_us)
@@ -236,10 +239,7 @@ class _Assembler:
         if not chunk.last:
             return None
         first = self._first
-        if self._crc != chunk.crc32:
-            raise ShotstreamError(grpc.StatusCode.DATA_LOSS,
-                                  f"shot {first.shot_id}: checksum mismatch (CRC-32 "
-                                  f"{self._crc:#010x} received, {chunk.crc32:#010x} sent)")
+        _check_crc(first.shot_id, self._crc, chunk.crc32)
         headers = {c.name: np.array(c.values, dtype=np.float64) for c in first.headers}
         samples = self._buf.reshape(first.n_traces, first.n_samples)
         samples.flags.writeable = False  # as in the one-message case: the same contract
