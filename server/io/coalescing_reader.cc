@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
+#include "server/common/mapping_guard.h"
 #include "server/common/status_macros.h"
 
 namespace shotstream::io {
@@ -63,7 +64,8 @@ absl::Status ReadTraces(absl::Span<const segy::SegyFile* const> files,
     const segy::SegyLayout& layout = file.layout();
     // Memory-mapped files are decoded in place; others are read into the scratch buffer.
     SS_ASSIGN_OR_RETURN(const uint8_t* base, file.View(r.offset, r.length));
-    if (base == nullptr) {
+    const bool mapped = base != nullptr;
+    if (!mapped) {
       if (scratch.size() < r.length) scratch.resize(r.length);
       SS_RETURN_IF_ERROR(file.ReadAt(r.offset, r.length, scratch.data()));
       base = scratch.data();
@@ -73,12 +75,22 @@ absl::Status ReadTraces(absl::Span<const segy::SegyFile* const> files,
       stats->bytes_read += r.length;
       stats->bytes_wanted += r.count * layout.trace_bytes;
     }
-    for (size_t k = r.first; k < r.first + r.count; ++k) {
-      const size_t i = plan.order[k];
-      const uint8_t* trace = base + (traces[i].offset - r.offset);
-      segy::DecodeSamples(trace + layout.header_bytes(), layout.n_samples, layout.format,
-                          layout.byte_order, sample_dst[i]);
-      if (header_dst != nullptr) std::memcpy(header_dst + 240 * i, trace, 240);
+    auto decode = [&] {
+      for (size_t k = r.first; k < r.first + r.count; ++k) {
+        const size_t i = plan.order[k];
+        const uint8_t* trace = base + (traces[i].offset - r.offset);
+        segy::DecodeSamples(trace + layout.header_bytes(), layout.n_samples, layout.format,
+                            layout.byte_order, sample_dst[i]);
+        if (header_dst != nullptr) std::memcpy(header_dst + 240 * i, trace, 240);
+      }
+    };
+    if (!mapped) {
+      decode();
+    } else if (!RunGuardingMapping(base, r.length, decode)) {
+      // Truncated between View's size check and the decode.
+      return absl::DataLossError(absl::StrCat(
+          file.path(), ": ", r.length, " bytes at byte offset ", r.offset,
+          " vanished while being read (file truncated or replaced while serving)"));
     }
   }
   return absl::OkStatus();

@@ -13,6 +13,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "server/common/mapping_guard.h"
 #include "server/common/status_macros.h"
 #include "server/segy/trace_header.h"
 
@@ -345,7 +346,11 @@ absl::StatusOr<const uint8_t*> SegyFile::View(uint64_t offset, uint64_t length) 
 absl::Status SegyFile::ReadAt(uint64_t offset, uint64_t length, uint8_t* dst) const {
   if (map_ != nullptr) {
     SS_ASSIGN_OR_RETURN(const uint8_t* view, View(offset, length));
-    std::memcpy(dst, view, length);
+    if (!RunGuardingMapping(view, length, [&] { std::memcpy(dst, view, length); })) {
+      return absl::DataLossError(absl::StrCat(
+          path_, ": ", length, " bytes at byte offset ", offset,
+          " vanished while being read (file truncated or replaced while serving)"));
+    }
     return absl::OkStatus();
   }
   read_calls_.fetch_add(1, std::memory_order_relaxed);
