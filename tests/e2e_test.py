@@ -255,14 +255,11 @@ class EndToEndTest(unittest.TestCase):
         self.assertIn("line1: files 3  traces 171  shots 7", res.stdout)
         self.assertIn("traces/shot min 17 median 24 max 48", res.stdout)
 
-    @unittest.skipUnless(shutil.which("gcc"), "gcc not installed")
     def test_catalog_scan_on_slow_storage_gives_the_same_catalog(self):
-        # Every pread delayed (tools/slow_io.c): the scan switches to region reads after
+        # Every pread delayed (tools/io_shim.c): the scan switches to region reads after
         # its first strided reads, and must find exactly the same shots.
         import subprocess
-        shim = os.path.join(self.tmp, "slow_io.so")
-        subprocess.run(["gcc", "-shared", "-fPIC", "-O2", "-o", shim,
-                        harness.runfile("tools/slow_io.c"), "-ldl"], check=True)
+        shim = harness.runfile("libio_shim.so")
         d = os.path.join(self.tmp, "long")
         synth.write_survey(d, n_shots=6, traces_per_shot=40, n_samples=1000, n_files=2, fmt=5)
         args = [harness.runfile(harness.SERVER), "--index_only", f"--dataset=d={d}/*.sgy"]

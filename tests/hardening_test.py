@@ -123,7 +123,7 @@ class HardeningTest(unittest.TestCase):
         d = os.path.join(self.tmp, "eio")
         synth.write_survey(d, n_shots=8, traces_per_shot=50, n_samples=500, n_files=2, fmt=5)
         switch = os.path.join(self.tmp, "eio_on")
-        env = harness.preload_env(harness.runfile("tests/libfault_io.so"),
+        env = harness.preload_env(harness.runfile("libio_shim.so"),
                                   FAULT_IO_PATH="survey_001.sgy", FAULT_IO_SWITCH=switch)
         with harness.Server([f"--dataset=d={d}/*.sgy"], env=env) as server, \
                 shotstream.Client(server.target) as c:

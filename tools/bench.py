@@ -193,11 +193,8 @@ def plot(results, out_dir):
 
 def slow_storage(work, data_dir, delay_us=200):
     """Catalog build vs segyio attributes() when every read costs a round trip: both run
-    under tools/slow_io.c (LD_PRELOAD), which delays each pread/fread on a file."""
-    shim = os.path.join(work, "slow_io.so")
-    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "slow_io.c")
-    subprocess.run(["gcc", "-shared", "-fPIC", "-O2", "-o", shim, src, "-ldl"], check=True)
-    env = dict(os.environ, SLOW_IO_US=str(delay_us), LD_PRELOAD=shim)
+    under tools/io_shim.c (LD_PRELOAD), which delays each pread/fread on a file."""
+    env = harness.preload_env(harness.runfile("libio_shim.so"), SLOW_IO_US=delay_us)
     res = subprocess.run([harness.runfile(harness.SERVER), "--index_only",
                           f"--dataset=d={data_dir}/*.sgy"], capture_output=True, text=True,
                          env=env, check=True)
@@ -512,7 +509,7 @@ def render(r):
     if ss:
         lines += ["", f"### Catalog build when every read costs {ss['delay_us']} us "
                   "(network storage, simulated)", "",
-                  "Both readers run under `tools/slow_io.c` (LD_PRELOAD), which delays every "
+                  "Both readers run under `tools/io_shim.c` (LD_PRELOAD), which delays every "
                   "pread/fread on a file; the scan switches to large region reads when its "
                   "first reads are slow.", "",
                   "| reader | seconds for the same files | ratio |", "| --- | ---: | ---: |",
@@ -567,7 +564,7 @@ def render(r):
                          f"{'nothing found' if f['ok'] else 'FOUND A CRASH'} |")
         lines += ["| faults injected and survived (`//tests:hardening_test`) | files truncated "
                   "while serving, with pread and mmap: the stream ends DATA_LOSS naming the file "
-                  "and offset; read errors (EIO injected into pread by `tests/fault_io.c`, an "
+                  "and offset; read errors (EIO injected into pread by `tools/io_shim.c`, an "
                   "LD_PRELOAD shim, switched on and off while serving): the stream ends "
                   "UNAVAILABLE naming the file, offset and error, shots of healthy files go on, "
                   "and everything streams again once reads succeed; other streams and datasets "
