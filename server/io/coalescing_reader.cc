@@ -5,7 +5,6 @@
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
-#include "server/common/mapping_guard.h"
 #include "server/common/status_macros.h"
 
 namespace shotstream::io {
@@ -62,20 +61,7 @@ absl::Status ReadTraces(absl::Span<const segy::SegyFile* const> files,
   for (const CoalescedRead& r : plan.reads) {
     const segy::SegyFile& file = *files[r.file_id];
     const segy::SegyLayout& layout = file.layout();
-    // Memory-mapped files are decoded in place; others are read into the scratch buffer.
-    SS_ASSIGN_OR_RETURN(const uint8_t* base, file.View(r.offset, r.length));
-    const bool mapped = base != nullptr;
-    if (!mapped) {
-      if (scratch.size() < r.length) scratch.resize(r.length);
-      SS_RETURN_IF_ERROR(file.ReadAt(r.offset, r.length, scratch.data()));
-      base = scratch.data();
-    }
-    if (stats != nullptr) {
-      ++stats->reads;
-      stats->bytes_read += r.length;
-      stats->bytes_wanted += r.count * layout.trace_bytes;
-    }
-    auto decode = [&] {
+    auto decode = [&](const uint8_t* base) {
       for (size_t k = r.first; k < r.first + r.count; ++k) {
         const size_t i = plan.order[k];
         const uint8_t* trace = base + (traces[i].offset - r.offset);
@@ -84,13 +70,18 @@ absl::Status ReadTraces(absl::Span<const segy::SegyFile* const> files,
         if (header_dst != nullptr) std::memcpy(header_dst + 240 * i, trace, 240);
       }
     };
-    if (!mapped) {
-      decode();
-    } else if (!RunGuardingMapping(base, r.length, decode)) {
-      // Truncated between View's size check and the decode.
-      return absl::DataLossError(absl::StrCat(
-          file.path(), ": ", r.length, " bytes at byte offset ", r.offset,
-          " vanished while being read (file truncated or replaced while serving)"));
+    if (stats != nullptr) {
+      ++stats->reads;
+      stats->bytes_read += r.length;
+      stats->bytes_wanted += r.count * layout.trace_bytes;
+    }
+    // Memory-mapped files are decoded in place; others are read into the scratch buffer.
+    if (file.mapped()) {
+      SS_RETURN_IF_ERROR(file.ReadMapped(r.offset, r.length, decode));
+    } else {
+      if (scratch.size() < r.length) scratch.resize(r.length);
+      SS_RETURN_IF_ERROR(file.ReadAt(r.offset, r.length, scratch.data()));
+      decode(scratch.data());
     }
   }
   return absl::OkStatus();

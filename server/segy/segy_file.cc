@@ -330,8 +330,9 @@ absl::Status SegyFile::ParseLayout(const OpenOptions& options) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<const uint8_t*> SegyFile::View(uint64_t offset, uint64_t length) const {
-  if (map_ == nullptr) return nullptr;
+absl::Status SegyFile::ReadMapped(uint64_t offset, uint64_t length,
+                                  absl::FunctionRef<void(const uint8_t*)> use) const {
+  if (map_ == nullptr) return absl::InternalError(absl::StrCat(path_, ": not mapped"));
   read_calls_.fetch_add(1, std::memory_order_relaxed);
   struct stat st;
   const uint64_t now = ::fstat(fd_, &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
@@ -340,18 +341,19 @@ absl::StatusOr<const uint8_t*> SegyFile::View(uint64_t offset, uint64_t length) 
         path_, ": file is now ", now, " bytes but ", length, " bytes were expected at byte "
         "offset ", offset, " (file truncated or replaced while serving)"));
   }
-  return map_ + offset;
+  const uint8_t* bytes = map_ + offset;
+  if (!RunGuardingMapping(bytes, length, [&] { use(bytes); })) {
+    return absl::DataLossError(absl::StrCat(
+        path_, ": ", length, " bytes at byte offset ", offset,
+        " vanished while being read (file truncated or replaced while serving)"));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status SegyFile::ReadAt(uint64_t offset, uint64_t length, uint8_t* dst) const {
   if (map_ != nullptr) {
-    SS_ASSIGN_OR_RETURN(const uint8_t* view, View(offset, length));
-    if (!RunGuardingMapping(view, length, [&] { std::memcpy(dst, view, length); })) {
-      return absl::DataLossError(absl::StrCat(
-          path_, ": ", length, " bytes at byte offset ", offset,
-          " vanished while being read (file truncated or replaced while serving)"));
-    }
-    return absl::OkStatus();
+    return ReadMapped(offset, length,
+                      [&](const uint8_t* bytes) { std::memcpy(dst, bytes, length); });
   }
   read_calls_.fetch_add(1, std::memory_order_relaxed);
   uint64_t done = 0;

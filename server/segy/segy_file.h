@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "server/segy/sample_format.h"
@@ -71,10 +72,15 @@ class SegyFile {
   // (DATA_LOSS when the file is shorter than expected, UNAVAILABLE on I/O errors).
   absl::Status ReadAt(uint64_t offset, uint64_t length, uint8_t* dst) const;
 
-  // Opened with use_mmap: `length` bytes at `offset` in place, inside the mapping, after
-  // the same size check as ReadAt (DATA_LOSS past the current end). Otherwise null: use
-  // ReadAt. The bytes stay valid while the file is open.
-  absl::StatusOr<const uint8_t*> View(uint64_t offset, uint64_t length) const;
+  // Whether the file was opened with use_mmap.
+  bool mapped() const { return map_ != nullptr; }
+
+  // Mapped files only: calls use() with the `length` bytes at `offset` in place, inside
+  // the mapping, after the same size check as ReadAt. DATA_LOSS past the current end, or
+  // when the file shrinks while use() reads (the SIGBUS is caught: mapping_guard.h, whose
+  // rule applies to use(): it may be left by a jump, so it must own nothing).
+  absl::Status ReadMapped(uint64_t offset, uint64_t length,
+                          absl::FunctionRef<void(const uint8_t*)> use) const;
 
   // How many ReadAt calls this file has served (for tests and metrics).
   uint64_t read_calls() const { return read_calls_.load(std::memory_order_relaxed); }
