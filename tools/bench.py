@@ -17,6 +17,7 @@ import datetime
 import json
 import os
 import platform
+import resource
 import shutil
 import socket
 import statistics
@@ -64,8 +65,12 @@ def iperf3(seconds=3):
     try:
         out = subprocess.run(["iperf3", "-c", "127.0.0.1", "-p", str(port), "-l", "1M", "-t",
                               str(seconds), "-J"], capture_output=True, text=True, timeout=60)
-        data = json.loads(out.stdout)
-        return data["end"]["sum_received"]["bits_per_second"] / 8e9
+        end = json.loads(out.stdout)["end"]
+        got, cpu = end["sum_received"], end["cpu_utilization_percent"]
+        per_byte = got["seconds"] / got["bytes"] * 1e9 / 100  # ns of CPU per byte per %
+        return {"gbps": got["bits_per_second"] / 8e9,
+                "sender_ns_per_byte": cpu["host_total"] * per_byte,
+                "receiver_ns_per_byte": cpu["remote_total"] * per_byte}
     finally:
         srv.wait(timeout=30)
 
@@ -81,6 +86,37 @@ def py_bench(target, dataset, ids, queue_depth=2):
         t = time.perf_counter()
         n = sum(s.samples.nbytes for s in c.stream(dataset, ids, queue_depth=queue_depth))
         return n / (time.perf_counter() - t) / 1e9
+
+
+def cpu_seconds(pid):
+    """User + system CPU seconds of a process so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def cpp_cpu_per_byte(server, dataset, reps):
+    """CPU nanoseconds per byte delivered, of the server and of `shotstream bench` (five
+    passes over the shots, so that the client's start-up weighs little)."""
+    srv, cli = [], []
+    for _ in reps:
+        s0 = cpu_seconds(server.proc.pid)
+        c0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        n = cpp_bench(server.target, dataset, repeat=5)["bytes"]
+        c1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        srv.append((cpu_seconds(server.proc.pid) - s0) / n * 1e9)
+        cli.append((c1.ru_utime + c1.ru_stime - c0.ru_utime - c0.ru_stime) / n * 1e9)
+    return {"server": summary(srv), "client": summary(cli)}
+
+
+def py_cpu_per_byte(target, dataset, ids, max_chunk_bytes):
+    """CPU nanoseconds per byte of this process (the Python client) for one stream."""
+    t0 = os.times()
+    with shotstream.Client(target) as c:
+        n = sum(s.samples.nbytes
+                for s in c.stream(dataset, ids, max_chunk_bytes=max_chunk_bytes))
+    t1 = os.times()
+    return (t1.user + t1.system - t0.user - t0.system) / n * 1e9
 
 
 def segyio_attributes(paths):
@@ -305,8 +341,14 @@ def main():
         reps = range(args.reps)
 
         print("iperf3 ...", flush=True)
-        results["iperf3_gbps"] = summary([iperf3() for _ in reps]) if shutil.which("iperf3") \
+        iperf_runs = [iperf3() for _ in reps] if shutil.which("iperf3") else []
+        results["iperf3_gbps"] = summary([r["gbps"] for r in iperf_runs]) if iperf_runs \
             else None
+        cpu = {}
+        if iperf_runs:
+            cpu["iperf3_sender"] = summary([r["sender_ns_per_byte"] for r in iperf_runs])
+            cpu["iperf3_receiver"] = summary([r["receiver_ns_per_byte"] for r in iperf_runs])
+        results["cpu_ns_per_byte"] = cpu
 
         with harness.Server([f"--dataset=ieee={ieee_dir}/*.sgy",
                              f"--dataset=ibm={ibm_dir}/*.sgy"]) as server:
@@ -332,6 +374,12 @@ def main():
                 "shots": pool_runs[0]["shots"]}
             print("shotstream -> Python ...", flush=True)
             results["py_ieee_gbps"] = summary([py_bench(t, "ieee", ids) for _ in reps])
+            print("CPU per byte ...", flush=True)
+            cpp_cpu = cpp_cpu_per_byte(server, "ieee", reps)
+            cpu["server"], cpu["cpp_client"] = cpp_cpu["server"], cpp_cpu["client"]
+            for chunk in (256 << 10, 4 << 20, 64 << 20):
+                cpu[f"python_client_{chunk >> 10}k"] = summary(
+                    [py_cpu_per_byte(t, "ieee", ids, chunk) for _ in reps])
             print("clients and queue depths ...", flush=True)
             results["clients"] = {}
             for n in (1, 2, 4, 8, 16):
@@ -501,6 +549,22 @@ def render(r):
                   "| buffers | throughput |", "| --- | --- |",
                   f"| pool (reused) | {fmt(buf['pool_gbps'])} |",
                   f"| plain (allocated and freed per shot) | {fmt(buf['plain_gbps'])} |"]
+    cpu = r.get("cpu_ns_per_byte")
+    if cpu:
+        names = {"iperf3_sender": "iperf3 sender", "iperf3_receiver": "iperf3 receiver",
+                 "server": "shotstream server (one C++ stream)",
+                 "cpp_client": "C++ client (`shotstream bench`)",
+                 "python_client_256k": "Python client, 256 KiB messages (its default)",
+                 "python_client_4096k": "Python client, 4 MiB messages",
+                 "python_client_65536k": "Python client, whole shots in one message"}
+        lines += ["", "### Where the CPU goes (CPU time per byte delivered)", "",
+                  "User + system CPU of each process over a run, divided by the bytes "
+                  "delivered: iperf3's own report; /proc for the server; the children's "
+                  "rusage for `shotstream bench`; the process's times for the Python client.",
+                  "", "| process | ns per byte |", "| --- | --- |"]
+        for key, label in names.items():
+            if key in cpu:
+                lines.append(f"| {label} | {fmt(cpu[key], 'ns', 1.0, 3)} |")
     lines += ["", "### Queue depth (one C++ client)", "", "| queue depth | throughput |",
               "| ---: | --- |"]
     for q, s in r["queue_depth"].items():

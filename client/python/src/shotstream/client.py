@@ -400,10 +400,9 @@ class Client:
         compute overlaps the network. Raises ShotstreamError on errors.
 
         Shots arrive in messages of at most max_chunk_bytes of samples (capped by the
-        server). 256 KiB is the measured optimum for grpcio, which builds each message's
-        bytes object by growing a bytearray and copying it once more: per byte received,
-        256 KiB messages took half the CPU time of 4 MiB ones and a third of single
-        7.68 MB ones here. A shot that fits one message is a view of the received bytes,
+        server). grpcio builds each message's bytes object by growing a bytearray and
+        copying it once more; in paired runs 256 KiB took less CPU per byte than 4 MiB
+        messages or whole shots (`bazel run -c opt //:bench` measures all three). A shot that fits one message is a view of the received bytes,
         without a copy; larger shots are reassembled with one copy. Either way
         shot.samples is read-only: copy it (np.array(shot.samples)) to change it in place.
         """
