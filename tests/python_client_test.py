@@ -1,5 +1,8 @@
 """The Python client against real server processes: formats, checksums, resume after a
-server restart, and routing over several servers."""
+server restart, and routing over several servers.
+
+Run twice (tests/BUILD.bazel): streaming through the native extension, the package's
+default, and with --grpcio through the generated grpcio stubs alone."""
 
 import glob
 import os
@@ -16,6 +19,9 @@ import unittest
 import grpc
 import numpy as np
 
+if "--grpcio" in sys.argv:
+    sys.argv.remove("--grpcio")
+    os.environ["SHOTSTREAM_NATIVE"] = "0"  # read at import; inherited by subprocesses
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 import shotstream  # noqa: E402
@@ -35,6 +41,61 @@ class PythonClientTest(unittest.TestCase):
 
     def tearDown(self):
         shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def test_streams_take_the_path_this_run_asks_for(self):
+        pkg = os.path.dirname(shotstream.__file__)
+        # Sanitizer builds ship an empty _native.so (python3 cannot load their objects).
+        built = os.path.getsize(os.path.join(pkg, "_native.so")) > 0
+        want = built and os.environ.get("SHOTSTREAM_NATIVE") != "0"
+        with shotstream.Client("127.0.0.1:1") as c:
+            self.assertEqual(c.native, want)
+        with shotstream.Client("127.0.0.1:1", native=False) as c:
+            self.assertFalse(c.native)
+        if want:
+            # What the C++ client cannot do natively stays on grpcio, or is refused.
+            with shotstream.Client("127.0.0.1:1", tls=True) as c:
+                self.assertFalse(c.native)
+            with self.assertRaisesRegex(ValueError, "root CA only"):
+                shotstream.Client("127.0.0.1:1", tls=True, native=True)
+        else:
+            with self.assertRaisesRegex(ValueError, "native=True"):
+                shotstream.Client("127.0.0.1:1", native=True)
+
+    def test_shots_outlive_their_stream_and_client_and_are_read_only(self):
+        harness.write_survey(os.path.join(self.tmp, "k.sgy"), 5, list(range(1, 7)), 12, 300)
+        oracle = harness.segyio_shots([os.path.join(self.tmp, "k.sgy")])
+        with harness.Server([f"--dataset=d={self.tmp}/k.sgy"]) as server:
+            c = shotstream.Client(server.target)
+            # Leaving a stream early (break) cancels it; the next stream is unaffected.
+            for shot in c.stream("d", [1, 2, 3, 4, 5, 6], queue_depth=3):
+                if shot.shot_id == 2:
+                    break
+            kept = list(c.stream("d", [6, 5, 4, 3, 2, 1, 6], headers=["offset"]))
+            c.close()
+            del c
+            import gc
+            gc.collect()
+            self.assertEqual([s.shot_id for s in kept], [6, 5, 4, 3, 2, 1, 6])
+            self.assertEqual([s.index for s in kept], list(range(7)))
+            for s in kept:
+                np.testing.assert_array_equal(s.samples, oracle[s.shot_id][0])
+                np.testing.assert_array_equal(s.headers["offset"],
+                                              oracle[s.shot_id][1]["offset"])
+                self.assertEqual(s.samples.dtype, np.float32)
+                self.assertFalse(s.samples.flags.writeable)
+                with self.assertRaises(ValueError):
+                    s.samples[0, 0] = 1.0
+                s.headers["offset"][0] = -1.0  # headers are the caller's
+            with shotstream.Client(server.target) as c2:
+                with self.assertRaises(shotstream.ShotstreamError) as e:
+                    list(c2.stream("nope", [1]))
+                self.assertEqual(e.exception.code(), grpc.StatusCode.NOT_FOUND)
+                self.assertIn("nope", e.exception.details())
+                with self.assertRaises(shotstream.ShotstreamError) as e:
+                    list(c2.stream("d", [1, 77]))
+                self.assertEqual(e.exception.code(), grpc.StatusCode.NOT_FOUND)
+                self.assertIn("77", e.exception.details())
+                self.assertEqual(list(c2.stream("d", [])), [])
 
     def test_formats_exact_against_segyio(self):
         # segyio 1.8.3 is trustworthy for big-endian formats 1, 2, 3, 5 and 8.

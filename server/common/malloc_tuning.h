@@ -1,7 +1,8 @@
 // Keeps large buffers (shots, chunks) on the heap and the heap from shrinking, so that a
 // steady stream of same-sized shots does not pay mmap/munmap and page faults per shot
 // (measured: it halved the client's CPU time per byte). For binaries only, not libraries:
-// call once at the top of main().
+// call once at the top of main() (or where a Python extension module is initialised,
+// with an opt-out: client/python/native).
 #ifndef SHOTSTREAM_SERVER_COMMON_MALLOC_TUNING_H_
 #define SHOTSTREAM_SERVER_COMMON_MALLOC_TUNING_H_
 

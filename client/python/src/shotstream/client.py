@@ -1,10 +1,14 @@
 """The shotstream Python client: generated gRPC stubs under a small API.
 
-Needs only grpcio, protobuf and numpy.
+Needs only grpcio, protobuf and numpy. Where the package carries its native extension
+(`shotstream._native`, built by Bazel: the C++ client), Client.stream uses it, which
+streams at the C++ client's rate; everything else, and streams where the extension is
+absent or not wanted (SHOTSTREAM_NATIVE=0, Client(native=False)), goes through grpcio.
 """
 
 import ctypes
 import ctypes.util
+import os
 import queue
 import threading
 import time
@@ -55,6 +59,22 @@ def _find_crc32():
 
 
 _crc32 = _find_crc32()
+
+
+def _load_native():
+    """The native extension, or None where it is not built (pip install, sanitizer builds)
+    or SHOTSTREAM_NATIVE=0 turns it off."""
+    if os.environ.get("SHOTSTREAM_NATIVE", "1") == "0":
+        return None
+    try:
+        from shotstream import _native
+    except ImportError:
+        return None
+    return _native
+
+
+_native = _load_native()
+_CODES = {c.value[0]: c for c in grpc.StatusCode}
 
 
 class ShotstreamError(Exception):
@@ -262,21 +282,27 @@ class Client:
     retries: how many times a broken stream (UNAVAILABLE) is reconnected and resumed from
     the first shot not yet delivered; each attempt waits up to reconnect_timeout seconds
     for the server to come back.
+    native: None streams through the native extension where the package has it and the
+    options allow (plaintext, or TLS with a root CA given; not system roots or mTLS);
+    False always through grpcio; True requires the extension. `self.native` says which.
     """
 
     def __init__(self, targets, token=None, tls=None, retries=0, timeout=None,
-                 reconnect_timeout=10.0):
+                 reconnect_timeout=10.0, native=None):
         if isinstance(targets, str):
             targets = [targets]
         if not targets:
             raise ValueError("no target")
         self._targets = expand_targets(list(targets))
+        self._token = token or ""
         self._metadata = [("authorization", f"Bearer {token}")] if token else []
         self._retries = int(retries)
         self._timeout = timeout
         self._reconnect_timeout = reconnect_timeout
         self.reconnects = 0  # streams resumed after a break, over this client's life
         creds = None
+        root_pem = b""
+        native_ok = _native is not None
         if tls:
             def pem(x):
                 if x is None or isinstance(x, (bytes, bytearray)):
@@ -284,9 +310,21 @@ class Client:
                 with open(x, "rb") as f:
                     return f.read()
             parts = tls if isinstance(tls, dict) else {"root": None if tls is True else tls}
-            creds = grpc.ssl_channel_credentials(root_certificates=pem(parts.get("root")),
+            root_pem = pem(parts.get("root"))
+            # The C++ client takes a root CA only: system roots and mTLS stay on grpcio.
+            native_ok = native_ok and root_pem is not None and not parts.get("cert") \
+                and not parts.get("key")
+            creds = grpc.ssl_channel_credentials(root_certificates=root_pem,
                                                  private_key=pem(parts.get("key")),
                                                  certificate_chain=pem(parts.get("cert")))
+        if native and not native_ok:
+            raise ValueError("native=True: " + (
+                "the shotstream._native extension is not in this package (or "
+                "SHOTSTREAM_NATIVE=0)" if _native is None else
+                "the native client takes plaintext or tls with a root CA only"))
+        self.native = native_ok if native is None else bool(native)
+        self._root_pem = root_pem or b""
+        self._native_client = None  # made at the first native stream
         self._channels = []
         for t in self._targets:
             if creds is None:
@@ -304,6 +342,9 @@ class Client:
     def close(self):
         for ch in self._channels:
             ch.close()
+        if self._native_client is not None:
+            self._native_client.close()  # shots still held keep its buffer pool alive
+            self._native_client = None
 
     def __enter__(self):
         return self
@@ -393,20 +434,63 @@ class Client:
             route.append(h[k % len(h)])
         return route
 
-    def stream(self, name, shot_ids, queue_depth=2, headers=(), max_chunk_bytes=256 << 10):
+    def stream(self, name, shot_ids, queue_depth=2, headers=(), max_chunk_bytes=None):
         """Yields Shot objects in the order of shot_ids (repeats allowed).
 
         Receiving runs ahead on a background thread (queue_depth shots), so the caller's
         compute overlaps the network. Raises ShotstreamError on errors.
 
-        Shots arrive in messages of at most max_chunk_bytes of samples (capped by the
-        server). grpcio builds each message's bytes object by growing a bytearray and
-        copying it once more; in paired runs 256 KiB took less CPU per byte than 4 MiB
-        messages or whole shots (`bazel run -c opt //:bench` measures all three). A shot that fits one message is a view of the received bytes,
-        without a copy; larger shots are reassembled with one copy. Either way
         shot.samples is read-only: copy it (np.array(shot.samples)) to change it in place.
+        Natively (self.native), samples land in the C++ client's buffer pool in one copy
+        from gRPC's buffers and numpy views them there; the buffer goes back to the pool
+        when the last view of it is gone.
+
+        Shots arrive in messages of at most max_chunk_bytes of samples (capped by the
+        server; None: the server's default natively, 256 KiB through grpcio). grpcio
+        builds each message's bytes object by growing a bytearray and copying it once
+        more; in paired runs 256 KiB took less CPU per byte than 4 MiB messages or whole
+        shots (`bazel run -c opt //:bench` measures all three). Through grpcio a shot that
+        fits one message is a view of the received bytes, without a copy; larger shots
+        are reassembled with one copy.
         """
         shot_ids = [int(s) for s in shot_ids]
+        if self.native:
+            return self._stream_native(name, shot_ids, queue_depth, headers,
+                                       max_chunk_bytes or 0)
+        return self._stream_grpcio(name, shot_ids, queue_depth, headers,
+                                   256 << 10 if max_chunk_bytes is None else max_chunk_bytes)
+
+    def _stream_native(self, name, shot_ids, queue_depth, headers, max_chunk_bytes):
+        if self._native_client is None:
+            try:
+                self._native_client = _native.NativeClient(
+                    self._targets, self._token, self._root_pem, self._retries,
+                    float(self._reconnect_timeout))
+            except _native.NativeError as e:
+                raise ShotstreamError(_CODES.get(e.args[0], grpc.StatusCode.UNKNOWN),
+                                      e.args[1]) from None
+        stream = self._native_client.stream(name, shot_ids, max(1, int(queue_depth)),
+                                            [str(h) for h in headers], int(max_chunk_bytes))
+        base = self.reconnects
+        try:
+            while True:
+                try:
+                    item = stream.next()
+                except _native.NativeError as e:
+                    raise ShotstreamError(_CODES.get(e.args[0], grpc.StatusCode.UNKNOWN),
+                                          e.args[1]) from None
+                finally:
+                    self.reconnects = base + stream.reconnects
+                if item is None:
+                    return
+                index, shot_id, interval, n_traces, n_samples, samples, header_columns = item
+                samples = np.frombuffer(samples, dtype="<f4").reshape(n_traces, n_samples)
+                headers_out = {h: np.frombuffer(v, dtype=np.float64) for h, v in header_columns}
+                yield Shot(index, shot_id, samples, headers_out, interval)
+        finally:
+            stream.cancel()
+
+    def _stream_grpcio(self, name, shot_ids, queue_depth, headers, max_chunk_bytes):
         route = self._route(name, shot_ids)
         out = queue.Queue(maxsize=max(1, int(queue_depth)))
         stop = threading.Event()
