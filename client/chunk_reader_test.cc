@@ -49,7 +49,7 @@ TEST(ChunkReaderTest, ReadsWhatTheServerEncodesAndWhatProtobufSerializes) {
 }
 
 TEST(ChunkReaderTest, MalformedMessagesAreDataLoss) {
-  for (const std::string bad : {std::string("\x7a\xff", 2), std::string("\x08", 1),
+  for (const std::string& bad : {std::string("\x7a\xff", 2), std::string("\x08", 1),
                                 std::string("\x7a\x10" "abc", 5), std::string("\x0f", 1)}) {
     grpc::Slice s(bad);
     grpc::ByteBuffer bb(&s, 1);

@@ -6,7 +6,8 @@ same run, on the same data. Writes a JSON file and regenerates BENCHMARKS.md.
 
 What it measures (medians over --reps runs, with min..max):
   - loopback TCP with iperf3 (the limit of the wire here);
-  - shotstream -> C++ client (`shotstream bench`) and -> Python client, IEEE and IBM;
+  - shotstream -> C++ client (`shotstream bench`) and -> Python client (through its native
+    extension, its default, and through the grpcio stubs alone), IEEE and IBM;
   - a Python grpcio + segyio server (tools/baseline_server.py) -> the same clients;
   - 1, 2, 4, 8 concurrent C++ clients, and queue depths 1, 2, 4, 8;
   - catalog build (`shotstream_server --index_only`) vs segyio attributes().
@@ -81,8 +82,8 @@ def cpp_bench(target, dataset, **flags):
     return json.loads(harness.cli(*args).stdout.strip().splitlines()[-1])
 
 
-def py_bench(target, dataset, ids, queue_depth=2):
-    with shotstream.Client(target) as c:
+def py_bench(target, dataset, ids, queue_depth=2, native=None):
+    with shotstream.Client(target, native=native) as c:
         t = time.perf_counter()
         n = sum(s.samples.nbytes for s in c.stream(dataset, ids, queue_depth=queue_depth))
         return n / (time.perf_counter() - t) / 1e9
@@ -109,10 +110,10 @@ def cpp_cpu_per_byte(server, dataset, reps):
     return {"server": summary(srv), "client": summary(cli)}
 
 
-def py_cpu_per_byte(target, dataset, ids, max_chunk_bytes):
+def py_cpu_per_byte(target, dataset, ids, max_chunk_bytes, native):
     """CPU nanoseconds per byte of this process (the Python client) for one stream."""
     t0 = os.times()
-    with shotstream.Client(target) as c:
+    with shotstream.Client(target, native=native) as c:
         n = sum(s.samples.nbytes
                 for s in c.stream(dataset, ids, max_chunk_bytes=max_chunk_bytes))
     t1 = os.times()
@@ -373,13 +374,25 @@ def main():
                 "plain_allocations": plain_runs[0]["buffer_allocations"],
                 "shots": pool_runs[0]["shots"]}
             print("shotstream -> Python ...", flush=True)
-            results["py_ieee_gbps"] = summary([py_bench(t, "ieee", ids) for _ in reps])
+            # The package's default (native extension where built) and grpcio alone,
+            # alternated.
+            py_native, py_grpcio = [], []
+            for _ in reps:
+                py_native.append(py_bench(t, "ieee", ids))
+                py_grpcio.append(py_bench(t, "ieee", ids, native=False))
+            with shotstream.Client(t) as c:
+                results["py_native"] = c.native
+            results["py_ieee_gbps"] = summary(py_native)
+            results["py_grpcio_ieee_gbps"] = summary(py_grpcio)
             print("CPU per byte ...", flush=True)
             cpp_cpu = cpp_cpu_per_byte(server, "ieee", reps)
             cpu["server"], cpu["cpp_client"] = cpp_cpu["server"], cpp_cpu["client"]
+            if results["py_native"]:
+                cpu["python_client_native"] = summary(
+                    [py_cpu_per_byte(t, "ieee", ids, None, None) for _ in reps])
             for chunk in (256 << 10, 4 << 20, 64 << 20):
                 cpu[f"python_client_{chunk >> 10}k"] = summary(
-                    [py_cpu_per_byte(t, "ieee", ids, chunk) for _ in reps])
+                    [py_cpu_per_byte(t, "ieee", ids, chunk, False) for _ in reps])
             print("clients and queue depths ...", flush=True)
             results["clients"] = {}
             for n in (1, 2, 4, 8, 16):
@@ -395,7 +408,9 @@ def main():
 
         print("Python grpcio + segyio server ...", flush=True)
         port = free_port()
-        env = dict(os.environ, PYTHONPATH=package_dir())
+        # What a user would write: plain grpcio, glibc's malloc as it comes.
+        env = dict(os.environ, PYTHONPATH=package_dir(), SHOTSTREAM_NATIVE="0",
+                   SHOTSTREAM_MALLOC_TUNING="0")
         base = subprocess.Popen(["/usr/bin/python3", os.path.join(HERE, "baseline_server.py"),
                                  f"--port={port}", f"--files={ieee_dir}/*.sgy"], env=env,
                                 stdout=subprocess.PIPE, text=True)
@@ -403,7 +418,9 @@ def main():
             base.stdout.readline()
             bt = f"127.0.0.1:{port}"
             results["baseline_cpp_gbps"] = summary([cpp_bench(bt, "ieee")["gbps"] for _ in reps])
-            results["baseline_py_gbps"] = summary([py_bench(bt, "ieee", ids) for _ in reps])
+            # Its client: the package through grpcio alone (not the native extension).
+            results["baseline_py_gbps"] = summary([py_bench(bt, "ieee", ids, native=False)
+                                                   for _ in reps])
         finally:
             base.terminate()
             base.wait()
@@ -493,6 +510,8 @@ def render(r):
         f"{ratio(r['py_ieee_gbps'], r['cpp_ieee_gbps']):.2f}x | >= 0.5x (issue 7) |",
         f"| shotstream -> Python client / Python grpcio+segyio server -> Python client | "
         f"{ratio(r['py_ieee_gbps'], r['baseline_py_gbps']):.2f}x | >= 2x (issue 7) |",
+        f"| the same, the Python client through grpcio alone (`native=False`) | "
+        f"{ratio(r['py_grpcio_ieee_gbps'], r['baseline_py_gbps']):.2f}x | (issue 7) |",
         f"| 8 clients aggregate / 1 client | "
         f"{ratio(clients(r, 8), clients(r, 1)):.2f}x | >= 0.8x (issue 5) |",
         f"| catalog build / segyio attributes(), traces/s | "
@@ -524,7 +543,10 @@ def render(r):
     lines += [
         f"| shotstream -> C++ client, IEEE | {fmt(r['cpp_ieee_gbps'])} |",
         f"| shotstream -> C++ client, IBM | {fmt(r['cpp_ibm_gbps'])} |",
-        f"| shotstream -> Python client (numpy), IEEE | {fmt(r['py_ieee_gbps'])} |",
+        f"| shotstream -> Python client (numpy), IEEE"
+        f"{' (native extension)' if r.get('py_native') else ''} | {fmt(r['py_ieee_gbps'])} |",
+        f"| shotstream -> Python client through grpcio alone, IEEE | "
+        f"{fmt(r['py_grpcio_ieee_gbps'])} |",
         f"| Python grpcio+segyio server -> C++ client | {fmt(r['baseline_cpp_gbps'])} |",
         f"| Python grpcio+segyio server -> Python client | {fmt(r['baseline_py_gbps'])} |",
         f"| catalog build (`--index_only`, its reported build time) | "
@@ -554,9 +576,12 @@ def render(r):
         names = {"iperf3_sender": "iperf3 sender", "iperf3_receiver": "iperf3 receiver",
                  "server": "shotstream server (one C++ stream)",
                  "cpp_client": "C++ client (`shotstream bench`)",
-                 "python_client_256k": "Python client, 256 KiB messages (its default)",
-                 "python_client_4096k": "Python client, 4 MiB messages",
-                 "python_client_65536k": "Python client, whole shots in one message"}
+                 "python_client_native": "Python client, native extension (its default)",
+                 "python_client_256k": "Python client through grpcio, 256 KiB messages "
+                                       "(its default there)",
+                 "python_client_4096k": "Python client through grpcio, 4 MiB messages",
+                 "python_client_65536k": "Python client through grpcio, whole shots in one "
+                                         "message"}
         lines += ["", "### Where the CPU goes (CPU time per byte delivered)", "",
                   "User + system CPU of each process over a run, divided by the bytes "
                   "delivered: iperf3's own report; /proc for the server; the children's "
