@@ -72,6 +72,9 @@ class PythonClientTest(unittest.TestCase):
                     break
             kept = list(c.stream("d", [6, 5, 4, 3, 2, 1, 6], headers=["offset"]))
             c.close()
+            with self.assertRaises(shotstream.ShotstreamError) as e:
+                c.stream("d", [1])
+            self.assertEqual(e.exception.code(), grpc.StatusCode.FAILED_PRECONDITION)
             del c
             import gc
             gc.collect()

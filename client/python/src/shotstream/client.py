@@ -325,6 +325,7 @@ class Client:
         self.native = native_ok if native is None else bool(native)
         self._root_pem = root_pem or b""
         self._native_client = None  # made at the first native stream
+        self._closed = False
         self._channels = []
         for t in self._targets:
             if creds is None:
@@ -340,6 +341,7 @@ class Client:
                             for ch in self._channels]
 
     def close(self):
+        self._closed = True
         for ch in self._channels:
             ch.close()
         if self._native_client is not None:
@@ -453,6 +455,8 @@ class Client:
         fits one message is a view of the received bytes, without a copy; larger shots
         are reassembled with one copy.
         """
+        if self._closed:
+            raise ShotstreamError(grpc.StatusCode.FAILED_PRECONDITION, "the client is closed")
         shot_ids = [int(s) for s in shot_ids]
         if self.native:
             return self._stream_native(name, shot_ids, queue_depth, headers,
