@@ -31,6 +31,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "client/grpc_tuning.h"
 #include "server/common/malloc_tuning.h"
 #include "client/client.h"
 #include "client/npy.h"
@@ -282,6 +283,7 @@ int Bench(Client& client, const std::string& dataset) {
 
 int main(int argc, char** argv) {
   shotstream::TuneMallocForLargeBuffers();
+  shotstream::client::TuneGrpcForLargeMessages();
   absl::SetProgramUsageMessage(
       "shotstream COMMAND --target=HOST:PORT [flags]; COMMAND is ls, info, fetch, bench or plot");
   std::vector<char*> args = absl::ParseCommandLine(argc, argv);

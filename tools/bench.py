@@ -410,7 +410,7 @@ def main():
         port = free_port()
         # What a user would write: plain grpcio, glibc's malloc as it comes.
         env = dict(os.environ, PYTHONPATH=package_dir(), SHOTSTREAM_NATIVE="0",
-                   SHOTSTREAM_MALLOC_TUNING="0")
+                   SHOTSTREAM_TUNING="0")
         base = subprocess.Popen(["/usr/bin/python3", os.path.join(HERE, "baseline_server.py"),
                                  f"--port={port}", f"--files={ieee_dir}/*.sgy"], env=env,
                                 stdout=subprocess.PIPE, text=True)

@@ -17,6 +17,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "client/client.h"
+#include "client/grpc_tuning.h"
 #include "gpu/cuda_runtime.h"
 #include "gpu/device_stager.h"
 
@@ -46,6 +47,7 @@ double Compute(const shotstream::gpu::DeviceShot& shot, bool on_device, int ms) 
 }  // namespace
 
 int main(int argc, char** argv) {
+  shotstream::client::TuneGrpcForLargeMessages();
   absl::ParseCommandLine(argc, argv);
   auto client = shotstream::client::Client::Connect(absl::GetFlag(FLAGS_target));
   if (!client.ok()) return std::fprintf(stderr, "%s\n", client.status().ToString().c_str()), 1;

@@ -21,7 +21,9 @@
 //
 // On import it tunes glibc malloc for large buffers as the C++ tools do (gRPC's read
 // buffers otherwise come and go with mmap/munmap and page faults: 0.5-0.8 -> 0.44-0.55 CPU
-// ns per byte measured); SHOTSTREAM_MALLOC_TUNING=0 in the environment leaves malloc alone.
+// ns per byte measured) and turns gRPC's tcp_read_chunks experiment off unless
+// GRPC_EXPERIMENTS is set (client/grpc_tuning.h); SHOTSTREAM_TUNING=0 in the
+// environment does neither.
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
@@ -36,6 +38,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "client/client.h"
+#include "client/grpc_tuning.h"
 #include "gpu/pinned_buffer_pool.h"
 #include "server/common/malloc_tuning.h"
 
@@ -368,8 +371,11 @@ PyModuleDef g_module = {PyModuleDef_HEAD_INIT, "shotstream._native",
 }  // namespace
 
 PyMODINIT_FUNC PyInit__native() {
-  const char* tuning = std::getenv("SHOTSTREAM_MALLOC_TUNING");
-  if (tuning == nullptr || std::strcmp(tuning, "0") != 0) shotstream::TuneMallocForLargeBuffers();
+  const char* tuning = std::getenv("SHOTSTREAM_TUNING");
+  if (tuning == nullptr || std::strcmp(tuning, "0") != 0) {
+    shotstream::TuneMallocForLargeBuffers();
+    shotstream::client::TuneGrpcForLargeMessages();
+  }
   g_client_type.tp_name = "shotstream._native.NativeClient";
   g_client_type.tp_basicsize = sizeof(NativeClientObject);
   g_client_type.tp_flags = Py_TPFLAGS_DEFAULT;
