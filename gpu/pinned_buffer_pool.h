@@ -1,7 +1,8 @@
 // PinnedBufferPool: reusable page-locked host buffers for shots (cudaHostAlloc under
-// --config=cuda with a GPU; 4 KiB-aligned host memory otherwise), so that a shot lands in
-// memory the GPU can copy from asynchronously and nothing is allocated per shot in steady
-// state.
+// --config=cuda with a GPU; otherwise pageable host memory, advised for transparent huge
+// pages from 2 MiB so that a new shot buffer costs a few page faults, not thousands), so
+// that a shot lands in memory the GPU can copy from asynchronously and nothing is
+// allocated per shot in steady state.
 //
 // Thread-safe: Acquire and the return of buffers may happen on any thread. The pool must
 // outlive every HostBuffer it handed out.

@@ -33,6 +33,21 @@ TEST(PinnedBufferPoolTest, ReusesBuffersWithNoAllocationPerShotInSteadyState) {
   EXPECT_EQ(pool.stats().outstanding, 1u);
 }
 
+TEST(PinnedBufferPoolTest, PageableShotBuffersSitOnHugePageBoundaries) {
+  PinnedBufferPool::Options options;
+  options.pinned = false;
+  PinnedBufferPool pool(options);
+  HostBuffer shot = pool.Acquire(480 * 4000);  // 7.68 MB: 2 MiB-aligned, THP advised
+  HostBuffer small = pool.Acquire(1000);       // 4 KiB-aligned
+  ASSERT_NE(shot.data(), nullptr);
+  ASSERT_NE(small.data(), nullptr);
+  EXPECT_FALSE(shot.pinned());
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(shot.data()) % (2 << 20), 0u);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(small.data()) % 4096, 0u);
+  std::memset(shot.data(), 1, 480 * 4000 * sizeof(float));  // all of it is writable
+  std::memset(small.data(), 1, 1000 * sizeof(float));
+}
+
 TEST(PinnedBufferPoolTest, GrowsForLargerShotsAndReusesForSmaller) {
   PinnedBufferPool pool;
   { HostBuffer small = pool.Acquire(1000); }

@@ -563,7 +563,7 @@ def render(r):
         lines.append(f"| {n} | {fmt(c['aggregate_gbps'])} | {c['slowest_over_fastest']:.2f} |")
     if buf:
         kind = ("page-locked (cudaHostAlloc)" if buf["pinned"] else
-                "pageable: no GPU here, so the pool holds 4 KiB-aligned host memory")
+                "pageable: no GPU here, so the pool holds pageable host memory (2 MiB huge pages advised)")
         lines += ["", "### Where shots land (one C++ client, `shotstream bench --buffers=...`)",
                   "", f"Buffers {kind}; "
                   f"runs alternated. Allocations per run of {buf['shots']} shots: pool "
