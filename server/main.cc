@@ -54,7 +54,9 @@ ABSL_FLAG(std::string, shot_key, "",
           "for --dataset flags: trace header field that identifies a shot: field_record "
           "(default), energy_source_point, inline, crossline or byte:N");
 ABSL_FLAG(std::string, byte_order, "", "for --dataset flags: auto (default), big or little");
-ABSL_FLAG(std::string, io, "", "for --dataset flags: pread (default) or mmap");
+ABSL_FLAG(std::string, io, "",
+          "for --dataset flags: auto (default: mmap on local filesystems, pread on network "
+          "ones), pread or mmap");
 ABSL_FLAG(std::string, catalog_dir, "", "where catalogs are kept (created if missing)");
 ABSL_FLAG(std::string, metrics_listen, "", "HOST:PORT for Prometheus metrics on /metrics");
 ABSL_FLAG(std::string, auth_token_file, "", "bearer tokens, one per line; reloaded on SIGHUP");
@@ -194,7 +196,7 @@ DatasetEntry LoadDataset(const DatasetConfig& dc, const std::string& catalog_dir
   spec.shot_key = *shotstream::segy::ParseShotKey(dc.shot_key);  // validated
   if (dc.byte_order == "big") spec.byte_order = shotstream::segy::ByteOrder::kBigEndian;
   if (dc.byte_order == "little") spec.byte_order = shotstream::segy::ByteOrder::kLittleEndian;
-  spec.use_mmap = dc.io == "mmap";
+  spec.io = *shotstream::segy::ParseIoMode(dc.io);  // validated with the config
   spec.coalesce.max_gap_bytes = dc.max_gap_bytes;
   spec.coalesce.max_read_bytes = dc.max_read_bytes;
   spec.catalog_dir = catalog_dir;
@@ -218,8 +220,17 @@ DatasetEntry LoadDataset(const DatasetConfig& dc, const std::string& catalog_dir
   auto loaded = shotstream::dataset::Dataset::Load(spec, progress);
   if (loaded.ok()) {
     entry.dataset = std::move(*loaded);
-    std::fprintf(stderr, "dataset %s: %zu files, %llu traces, %zu shots; catalog %s (%.2f s)\n",
-                 spec.name.c_str(), entry.dataset->n_files(),
+    size_t mapped = 0;
+    for (size_t f = 0; f < entry.dataset->n_files(); ++f) mapped += entry.dataset->file(f).mapped();
+    const size_t n_files = entry.dataset->n_files();
+    const std::string io = mapped == n_files ? "mmap"
+                           : mapped == 0     ? "pread"
+                                             : absl::StrCat("mmap ", mapped, ", pread ",
+                                                            n_files - mapped);
+    std::fprintf(stderr,
+                 "dataset %s: %zu files (read by %s), %llu traces, %zu shots; catalog %s "
+                 "(%.2f s)\n",
+                 spec.name.c_str(), n_files, io.c_str(),
                  static_cast<unsigned long long>(entry.dataset->catalog().n_traces()),
                  entry.dataset->catalog().shots().size(), entry.dataset->catalog_origin().c_str(),
                  absl::ToDoubleSeconds(absl::Now() - start));

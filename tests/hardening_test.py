@@ -125,7 +125,7 @@ class HardeningTest(unittest.TestCase):
         switch = os.path.join(self.tmp, "eio_on")
         env = harness.preload_env(harness.runfile("libio_shim.so"),
                                   FAULT_IO_PATH="survey_001.sgy", FAULT_IO_SWITCH=switch)
-        with harness.Server([f"--dataset=d={d}/*.sgy"], env=env) as server, \
+        with harness.Server([f"--dataset=d={d}/*.sgy", "--io=pread"], env=env) as server, \
                 shotstream.Client(server.target) as c:
             ids = c.dataset("d").shot_ids.tolist()
             self.assertEqual(len(list(c.stream("d", ids))), 8)

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "server/dataset/dataset.h"
+#include "server/segy/segy_file.h"
 #include "server/segy/trace_header.h"
 #include "yaml-cpp/yaml.h"
 
@@ -176,9 +177,8 @@ absl::Status ValidateServerConfig(const ServerConfig& c) {
     if (auto k = segy::ParseShotKey(d.shot_key); !k.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(where, ".shot_key: ", k.status().message()));
     }
-    if (d.io != "pread" && d.io != "mmap") {
-      return absl::InvalidArgumentError(absl::StrCat(where, ".io: '", d.io,
-                                                     "' (expected pread or mmap)"));
+    if (auto m = segy::ParseIoMode(d.io); !m.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ".", m.status().message()));
     }
     if (d.byte_order != "auto" && d.byte_order != "big" && d.byte_order != "little") {
       return absl::InvalidArgumentError(absl::StrCat(where, ".byte_order: '", d.byte_order,

@@ -18,7 +18,7 @@ struct DatasetConfig {
   std::string name;
   std::vector<std::string> files;  // glob patterns
   std::string shot_key = "field_record";
-  std::string io = "pread";        // pread or mmap
+  std::string io = "auto";         // auto (mmap on local filesystems, else pread), pread, mmap
   std::string byte_order = "auto";  // auto, big or little
   uint64_t max_gap_bytes = 64 * 1024;
   uint64_t max_read_bytes = 1 << 20;  // largest coalesced read

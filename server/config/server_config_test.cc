@@ -75,7 +75,14 @@ TEST(ServerConfigTest, ValidationNamesTheProblem) {
   ServerConfig c;
   EXPECT_NE(ValidateServerConfig(c).message().find("no dataset"), absl::string_view::npos);
   c.datasets.push_back({"a", {"x"}, "field_record"});
+  EXPECT_EQ(c.datasets[0].io, "auto");  // mmap on local filesystems, pread elsewhere
   EXPECT_TRUE(ValidateServerConfig(c).ok());
+  c.datasets[0].io = "fast";
+  EXPECT_NE(ValidateServerConfig(c).message().find(
+                "datasets[0] (a).io 'fast': expected auto, pread or mmap"),
+            absl::string_view::npos)
+      << ValidateServerConfig(c).message();
+  c.datasets[0].io = "pread";
   c.datasets.push_back({"a", {"y"}, "field_record"});
   EXPECT_NE(ValidateServerConfig(c).message().find("given twice"), absl::string_view::npos);
   c.datasets[1].name = "b";

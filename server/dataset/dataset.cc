@@ -74,7 +74,7 @@ absl::StatusOr<std::unique_ptr<Dataset>> Dataset::Load(const DatasetSpec& spec,
   SS_ASSIGN_OR_RETURN(std::vector<std::string> paths, ExpandGlobs(spec));
   segy::OpenOptions options;
   options.byte_order = spec.byte_order;
-  options.use_mmap = spec.use_mmap;
+  options.io = spec.io;
   for (const std::string& path : paths) {
     auto file = segy::SegyFile::Open(path, options);
     if (!file.ok()) {

@@ -26,7 +26,7 @@ struct DatasetSpec {
   std::vector<std::string> globs;  // files: every match, sorted by name, deduplicated
   segy::ShotKey shot_key;
   std::optional<segy::ByteOrder> byte_order;  // force instead of detect
-  bool use_mmap = false;                      // io: mmap
+  segy::IoMode io = segy::IoMode::kPread;     // the config's default is auto
   io::CoalesceOptions coalesce;
   // Where the catalog is kept (DIR/NAME.catalog); empty: built in memory every start.
   std::string catalog_dir;

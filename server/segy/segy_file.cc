@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -18,6 +19,29 @@
 #include "server/segy/trace_header.h"
 
 namespace shotstream::segy {
+
+absl::StatusOr<IoMode> ParseIoMode(absl::string_view name) {
+  if (name == "pread") return IoMode::kPread;
+  if (name == "mmap") return IoMode::kMmap;
+  if (name == "auto") return IoMode::kAuto;
+  return absl::InvalidArgumentError(
+      absl::StrCat("io '", name, "': expected auto, pread or mmap"));
+}
+
+bool IsLocalFilesystem(int64_t f_type) {
+  switch (static_cast<uint32_t>(f_type)) {  // magic numbers of linux/magic.h
+    case 0xEF53:      // ext2, ext3, ext4
+    case 0x58465342:  // XFS
+    case 0x9123683E:  // Btrfs
+    case 0xF2F52010:  // F2FS
+    case 0x2FC12FC1:  // ZFS
+    case 0x01021994:  // tmpfs
+    case 0x794C7630:  // overlayfs (containers)
+      return true;
+    default:
+      return false;
+  }
+}
 namespace {
 
 using ReadFn = std::function<absl::Status(uint64_t, uint64_t, uint8_t*)>;
@@ -302,7 +326,12 @@ absl::StatusOr<std::unique_ptr<SegyFile>> SegyFile::Open(const std::string& path
   std::unique_ptr<SegyFile> file(
       new SegyFile(path, fd, static_cast<uint64_t>(st.st_size), mtime_ns));
   SS_RETURN_IF_ERROR(file->ParseLayout(options));
-  if (options.use_mmap && file->size_ > 0) {
+  bool map = options.io == IoMode::kMmap;
+  if (options.io == IoMode::kAuto) {
+    struct statfs fs;
+    map = ::fstatfs(fd, &fs) == 0 && IsLocalFilesystem(static_cast<int64_t>(fs.f_type));
+  }
+  if (map && file->size_ > 0) {
     void* m = ::mmap(nullptr, file->size_, PROT_READ, MAP_SHARED, fd, 0);
     if (m == MAP_FAILED) {
       return absl::UnavailableError(absl::StrCat(path, ": mmap failed: ", std::strerror(errno)));

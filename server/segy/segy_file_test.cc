@@ -1,5 +1,6 @@
 #include "server/segy/segy_file.h"
 
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -146,7 +147,7 @@ TEST(SegyFileTest, MmapReadsTheSameBytesAndSurvivesTruncation) {
   const std::string path = TempPath("mm.sgy");
   WriteSegyFile(path, Spec(5, ByteOrder::kBigEndian, 16, 4));
   OpenOptions mm;
-  mm.use_mmap = true;
+  mm.io = IoMode::kMmap;
   auto a = SegyFile::Open(path);
   auto b = SegyFile::Open(path, mm);
   ASSERT_TRUE(a.ok() && b.ok());
@@ -158,6 +159,36 @@ TEST(SegyFileTest, MmapReadsTheSameBytesAndSurvivesTruncation) {
   absl::Status s = (*b)->ReadAt(3600 + 2 * 304, 304, y.data());
   EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);
   EXPECT_NE(s.message().find("truncated"), absl::string_view::npos);
+}
+
+TEST(SegyFileTest, AutoMapsFilesOnLocalFilesystemsOnly) {
+  EXPECT_TRUE(IsLocalFilesystem(0xEF53));       // ext4
+  EXPECT_TRUE(IsLocalFilesystem(0x58465342));   // XFS
+  EXPECT_TRUE(IsLocalFilesystem(0x01021994));   // tmpfs
+  EXPECT_FALSE(IsLocalFilesystem(0x6969));      // NFS
+  EXPECT_FALSE(IsLocalFilesystem(0x0BD00BD0));  // Lustre
+  EXPECT_FALSE(IsLocalFilesystem(0x47504653));  // GPFS
+  EXPECT_FALSE(IsLocalFilesystem(0x65735546));  // FUSE
+  EXPECT_FALSE(IsLocalFilesystem(0x00C36400));  // CephFS
+
+  const std::string path = TempPath("auto.sgy");
+  WriteSegyFile(path, Spec(5, ByteOrder::kBigEndian, 16, 4));
+  struct statfs fs;
+  ASSERT_EQ(statfs(path.c_str(), &fs), 0);
+  OpenOptions options;
+  options.io = IoMode::kAuto;
+  auto f = SegyFile::Open(path, options);
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_EQ((*f)->mapped(), IsLocalFilesystem(static_cast<int64_t>(fs.f_type)));
+  options.io = IoMode::kPread;
+  EXPECT_FALSE((*SegyFile::Open(path, options))->mapped());
+  options.io = IoMode::kMmap;
+  EXPECT_TRUE((*SegyFile::Open(path, options))->mapped());
+
+  EXPECT_EQ(*ParseIoMode("auto"), IoMode::kAuto);
+  EXPECT_EQ(*ParseIoMode("pread"), IoMode::kPread);
+  EXPECT_EQ(*ParseIoMode("mmap"), IoMode::kMmap);
+  EXPECT_EQ(ParseIoMode("mmapp").status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace
