@@ -82,27 +82,45 @@ def cpp_bench(target, dataset, **flags):
     return json.loads(harness.cli(*args).stdout.strip().splitlines()[-1])
 
 
+WARM_SHOTS = 8  # streamed untimed first: connection set-up and flow-control ramp-up
+
+
 def py_bench(target, dataset, ids, queue_depth=2, native=None):
     with shotstream.Client(target, native=native) as c:
+        for _ in c.stream(dataset, ids[:WARM_SHOTS]):
+            pass
         t = time.perf_counter()
         n = sum(s.samples.nbytes for s in c.stream(dataset, ids, queue_depth=queue_depth))
         return n / (time.perf_counter() - t) / 1e9
 
 
-def py_bench_plain(target, dataset, ids):
-    """py_bench in a fresh python3 on plain grpcio: no native extension, so none of its
-    process tuning (malloc, gRPC experiments) either; what a user's grpcio client gets."""
+def py_bench_plain(target, dataset, ids, reps):
+    """py_bench `reps` times in one fresh python3 on plain grpcio: no native extension, so
+    none of its process tuning (malloc, gRPC experiments) either; what a user's grpcio
+    client gets. Returns the GB/s of each pass."""
     code = ("import sys, time, shotstream\n"
-            "c = shotstream.Client(sys.argv[1])\n"
             "ids = [int(x) for x in sys.argv[3].split(',')]\n"
-            "t = time.perf_counter()\n"
-            "n = sum(s.samples.nbytes for s in c.stream(sys.argv[2], ids))\n"
-            "print(n / (time.perf_counter() - t) / 1e9)\n")
+            "for _ in range(int(sys.argv[4])):\n"
+            "    with shotstream.Client(sys.argv[1]) as c:\n"
+            f"        for _ in c.stream(sys.argv[2], ids[:{WARM_SHOTS}]):\n"
+            "            pass\n"
+            "        t = time.perf_counter()\n"
+            "        n = sum(s.samples.nbytes for s in c.stream(sys.argv[2], ids))\n"
+            "        print(n / (time.perf_counter() - t) / 1e9, flush=True)\n")
     env = dict(os.environ, PYTHONPATH=package_dir(), SHOTSTREAM_NATIVE="0")
     res = subprocess.run(["/usr/bin/python3", "-c", code, target, dataset,
-                          ",".join(str(i) for i in ids)], env=env, capture_output=True,
-                         text=True, check=True)
-    return float(res.stdout.strip().splitlines()[-1])
+                          ",".join(str(i) for i in ids), str(reps)], env=env,
+                         capture_output=True, text=True, check=True)
+    return [float(x) for x in res.stdout.split()]
+
+
+def warm_page_cache(*dirs):
+    """Reads every file of `dirs` so that the measurements start from the page cache."""
+    for d in dirs:
+        for f in sorted(os.listdir(d)):
+            with open(os.path.join(d, f), "rb") as fh:
+                while fh.read(16 << 20):
+                    pass
 
 
 def cpu_seconds(pid):
@@ -349,11 +367,7 @@ def main():
         print("writing data ...", flush=True)
         synth.write_survey(ieee_dir, args.shots, args.traces, args.samples, n_files=4, fmt=5)
         synth.write_survey(ibm_dir, args.shots, args.traces, args.samples, n_files=4, fmt=1)
-        for d in (ieee_dir, ibm_dir):  # into the page cache
-            for f in os.listdir(d):
-                with open(os.path.join(d, f), "rb") as fh:
-                    while fh.read(16 << 20):
-                        pass
+        warm_page_cache(ieee_dir, ibm_dir)
         ids = list(range(1, args.shots + 1))
         reps = range(args.reps)
 
@@ -370,7 +384,9 @@ def main():
         with harness.Server([f"--dataset=ieee={ieee_dir}/*.sgy",
                              f"--dataset=ibm={ibm_dir}/*.sgy"]) as server:
             t = server.target
+            warm_page_cache(ieee_dir, ibm_dir)
             cpp_bench(t, "ieee")  # warm the channel path once
+            cpp_bench(t, "ibm")
             print("shotstream -> C++ ...", flush=True)
             results["cpp_ieee_gbps"] = summary([cpp_bench(t, "ieee", repeat=2)["gbps"]
                                                 for _ in reps])
@@ -432,11 +448,12 @@ def main():
         try:
             base.stdout.readline()
             bt = f"127.0.0.1:{port}"
+            warm_page_cache(ieee_dir)  # as for shotstream (this machine reclaims idle pages)
+            cpp_bench(bt, "ieee")  # warm its path once, as for shotstream
             results["baseline_cpp_gbps"] = summary([cpp_bench(bt, "ieee")["gbps"] for _ in reps])
             # Its client: the package through grpcio alone, in a fresh process untouched
             # by the native extension's tuning.
-            results["baseline_py_gbps"] = summary([py_bench_plain(bt, "ieee", ids)
-                                                   for _ in reps])
+            results["baseline_py_gbps"] = summary(py_bench_plain(bt, "ieee", ids, len(reps)))
         finally:
             base.terminate()
             base.wait()
