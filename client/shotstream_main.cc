@@ -59,6 +59,9 @@ ABSL_FLAG(std::string, buffers, "pool",
           "bench: where shots land: pool (the client's reusable, pinned-when-possible "
           "buffers) or plain (a new pageable buffer per shot, the baseline)");
 ABSL_FLAG(int, repeat, 1, "bench: times each stream goes over the shots");
+ABSL_FLAG(int, warmup_shots, 0,
+          "bench: the first N shots are streamed once, untimed, before the timed streams "
+          "(connection, buffers and first touches out of the figure)");
 ABSL_FLAG(bool, progress, true, "fetch: progress bar on stderr");
 ABSL_FLAG(int64_t, shot, 0, "plot: the shot id");
 ABSL_FLAG(double, clip, 99.0, "plot: clip amplitudes at this percentile of |sample|");
@@ -219,6 +222,16 @@ int Bench(Client& client, const std::string& dataset) {
   options.queue_depth = absl::GetFlag(FLAGS_queue_depth);
   options.max_chunk_bytes = absl::GetFlag(FLAGS_max_chunk_bytes);
   options.headers = HeaderList();
+  if (const int warm = std::min<int>(absl::GetFlag(FLAGS_warmup_shots), ids->size()); warm > 0) {
+    auto reader = client.Stream(
+        dataset, std::vector<int64_t>(ids->begin(), ids->begin() + warm), options);
+    Shot shot;
+    for (;;) {
+      auto more = reader->Next(&shot);
+      if (!more.ok()) return Fail(more.status());
+      if (!*more) break;
+    }
+  }
   std::atomic<uint64_t> shots{0}, bytes{0}, out_of_order{0};
   std::atomic<int> reconnects{0};
   std::vector<absl::Status> errors(streams);

@@ -198,6 +198,12 @@ class EndToEndTest(unittest.TestCase):
         self.assertGreater(result["seconds"], 0)
         self.assertAlmostEqual(result["gbps"], result["bytes"] / result["seconds"] / 1e9,
                                places=3)
+        # Warm-up shots are streamed (and verified) but not counted.
+        res = harness.cli("bench", f"--target={self.server.target}", "--dataset=line1",
+                          "--warmup_shots=3")
+        result = json.loads(res.stdout.strip().splitlines()[-1])
+        self.assertEqual(result["shots"], len(self.oracle))
+        self.assertEqual(result["bytes"], total)
 
     def test_unknown_dataset_and_shot_are_not_found_before_data(self):
         with self.assertRaises(shotstream.ShotstreamError) as e:

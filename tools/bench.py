@@ -392,9 +392,11 @@ def main():
             # Each run: one `shotstream bench` process streaming every shot CPP_PASSES times
             # (its start-up, connection and first touches amortised as in a long job; the
             # baseline server is measured the same way).
-            results["cpp_ieee_gbps"] = summary([cpp_bench(t, "ieee", repeat=CPP_PASSES)["gbps"]
+            results["cpp_ieee_gbps"] = summary([cpp_bench(t, "ieee", repeat=CPP_PASSES,
+                                                          warmup_shots=WARM_SHOTS)["gbps"]
                                                 for _ in reps])
-            results["cpp_ibm_gbps"] = summary([cpp_bench(t, "ibm", repeat=CPP_PASSES)["gbps"]
+            results["cpp_ibm_gbps"] = summary([cpp_bench(t, "ibm", repeat=CPP_PASSES,
+                                                         warmup_shots=WARM_SHOTS)["gbps"]
                                                for _ in reps])
             # Pool vs a new buffer per shot, alternated so that both see the same noise.
             print("receive buffers: pool vs plain ...", flush=True)
@@ -455,7 +457,8 @@ def main():
             warm_page_cache(ieee_dir)  # as for shotstream (this machine reclaims idle pages)
             cpp_bench(bt, "ieee")  # warm its path once, as for shotstream
             results["baseline_cpp_gbps"] = summary(
-                [cpp_bench(bt, "ieee", repeat=CPP_PASSES)["gbps"] for _ in reps])
+                [cpp_bench(bt, "ieee", repeat=CPP_PASSES, warmup_shots=WARM_SHOTS)["gbps"]
+                 for _ in reps])
             # Its client: the package through grpcio alone, in a fresh process untouched
             # by the native extension's tuning.
             results["baseline_py_gbps"] = summary(py_bench_plain(bt, "ieee", ids, len(reps)))
@@ -704,9 +707,10 @@ def render(r):
     lines += ["", "Commands: `bazel run -c opt //:bench` (all of the above; `--reps`, `--shots`, "
               "`--skip_reliability` for a quicker run). The iperf3 figure is "
               "`iperf3 -c 127.0.0.1 -l 1M -t 3`; the C++ figures are `shotstream bench` (its "
-              f"JSON line; the headline ones `--repeat={CPP_PASSES}`, one process streaming every "
-              "shot that many times, for shotstream and the baseline server alike); the Python "
-              f"figures time one pass after {WARM_SHOTS} untimed shots on the same client. The "
+              f"JSON line; the headline ones `--repeat={CPP_PASSES} --warmup_shots={WARM_SHOTS}`: "
+              "one process streaming every shot that many times after that many untimed shots, "
+              "for shotstream and the baseline server alike); the Python figures time one pass "
+              f"after {WARM_SHOTS} untimed shots on the same client. The "
               "baseline server is `tools/baseline_server.py` (plain grpcio), and its Python "
               "client the package through grpcio alone in a fresh process, without the native "
               "extension's process tuning.", ""]
