@@ -42,6 +42,7 @@ bool IsLocalFilesystem(int64_t f_type) {
       return false;
   }
 }
+
 namespace {
 
 using ReadFn = std::function<absl::Status(uint64_t, uint64_t, uint8_t*)>;

@@ -7,7 +7,6 @@
 // Objects:
 //   NativeClient(targets, token, tls_root_pem, retries, reconnect_timeout_s)
 //     .stream(dataset, shot_ids, queue_depth, headers, max_chunk_bytes) -> NativeStream
-//     .pinned  -> whether shots land in page-locked memory
 //     .close()  closes the connections once no stream is left (shots keep the pool only)
 //   NativeStream.next() -> None at the end, or (index, shot_id, sample_interval_us,
 //       n_traces, n_samples, samples, [(header name, bytearray of float64)])
@@ -157,10 +156,6 @@ int NativeClientInit(NativeClientObject* self, PyObject* args, PyObject* kwargs)
   self->pool = pool.release();
   self->client = client->release();
   return 0;
-}
-
-PyObject* NativeClientPinned(NativeClientObject* self, void*) {
-  return PyBool_FromLong(self->pool != nullptr && self->pool->pinned());
 }
 
 // ---- Samples: a read-only buffer over one shot's pool buffer --------------------------
@@ -343,12 +338,6 @@ PyMethodDef g_client_methods[] = {
     {nullptr, nullptr, 0, nullptr},
 };
 
-PyGetSetDef g_client_getset[] = {
-    {"pinned", reinterpret_cast<getter>(NativeClientPinned), nullptr,
-     "Whether shots land in page-locked memory.", nullptr},
-    {nullptr, nullptr, nullptr, nullptr, nullptr},
-};
-
 PyMethodDef g_stream_methods[] = {
     {"next", reinterpret_cast<PyCFunction>(NativeStreamNext), METH_NOARGS,
      "The next shot as a tuple, None at the end; raises NativeError."},
@@ -383,7 +372,6 @@ PyMODINIT_FUNC PyInit__native() {
   g_client_type.tp_init = reinterpret_cast<initproc>(NativeClientInit);
   g_client_type.tp_dealloc = reinterpret_cast<destructor>(NativeClientDealloc);
   g_client_type.tp_methods = g_client_methods;
-  g_client_type.tp_getset = g_client_getset;
 
   g_stream_type.tp_name = "shotstream._native.NativeStream";
   g_stream_type.tp_basicsize = sizeof(NativeStreamObject);

@@ -168,6 +168,9 @@ def _error(exc):
         return exc
     if isinstance(exc, grpc.RpcError):
         return ShotstreamError(exc.code(), exc.details())
+    if _native is not None and isinstance(exc, _native.NativeError):
+        code, message = exc.args
+        return ShotstreamError(_CODES.get(code, grpc.StatusCode.UNKNOWN), message)
     return ShotstreamError(grpc.StatusCode.UNKNOWN, str(exc))
 
 
@@ -471,8 +474,7 @@ class Client:
                     self._targets, self._token, self._root_pem, self._retries,
                     float(self._reconnect_timeout))
             except _native.NativeError as e:
-                raise ShotstreamError(_CODES.get(e.args[0], grpc.StatusCode.UNKNOWN),
-                                      e.args[1]) from None
+                raise _error(e) from None
         stream = self._native_client.stream(name, shot_ids, max(1, int(queue_depth)),
                                             [str(h) for h in headers], int(max_chunk_bytes))
         base = self.reconnects
@@ -481,8 +483,7 @@ class Client:
                 try:
                     item = stream.next()
                 except _native.NativeError as e:
-                    raise ShotstreamError(_CODES.get(e.args[0], grpc.StatusCode.UNKNOWN),
-                                          e.args[1]) from None
+                    raise _error(e) from None
                 finally:
                     self.reconnects = base + stream.reconnects
                 if item is None:
