@@ -94,10 +94,10 @@ class Server:
         self.stop()
 
 
-def cli(*args, check=True):
-    """Runs the C++ CLI; returns CompletedProcess."""
+def cli(*args, check=True, env=None):
+    """Runs the C++ CLI (with `env` added to the environment); returns CompletedProcess."""
     res = subprocess.run([runfile(CLI)] + list(args), capture_output=True, text=True,
-                         timeout=300)
+                         timeout=300, env=dict(os.environ, **env) if env else None)
     if check and res.returncode != 0:
         raise AssertionError(f"shotstream {args} failed: {res.stderr}")
     return res

@@ -76,10 +76,10 @@ def iperf3(seconds=3):
         srv.wait(timeout=30)
 
 
-def cpp_bench(target, dataset, **flags):
+def cpp_bench(target, dataset, env=None, **flags):
     args = ["bench", f"--target={target}", f"--dataset={dataset}"]
     args += [f"--{k}={v}" for k, v in flags.items()]
-    return json.loads(harness.cli(*args).stdout.strip().splitlines()[-1])
+    return json.loads(harness.cli(*args, env=env).stdout.strip().splitlines()[-1])
 
 
 CPP_PASSES = 5  # passes over the shots per `shotstream bench` run (the headline figures)
@@ -88,31 +88,59 @@ WARM_SHOTS = 8  # streamed untimed first: connection set-up and flow-control ram
 
 def py_bench(target, dataset, ids, queue_depth=2, native=None):
     with shotstream.Client(target, native=native) as c:
-        for _ in c.stream(dataset, ids[:WARM_SHOTS]):
+        for _ in c.stream(dataset, ids[:WARM_SHOTS], queue_depth=queue_depth):
             pass
         t = time.perf_counter()
         n = sum(s.samples.nbytes for s in c.stream(dataset, ids, queue_depth=queue_depth))
         return n / (time.perf_counter() - t) / 1e9
 
 
-def py_bench_plain(target, dataset, ids, reps):
-    """py_bench `reps` times in one fresh python3 on plain grpcio: no native extension, so
-    none of its process tuning (malloc, gRPC experiments) either; what a user's grpcio
-    client gets. Returns the GB/s of each pass."""
-    code = ("import sys, time, shotstream\n"
+def py_bench_fresh(target, dataset, ids, reps, **env):
+    """py_bench `reps` times in one fresh python3 whose environment adds `env` (e.g.
+    SHOTSTREAM_NATIVE="0": plain grpcio, none of the native extension's process tuning).
+    Returns the GB/s of each pass."""
+    code = ("import sys, bench\n"
             "ids = [int(x) for x in sys.argv[3].split(',')]\n"
             "for _ in range(int(sys.argv[4])):\n"
-            "    with shotstream.Client(sys.argv[1]) as c:\n"
-            f"        for _ in c.stream(sys.argv[2], ids[:{WARM_SHOTS}]):\n"
-            "            pass\n"
-            "        t = time.perf_counter()\n"
-            "        n = sum(s.samples.nbytes for s in c.stream(sys.argv[2], ids))\n"
-            "        print(n / (time.perf_counter() - t) / 1e9, flush=True)\n")
-    env = dict(os.environ, PYTHONPATH=package_dir(), SHOTSTREAM_NATIVE="0")
+            "    print(bench.py_bench(sys.argv[1], sys.argv[2], ids), flush=True)\n")
     res = subprocess.run(["/usr/bin/python3", "-c", code, target, dataset,
-                          ",".join(str(i) for i in ids), str(reps)], env=env,
-                         capture_output=True, text=True, check=True)
+                          ",".join(str(i) for i in ids), str(reps)],
+                         env=dict(os.environ, PYTHONPATH=HERE, **env), capture_output=True,
+                         text=True, check=True)
     return [float(x) for x in res.stdout.split()]
+
+
+def settings_ab(ieee_dir, ids, reps):
+    """What each of the process settings buys, each pair of runs alternated on the same
+    data: the server reading by pread or mmap (its CPU per byte, /proc), the C++ client
+    with gRPC's tcp_read_chunks experiment on (GRPC_EXPERIMENTS=tcp_read_chunks, which
+    client/grpc_tuning.h leaves alone) or off (its default; the client's CPU per byte,
+    rusage), the Python native client with SHOTSTREAM_TUNING=0 or without (a fresh
+    process each)."""
+    runs = {k: [] for k in ("pread", "mmap", "chunks_on", "chunks_off", "py_untuned",
+                            "py_tuned")}
+    with harness.Server([f"--dataset=ieee={ieee_dir}/*.sgy", "--io=pread"]) as pread, \
+            harness.Server([f"--dataset=ieee={ieee_dir}/*.sgy", "--io=mmap"]) as mmap:
+        for server in (pread, mmap):
+            cpp_bench(server.target, "ieee")  # first touches out of the figures
+        for _ in reps:
+            for name, server in (("pread", pread), ("mmap", mmap)):
+                s0 = cpu_seconds(server.proc.pid)
+                r = cpp_bench(server.target, "ieee", repeat=CPP_PASSES)
+                runs[name].append({"gbps": r["gbps"],
+                                   "ns": (cpu_seconds(server.proc.pid) - s0) / r["bytes"] * 1e9})
+            for name, env in (("chunks_on", {"GRPC_EXPERIMENTS": "tcp_read_chunks"}),
+                              ("chunks_off", None)):
+                c0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+                r = cpp_bench(mmap.target, "ieee", env=env, repeat=CPP_PASSES)
+                c1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+                cpu = c1.ru_utime + c1.ru_stime - c0.ru_utime - c0.ru_stime
+                runs[name].append({"gbps": r["gbps"], "ns": cpu / r["bytes"] * 1e9})
+            for name, env in (("py_untuned", {"SHOTSTREAM_TUNING": "0"}), ("py_tuned", {})):
+                runs[name].append({"gbps": py_bench_fresh(mmap.target, "ieee", ids, 1,
+                                                          **env)[0]})
+    return {name: {key: summary([r[key] for r in rs]) for key in rs[0]}
+            for name, rs in runs.items()}
 
 
 def warm_page_cache(*dirs):
@@ -444,6 +472,10 @@ def main():
                 q: summary([cpp_bench(t, "ieee", queue_depth=q)["gbps"]
                             for _ in range(max(1, args.reps // 2))]) for q in (1, 2, 4, 8)}
 
+        print("what each setting buys ...", flush=True)
+        warm_page_cache(ieee_dir)
+        results["settings"] = settings_ab(ieee_dir, ids, reps)
+
         print("Python grpcio + segyio server ...", flush=True)
         port = free_port()
         # What a user would write: plain grpcio, glibc's malloc as it comes.
@@ -461,7 +493,8 @@ def main():
                  for _ in reps])
             # Its client: the package through grpcio alone, in a fresh process untouched
             # by the native extension's tuning.
-            results["baseline_py_gbps"] = summary(py_bench_plain(bt, "ieee", ids, len(reps)))
+            results["baseline_py_gbps"] = summary(py_bench_fresh(bt, "ieee", ids, len(reps),
+                                                                 SHOTSTREAM_NATIVE="0"))
         finally:
             base.terminate()
             base.wait()
@@ -631,6 +664,23 @@ def render(r):
         for key, label in names.items():
             if key in cpu:
                 lines.append(f"| {label} | {fmt(cpu[key], 'ns', 1.0, 3)} |")
+    st = r.get("settings")
+    if st:
+        lines += ["", "### What each setting buys (pairs of runs alternated)", "",
+                  "Server: `shotstream_server --io=pread` and `--io=mmap` (what `--io=auto` picks "
+                  "on local filesystems), its CPU from /proc. C++ client: `shotstream bench` "
+                  "with `GRPC_EXPERIMENTS=tcp_read_chunks` (gRPC's default) and without (the "
+                  "client's default, `client/grpc_tuning.h`), its CPU from rusage. Python: the "
+                  "native client in a fresh process with `SHOTSTREAM_TUNING=0` and without.", "",
+                  "| setting | throughput | CPU per byte |", "| --- | --- | --- |"]
+        labels = (("pread", "server `--io=pread`"), ("mmap", "server `--io=mmap`"),
+                  ("chunks_on", "C++ client, tcp_read_chunks on"),
+                  ("chunks_off", "C++ client, tcp_read_chunks off (default)"),
+                  ("py_untuned", "Python native, `SHOTSTREAM_TUNING=0`"),
+                  ("py_tuned", "Python native, tuned (default)"))
+        for key, label in labels:
+            ns = fmt(st[key]["ns"], "ns", 1.0, 3) if "ns" in st[key] else "-"
+            lines.append(f"| {label} | {fmt(st[key]['gbps'])} | {ns} |")
     lines += ["", "### Queue depth (one C++ client)", "", "| queue depth | throughput |",
               "| ---: | --- |"]
     for q, s in r["queue_depth"].items():
