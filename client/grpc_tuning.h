@@ -1,9 +1,8 @@
-// Process-wide gRPC settings for clients that receive large messages, measured with
-// `shotstream bench` in paired runs (BENCHMARKS.md): gRPC 1.51's `tcp_read_chunks`
-// experiment reads the socket into many 8-64 KiB slices; with it off, reads go into one
-// slice of up to 1 MiB (the channel argument set by Client::Connect). Five paired runs of
-// 400 shots: median 1.45 GB/s and 0.54 client CPU ns per byte, against 1.29 GB/s and 0.61
-// with the experiment on (it won 4 of 5 pairs).
+// Process-wide gRPC settings for clients that receive large messages: gRPC 1.51's
+// `tcp_read_chunks` experiment reads the socket into many 8-64 KiB slices; with it off,
+// reads go into one slice of up to 1 MiB (the channel argument set by Client::Connect),
+// which costs the client less CPU per byte and streams faster (BENCHMARKS.md, "What each
+// setting buys", measured by `bazel run -c opt //:bench`).
 //
 // For binaries (and the Python extension's init), not libraries: call once at the top of
 // main(), before any gRPC call and before other threads start (it calls setenv). A

@@ -46,8 +46,8 @@ struct SegyLayout {
 // How a file's bytes are read.
 enum class IoMode {
   kPread,  // positioned reads into a buffer, then decoded: right for any filesystem
-  // A read-only memory map, decoded in place: one copy fewer (measured: server CPU per
-  // byte 0.59 -> 0.40, one stream 1.3 -> 1.6 GB/s from the page cache). Each read first
+  // A read-only memory map, decoded in place: one copy fewer (against pread, alike within
+  // the noise: BENCHMARKS.md, "What each setting buys"). Each read first
   // checks the file's current size, and a truncation racing with the read itself is
   // caught (SIGBUS guard), so a shrinking file gives DATA_LOSS either way.
   kMmap,

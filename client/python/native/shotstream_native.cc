@@ -19,8 +19,8 @@
 // mutex. Blocking calls release the GIL.
 //
 // On import it tunes glibc malloc for large buffers as the C++ tools do (gRPC's read
-// buffers otherwise come and go with mmap/munmap and page faults: 0.5-0.8 -> 0.44-0.55 CPU
-// ns per byte measured) and turns gRPC's tcp_read_chunks experiment off unless
+// buffers otherwise come and go with mmap/munmap and page faults; BENCHMARKS.md, "What
+// each setting buys", has the figure) and turns gRPC's tcp_read_chunks experiment off unless
 // GRPC_EXPERIMENTS is set (client/grpc_tuning.h); SHOTSTREAM_TUNING=0 in the
 // environment does neither.
 #define PY_SSIZE_T_CLEAN
