@@ -1,0 +1,264 @@
+// grpc_ceiling: what gRPC itself moves on this machine with shotstream's channel
+// arguments, so that the benchmark can say which share of the time is ours.
+//
+//   grpc_ceiling serve --listen=127.0.0.1:0 [--n_traces=480 --n_samples=4000]
+//     Serves ShotStream.StreamShots from memory: every requested shot is the same samples
+//     buffer, sent as a slice over it (no file, no decode, no copy), its CRC-32 computed
+//     once at start-up. Messages are real ShotChunks (chunked as the request asks, 4 MiB
+//     by default like shotstream_server), so `shotstream bench --shots=1,2,...` streams
+//     from it and verifies every checksum. Prints "grpc_ceiling listening on HOST:PORT".
+//
+//   grpc_ceiling receive --target=HOST:PORT --shots=N [--dataset=D --repeat=R --warmup_shots=W --copy]
+//     Streams shots 1..N R times after W untimed shots and drops every message unread:
+//     the client side of gRPC alone. With --copy, each chunk's samples are copied into one
+//     reused buffer with their CRC-32 checked, as the client library does. Prints a JSON
+//     line with "gbps" like `shotstream bench`.
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/str_cat.h"
+#include "client/chunk_reader.h"
+#include "client/grpc_tuning.h"
+#include "grpcpp/grpcpp.h"
+#include "grpcpp/impl/codegen/client_unary_call.h"
+#include "grpcpp/impl/codegen/sync_stream.h"
+#include "server/common/crc32.h"
+#include "server/common/malloc_tuning.h"
+#include "shotstream/v1/shotstream.grpc.pb.h"
+
+ABSL_FLAG(std::string, listen, "127.0.0.1:0", "serve: address to listen on");
+ABSL_FLAG(int, n_traces, 480, "serve: traces per shot");
+ABSL_FLAG(int, n_samples, 4000, "serve: samples per trace");
+ABSL_FLAG(std::string, target, "", "receive: HOST:PORT");
+ABSL_FLAG(std::string, dataset, "ceiling", "receive: dataset to ask for (serve answers any)");
+ABSL_FLAG(int, shots, 40, "receive: shots 1..N per pass");
+ABSL_FLAG(int, repeat, 1, "receive: passes over the shots");
+ABSL_FLAG(int, warmup_shots, 0, "receive: shots streamed untimed first");
+ABSL_FLAG(bool, copy, false, "receive: copy each chunk's samples out with their CRC-32");
+
+namespace {
+
+using shotstream::v1::ShotChunk;
+using shotstream::v1::ShotStream;
+using shotstream::v1::StreamShotsRequest;
+
+void AppendVarint(uint64_t v, std::string* out) {
+  while (v >= 0x80) {
+    out->push_back(static_cast<char>(v | 0x80));
+    v >>= 7;
+  }
+  out->push_back(static_cast<char>(v));
+}
+
+// The one shot every request gets. Immutable after construction; shared by all streams.
+struct SyntheticShot {
+  uint32_t n_traces = 0, n_samples = 0;
+  std::vector<float> samples;
+  uint32_t crc32 = 0;
+};
+
+// Writes the requested shots one message at a time, each from OnWriteDone.
+class CeilingReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
+ public:
+  CeilingReactor(const SyntheticShot* shot, StreamShotsRequest request)
+      : shot_(shot), request_(std::move(request)) {
+    const uint64_t trace_bytes = uint64_t{shot_->n_samples} * sizeof(float);
+    const uint64_t limit = request_.max_chunk_bytes() > 0 ? request_.max_chunk_bytes() : 4 << 20;
+    chunk_bytes_ = std::max<uint64_t>(1, limit / trace_bytes) * trace_bytes;
+    Next();
+  }
+  void OnWriteDone(bool ok) override {
+    if (!ok) {
+      Finish(grpc::Status(grpc::StatusCode::CANCELLED, "stream broken"));
+      return;
+    }
+    Next();
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  void Next() {
+    if (index_ == static_cast<size_t>(request_.shot_ids_size())) {
+      Finish(grpc::Status::OK);
+      return;
+    }
+    const uint64_t total = shot_->samples.size() * sizeof(float);
+    const uint64_t n = std::min(chunk_bytes_, total - offset_);
+    ShotChunk meta;
+    meta.set_index(static_cast<uint32_t>(index_));
+    meta.set_shot_id(request_.shot_ids(static_cast<int>(index_)));
+    meta.set_n_traces(shot_->n_traces);
+    meta.set_n_samples(shot_->n_samples);
+    meta.set_sample_interval_us(4000);
+    meta.set_offset(offset_);
+    meta.set_total_bytes(total);
+    const bool last = offset_ + n == total;
+    if (last) {
+      meta.set_last(true);
+      meta.set_crc32(shot_->crc32);
+    }
+    std::string prefix = meta.SerializeAsString();
+    AppendVarint((15 << 3) | 2, &prefix);  // ShotChunk.samples
+    AppendVarint(n, &prefix);
+    const auto* base = reinterpret_cast<const uint8_t*>(shot_->samples.data()) + offset_;
+    grpc::Slice slices[2] = {grpc::Slice(prefix),
+                             grpc::Slice(base, n, grpc::Slice::STATIC_SLICE)};
+    msg_ = grpc::ByteBuffer(slices, 2);
+    offset_ = last ? 0 : offset_ + n;
+    index_ += last;
+    StartWrite(&msg_);
+  }
+
+  const SyntheticShot* const shot_;
+  const StreamShotsRequest request_;
+  uint64_t chunk_bytes_ = 0;
+  size_t index_ = 0;     // request position of the shot being sent
+  uint64_t offset_ = 0;  // byte offset of the next chunk within it
+  grpc::ByteBuffer msg_;
+};
+
+class CeilingService final
+    : public ShotStream::WithRawCallbackMethod_StreamShots<ShotStream::CallbackService> {
+ public:
+  explicit CeilingService(const SyntheticShot* shot) : shot_(shot) {}
+  grpc::ServerWriteReactor<grpc::ByteBuffer>* StreamShots(
+      grpc::CallbackServerContext*, const grpc::ByteBuffer* raw_request) override {
+    std::vector<grpc::Slice> slices;
+    std::string bytes;
+    if (raw_request->Dump(&slices).ok()) {
+      for (const grpc::Slice& s : slices) bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
+    }
+    StreamShotsRequest request;
+    request.ParseFromString(bytes);
+    return new CeilingReactor(shot_, std::move(request));
+  }
+
+ private:
+  const SyntheticShot* const shot_;
+};
+
+int Serve() {
+  SyntheticShot shot;
+  shot.n_traces = absl::GetFlag(FLAGS_n_traces);
+  shot.n_samples = absl::GetFlag(FLAGS_n_samples);
+  shot.samples.resize(size_t{shot.n_traces} * shot.n_samples);
+  for (size_t i = 0; i < shot.samples.size(); ++i) shot.samples[i] = static_cast<float>(i % 1000);
+  shot.crc32 = shotstream::Crc32(0, reinterpret_cast<const uint8_t*>(shot.samples.data()),
+                                 shot.samples.size() * sizeof(float));
+  CeilingService service(&shot);
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(absl::GetFlag(FLAGS_listen), grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&service);
+  builder.SetMaxSendMessageSize(-1);
+  // As shotstream_server (server/main.cc).
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_FRAME_SIZE, 16 * 1024 * 1024 - 1);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_WRITE_BUFFER_SIZE, 8 * 1024 * 1024);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 64 * 1024 * 1024);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr || port == 0) {
+    std::fprintf(stderr, "grpc_ceiling: cannot listen on %s\n", absl::GetFlag(FLAGS_listen).c_str());
+    return 1;
+  }
+  const std::string listen = absl::GetFlag(FLAGS_listen);
+  std::printf("grpc_ceiling listening on %s:%d\n", listen.substr(0, listen.rfind(':')).c_str(),
+              port);
+  std::fflush(stdout);
+  server->Wait();
+  return 0;
+}
+
+// Streams `ids` once; adds the sample bytes received to *bytes.
+bool StreamOnce(grpc::Channel* channel, const std::vector<int64_t>& ids, bool copy,
+                std::vector<uint8_t>* dst, uint64_t* bytes) {
+  StreamShotsRequest request;
+  request.set_dataset(absl::GetFlag(FLAGS_dataset));
+  for (int64_t id : ids) request.add_shot_ids(id);
+  const std::string raw = request.SerializeAsString();
+  grpc::Slice slice(raw);
+  grpc::ByteBuffer raw_request(&slice, 1);
+  grpc::ClientContext ctx;
+  grpc::internal::RpcMethod method("/shotstream.v1.ShotStream/StreamShots",
+                                   grpc::internal::RpcMethod::SERVER_STREAMING);
+  std::unique_ptr<grpc::ClientReader<grpc::ByteBuffer>> reader(
+      grpc::internal::ClientReaderFactory<grpc::ByteBuffer>::Create(channel, method, &ctx,
+                                                                    raw_request));
+  grpc::ByteBuffer bb;
+  shotstream::client::RawChunk chunk;
+  uint32_t crc = 0;
+  bool ok = true;
+  while (reader->Read(&bb)) {
+    if (!copy) {
+      *bytes += bb.Length();
+      continue;
+    }
+    if (!chunk.Parse(&bb).ok()) return false;
+    const ShotChunk& meta = chunk.meta();
+    if (dst->size() < meta.total_bytes()) dst->resize(meta.total_bytes());
+    if (meta.offset() + chunk.samples_size() > dst->size()) return false;
+    if (meta.offset() == 0) crc = 0;
+    crc = chunk.CopySamples(dst->data() + meta.offset(), crc);
+    *bytes += chunk.samples_size();
+    if (meta.last() && crc != meta.crc32()) {
+      std::fprintf(stderr, "grpc_ceiling: checksum mismatch on shot %lld\n",
+                   static_cast<long long>(meta.shot_id()));
+      ok = false;
+    }
+  }
+  const grpc::Status status = reader->Finish();
+  if (!status.ok()) std::fprintf(stderr, "grpc_ceiling: %s\n", status.error_message().c_str());
+  return ok && status.ok();
+}
+
+int Receive() {
+  grpc::ChannelArguments args;
+  // As shotstream::client::Client::Connect (client/client.cc).
+  args.SetMaxReceiveMessageSize(-1);
+  args.SetInt(GRPC_ARG_HTTP2_MAX_FRAME_SIZE, 16 * 1024 * 1024 - 1);
+  args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 64 * 1024 * 1024);
+  args.SetInt(GRPC_ARG_HTTP2_WRITE_BUFFER_SIZE, 8 * 1024 * 1024);
+  args.SetInt(GRPC_ARG_TCP_MAX_READ_CHUNK_SIZE, 1024 * 1024);
+  auto channel = grpc::CreateCustomChannel(absl::GetFlag(FLAGS_target),
+                                           grpc::InsecureChannelCredentials(), args);
+  std::vector<int64_t> ids;
+  for (int i = 1; i <= absl::GetFlag(FLAGS_shots); ++i) ids.push_back(i);
+  const bool copy = absl::GetFlag(FLAGS_copy);
+  std::vector<uint8_t> dst;
+  uint64_t bytes = 0;
+  const int warm = std::min<int>(absl::GetFlag(FLAGS_warmup_shots), ids.size());
+  if (warm > 0 && !StreamOnce(channel.get(), {ids.begin(), ids.begin() + warm}, copy, &dst,
+                              &bytes)) {
+    return 1;
+  }
+  bytes = 0;
+  const auto start = std::chrono::steady_clock::now();
+  for (int r = 0; r < absl::GetFlag(FLAGS_repeat); ++r) {
+    if (!StreamOnce(channel.get(), ids, copy, &dst, &bytes)) return 1;
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("{\"bytes\": %llu, \"seconds\": %.6f, \"gbps\": %.4f, \"copy\": %s}\n",
+              static_cast<unsigned long long>(bytes), seconds, bytes / seconds / 1e9,
+              copy ? "true" : "false");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  shotstream::TuneMallocForLargeBuffers();
+  shotstream::client::TuneGrpcForLargeMessages();
+  std::vector<char*> rest = absl::ParseCommandLine(argc, argv);
+  const std::string command = rest.size() > 1 ? rest[1] : "";
+  if (command == "serve") return Serve();
+  if (command == "receive") return Receive();
+  std::fprintf(stderr, "usage: grpc_ceiling serve|receive [flags] (see tools/grpc_ceiling.cc)\n");
+  return 2;
+}
