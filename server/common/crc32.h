@@ -5,6 +5,7 @@
 #define SHOTSTREAM_SERVER_COMMON_CRC32_H_
 
 #include <isa-l/crc.h>
+#include <zlib.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -15,6 +16,21 @@ namespace shotstream {
 inline uint32_t Crc32(uint32_t crc, const void* data, size_t size) {
   return crc32_gzip_refl(crc, static_cast<const unsigned char*>(data), size);
 }
+
+// Joins CRC-32s of consecutive pieces that all have the same length: Append(crc_a, crc_b)
+// is the CRC-32 of A followed by B, where B is `piece_bytes` long (zlib's
+// crc32_combine_op, with the operator for that length made once). Thread-safe.
+class Crc32Joiner {
+ public:
+  explicit Crc32Joiner(size_t piece_bytes)
+      : op_(crc32_combine_gen64(static_cast<z_off64_t>(piece_bytes))) {}
+  uint32_t Append(uint32_t crc_a, uint32_t crc_b) const {
+    return static_cast<uint32_t>(crc32_combine_op(crc_a, crc_b, op_));
+  }
+
+ private:
+  uLong op_;
+};
 
 }  // namespace shotstream
 

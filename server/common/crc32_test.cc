@@ -24,5 +24,17 @@ TEST(Crc32Test, AgreesWithZlibOnAnyLengthAndSplit) {
   EXPECT_EQ(Crc32(0, "123456789", 9), 0xCBF43926u);  // the CRC-32 check value
 }
 
+TEST(Crc32Test, JoinerGivesTheCrcOfTheWholeFromItsPieces) {
+  std::mt19937 rng(7);
+  for (size_t piece : {size_t{1}, size_t{16000}, size_t{65536}}) {
+    std::string data(piece * 9, '\0');
+    for (char& c : data) c = static_cast<char>(rng());
+    const Crc32Joiner join(piece);
+    uint32_t joined = 0;
+    for (size_t i = 0; i < 9; ++i) joined = join.Append(joined, Crc32(0, &data[i * piece], piece));
+    EXPECT_EQ(joined, Crc32(0, data.data(), data.size())) << piece;
+  }
+}
+
 }  // namespace
 }  // namespace shotstream

@@ -160,8 +160,11 @@ absl::StatusOr<ShotData> Dataset::ReadShot(int64_t shot_id,
   }
   std::vector<uint8_t> raw_headers;
   if (!headers.empty()) raw_headers.resize(traces.size() * segy::kTraceHeaderBytes);
+  // Each trace's CRC-32 is taken as it is decoded (in cache), then joined in shot order.
+  std::vector<uint32_t> trace_crc(traces.size());
   SS_RETURN_IF_ERROR(io::ReadTraces(file_ptrs_, traces, spec_.coalesce, dst.data(),
-                                    headers.empty() ? nullptr : raw_headers.data(), stats));
+                                    headers.empty() ? nullptr : raw_headers.data(), stats,
+                                    trace_crc.data()));
   for (const segy::HeaderSelector& h : headers) {
     std::vector<double> column(traces.size());
     for (size_t i = 0; i < traces.size(); ++i) {
@@ -170,8 +173,9 @@ absl::StatusOr<ShotData> Dataset::ReadShot(int64_t shot_id,
     }
     out.headers.emplace_back(h.name, std::move(column));
   }
+  const Crc32Joiner join(trace_out_bytes);
   uint32_t crc = 0;
-  for (const SampleBuffer& chunk : out.chunks) crc = Crc32(crc, chunk.data(), chunk.size());
+  for (uint32_t c : trace_crc) crc = join.Append(crc, c);
   out.crc32 = crc;
   return out;
 }

@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
+#include "server/common/crc32.h"
 #include "server/common/status_macros.h"
 
 namespace shotstream::io {
@@ -46,7 +47,8 @@ ReadPlan PlanReads(absl::Span<const TraceRef> traces,
 
 absl::Status ReadTraces(absl::Span<const segy::SegyFile* const> files,
                         absl::Span<const TraceRef> traces, const CoalesceOptions& options,
-                        float* const* sample_dst, uint8_t* header_dst, ReadStats* stats) {
+                        float* const* sample_dst, uint8_t* header_dst, ReadStats* stats,
+                        uint32_t* trace_crc) {
   if (traces.empty()) return absl::OkStatus();
   std::vector<uint64_t> trace_bytes(files.size());
   for (size_t f = 0; f < files.size(); ++f) trace_bytes[f] = files[f]->layout().trace_bytes;
@@ -67,6 +69,9 @@ absl::Status ReadTraces(absl::Span<const segy::SegyFile* const> files,
         const uint8_t* trace = base + (traces[i].offset - r.offset);
         segy::DecodeSamples(trace + layout.header_bytes(), layout.n_samples, layout.format,
                             layout.byte_order, sample_dst[i]);
+        if (trace_crc != nullptr) {
+          trace_crc[i] = Crc32(0, sample_dst[i], layout.n_samples * sizeof(float));
+        }
         if (header_dst != nullptr) std::memcpy(header_dst + 240 * i, trace, 240);
       }
     };

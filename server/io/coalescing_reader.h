@@ -62,11 +62,13 @@ struct ReadStats {
 
 // Reads `traces` from `files` (indexed by file_id): trace i's samples are decoded to
 // float32 at sample_dst[i] (n_samples floats, which every file must share), and its first
-// 240-byte header is copied to header_dst + 240 * i when header_dst is not null.
+// 240-byte header is copied to header_dst + 240 * i when header_dst is not null. When
+// trace_crc is not null, trace_crc[i] is the CRC-32 (zlib) of trace i's decoded samples,
+// computed right after decoding them, while they are in cache.
 absl::Status ReadTraces(absl::Span<const segy::SegyFile* const> files,
                         absl::Span<const TraceRef> traces, const CoalesceOptions& options,
                         float* const* sample_dst, uint8_t* header_dst,
-                        ReadStats* stats = nullptr);
+                        ReadStats* stats = nullptr, uint32_t* trace_crc = nullptr);
 
 }  // namespace shotstream::io
 

@@ -1,5 +1,7 @@
 #include "server/io/coalescing_reader.h"
 
+#include <zlib.h>
+
 #include <cstdlib>
 #include <memory>
 #include <cstring>
@@ -106,10 +108,15 @@ TEST_F(ReadTracesTest, ReturnsTracesInCallerOrderBitExact) {
   for (size_t i = 0; i < traces.size(); ++i) dst.push_back(out.data() + i * kSamples);
   std::vector<uint8_t> headers(traces.size() * 240);
   ReadStats stats;
-  ASSERT_TRUE(ReadTraces(files_, traces, CoalesceOptions{}, dst.data(), headers.data(), &stats)
+  std::vector<uint32_t> trace_crc(traces.size());
+  ASSERT_TRUE(ReadTraces(files_, traces, CoalesceOptions{}, dst.data(), headers.data(), &stats,
+                         trace_crc.data())
                   .ok());
   for (size_t i = 0; i < traces.size(); ++i) {
     const auto [f, t] = expect[i];
+    EXPECT_EQ(trace_crc[i], ::crc32(0, reinterpret_cast<const Bytef*>(dst[i]),
+                                    kSamples * sizeof(float)))
+        << i;
     for (int s = 0; s < kSamples; ++s) {
       ASSERT_EQ(out[i * kSamples + s], Value(f, t, s)) << i << " " << s;
     }
