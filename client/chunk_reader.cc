@@ -5,6 +5,7 @@
 #include <string>
 
 #include "server/common/crc32.h"
+#include "server/segy/sample_format.h"
 
 namespace shotstream::client {
 namespace {
@@ -125,16 +126,43 @@ absl::Status RawChunk::Parse(grpc::ByteBuffer* bb) {
 
 uint32_t RawChunk::CopySamples(uint8_t* dst, uint32_t crc) const {
   constexpr size_t kPiece = 64 * 1024;  // CRC then copy while the piece is in cache
+  const bool swap = meta_.big_endian();
+  uint8_t carry[4];  // big-endian: a sample split between two slices
+  size_t carried = 0;
   uint64_t left = samples_size_;
   size_t slice = samples_slice_, offset = samples_offset_;
   while (left > 0 && slice < slices_.size()) {
     const uint8_t* src = slices_[slice].begin() + offset;
     const size_t avail = std::min<uint64_t>(left, slices_[slice].size() - offset);
-    for (size_t done = 0; done < avail; done += kPiece) {
-      const size_t n = std::min(kPiece, avail - done);
+    for (size_t done = 0; done < avail;) {
+      size_t n = std::min(kPiece, avail - done);
       crc = Crc32(crc, src + done, n);
-      std::memcpy(dst, src + done, n);
-      dst += n;
+      if (!swap) {
+        std::memcpy(dst, src + done, n);
+        dst += n;
+        done += n;
+        continue;
+      }
+      const uint8_t* p = src + done;
+      done += n;
+      if (carried > 0) {  // finish the split sample first
+        const size_t take = std::min(4 - carried, n);
+        std::memcpy(carry + carried, p, take);
+        carried += take;
+        p += take;
+        n -= take;
+        if (carried < 4) continue;
+        segy::DecodeSamples(carry, 1, segy::SampleFormat::kIeeeFloat32,
+                            segy::ByteOrder::kBigEndian, reinterpret_cast<float*>(dst));
+        dst += 4;
+        carried = 0;
+      }
+      const size_t whole = n / 4;
+      segy::DecodeSamples(p, whole, segy::SampleFormat::kIeeeFloat32, segy::ByteOrder::kBigEndian,
+                          reinterpret_cast<float*>(dst));
+      dst += whole * 4;
+      carried = n - whole * 4;
+      std::memcpy(carry, p + whole * 4, carried);
     }
     left -= avail;
     ++slice;

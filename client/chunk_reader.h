@@ -1,7 +1,7 @@
 // Reads a received ShotChunk straight from gRPC's slices: the small metadata is parsed by
 // protobuf, the samples are copied once, from the slices into the caller's buffer, with
-// their CRC-32 computed on the way (while each piece is in cache). No intermediate
-// std::string for the samples.
+// their CRC-32 computed on the way (while each piece is in cache); big-endian samples are
+// byte-swapped in that same copy. No intermediate std::string for the samples.
 //
 // Thread-compatible.
 #ifndef SHOTSTREAM_CLIENT_CHUNK_READER_H_
@@ -23,7 +23,9 @@ class RawChunk {
   absl::Status Parse(grpc::ByteBuffer* bb);
   const v1::ShotChunk& meta() const { return meta_; }
   uint64_t samples_size() const { return samples_size_; }
-  // Copies the samples to `dst` and returns the CRC-32 continued from `crc`.
+  // Copies the samples to `dst` as float32 little-endian (byte-swapping them on the way
+  // when meta().big_endian()) and returns the CRC-32 of the bytes as received, continued
+  // from `crc`. REQUIRES: dst is 4-byte aligned; samples_size() is a multiple of 4.
   uint32_t CopySamples(uint8_t* dst, uint32_t crc) const;
 
  private:

@@ -2,6 +2,8 @@
 
 #include <zlib.h>
 
+#include <cstring>
+#include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -45,6 +47,59 @@ TEST(ChunkReaderTest, ReadsWhatTheServerEncodesAndWhatProtobufSerializes) {
     std::string out(samples.size(), '\0');
     EXPECT_EQ(raw.CopySamples(reinterpret_cast<uint8_t*>(out.data()), 0), want_crc);
     EXPECT_EQ(out, samples);
+  }
+}
+
+// Big-endian IEEE samples sent as stored (one slice per trace over file bytes) are
+// swapped in the copy, also where the receiver's slices split a sample, and their CRC-32
+// is that of the bytes as sent.
+TEST(ChunkReaderTest, BigEndianSamplesAreSwappedAcrossAnySliceSplit) {
+  constexpr int kTraces = 5, kSamples = 40001;  // odd: pieces and slices fall mid-sample
+  std::vector<float> want(kTraces * kSamples);
+  std::vector<std::string> file_traces(kTraces);  // trace bytes as SEG-Y stores them
+  std::string wire_samples;
+  for (int t = 0; t < kTraces; ++t) {
+    for (int i = 0; i < kSamples; ++i) {
+      const float v = t * 1000.0f + i * 0.25f - 7.0f;
+      want[t * kSamples + i] = v;
+      uint32_t u;
+      std::memcpy(&u, &v, 4);
+      for (int b = 3; b >= 0; --b) file_traces[t].push_back(static_cast<char>(u >> (8 * b)));
+    }
+    wire_samples += file_traces[t];
+  }
+  v1::ShotChunk meta;
+  meta.set_shot_id(3);
+  meta.set_last(true);
+  meta.set_big_endian(true);
+  std::vector<const uint8_t*> traces;
+  for (const std::string& t : file_traces) traces.push_back(reinterpret_cast<const uint8_t*>(t.data()));
+  grpc::ByteBuffer sent = service::EncodeStoredChunk(meta, traces, kSamples * 4);
+  // What protobuf sees: the samples of every trace, in order, as stored.
+  std::vector<grpc::Slice> parts;
+  ASSERT_TRUE(sent.Dump(&parts).ok());
+  ASSERT_EQ(parts.size(), kTraces + 1u);
+  std::string bytes;
+  for (const grpc::Slice& p : parts) bytes.append(reinterpret_cast<const char*>(p.begin()), p.size());
+  v1::ShotChunk parsed;
+  ASSERT_TRUE(parsed.ParseFromString(bytes));
+  EXPECT_TRUE(parsed.big_endian());
+  EXPECT_EQ(parsed.samples(), wire_samples);
+  const uint32_t want_crc = static_cast<uint32_t>(
+      crc32_z(0, reinterpret_cast<const Bytef*>(wire_samples.data()), wire_samples.size()));
+  // Received in slices cut at awkward places (a socket read can end anywhere).
+  for (size_t cut : {size_t{1}, size_t{7}, size_t{4099}, size_t{65537}, size_t{300001}}) {
+    std::vector<grpc::Slice> received;
+    for (size_t at = 0; at < bytes.size(); at += cut) {
+      received.emplace_back(bytes.substr(at, cut));
+    }
+    grpc::ByteBuffer bb(received.data(), received.size());
+    RawChunk raw;
+    ASSERT_TRUE(raw.Parse(&bb).ok()) << cut;
+    ASSERT_EQ(raw.samples_size(), wire_samples.size());
+    std::vector<float> out(want.size(), -1.0f);
+    EXPECT_EQ(raw.CopySamples(reinterpret_cast<uint8_t*>(out.data()), 0), want_crc) << cut;
+    ASSERT_EQ(std::memcmp(out.data(), want.data(), want.size() * 4), 0) << cut;
   }
 }
 

@@ -235,6 +235,7 @@ class GrpcShotReader final : public ShotReader {
     request.set_queue_depth(options_.queue_depth);
     for (const std::string& h : options_.headers) request.add_headers(h);
     request.set_max_chunk_bytes(options_.max_chunk_bytes);
+    request.set_accept_big_endian(options_.accept_big_endian);
     grpc::ClientContext ctx;
     client_->Prepare(&ctx);
     {

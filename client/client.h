@@ -56,6 +56,9 @@ struct StreamOptions {
   uint32_t queue_depth = 2;           // server read-ahead and client receive-ahead
   std::vector<std::string> headers;   // trace header fields to return
   uint64_t max_chunk_bytes = 0;       // 0: the server's default
+  // Let the server send big-endian IEEE traces as stored (no decode there); the client
+  // swaps them in the copy it makes anyway. Shots arrive little-endian either way.
+  bool accept_big_endian = true;
 };
 
 struct ClientOptions {

@@ -83,6 +83,9 @@ ABSL_FLAG(std::string, grace_period, "", "on SIGTERM, how long running streams m
 ABSL_FLAG(std::string, drain_delay, "1s",
           "on SIGTERM, how long health says NOT_SERVING (and new streams are refused) before "
           "the listener closes, so that load balancers notice");
+ABSL_FLAG(bool, zero_copy, true,
+          "send samples that need no decoding (IEEE float of mapped files: little-endian, and "
+          "big-endian to clients that accept it) from the file mapping, without a copy");
 ABSL_FLAG(bool, log_streams, true, "one stderr line when each stream starts and ends");
 ABSL_FLAG(std::string, testing_corrupt_shot, "",
           "testing only: corrupt one byte of this shot id's samples after its checksum");
@@ -338,6 +341,7 @@ int main(int argc, char** argv) {
     options.allow[name] = std::set<std::string>(sets.begin(), sets.end());
   }
   options.log_streams = absl::GetFlag(FLAGS_log_streams);
+  options.zero_copy = absl::GetFlag(FLAGS_zero_copy);
   options.draining = &draining;
   absl::Duration drain_delay;
   if (!absl::ParseDuration(absl::GetFlag(FLAGS_drain_delay), &drain_delay)) {

@@ -180,6 +180,7 @@ bool StreamOnce(grpc::Channel* channel, const std::vector<int64_t>& ids, bool co
                 std::vector<uint8_t>* dst, uint64_t* bytes) {
   StreamShotsRequest request;
   request.set_dataset(absl::GetFlag(FLAGS_dataset));
+  request.set_accept_big_endian(true);  // RawChunk swaps in its copy, as the client does
   for (int64_t id : ids) request.add_shot_ids(id);
   const std::string raw = request.SerializeAsString();
   grpc::Slice slice(raw);

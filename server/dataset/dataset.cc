@@ -11,6 +11,7 @@
 #include "absl/time/time.h"
 #include "server/catalog/catalog_store.h"
 #include "server/common/crc32.h"
+#include "server/common/mapping_guard.h"
 #include "server/common/status_macros.h"
 
 namespace shotstream::dataset {
@@ -136,8 +137,8 @@ absl::Status Dataset::LoadOrBuildCatalog(const catalog::ScanProgress& progress) 
 
 absl::StatusOr<ShotData> Dataset::ReadShot(int64_t shot_id,
                                            absl::Span<const segy::HeaderSelector> headers,
-                                           uint64_t max_chunk_bytes,
-                                           io::ReadStats* stats) const {
+                                           uint64_t max_chunk_bytes, io::ReadStats* stats,
+                                           ZeroCopy zero_copy) const {
   const catalog::ShotEntry* shot = catalog_.Find(shot_id);
   if (shot == nullptr) {
     return absl::NotFoundError(
@@ -151,20 +152,32 @@ absl::StatusOr<ShotData> Dataset::ReadShot(int64_t shot_id,
   const uint64_t trace_out_bytes = uint64_t{n_samples_} * sizeof(float);
   out.total_bytes = trace_out_bytes * out.n_traces;
   const uint64_t per_chunk = std::max<uint64_t>(1, max_chunk_bytes / trace_out_bytes);
-  std::vector<float*> dst(traces.size());
-  for (uint64_t t = 0; t < traces.size(); t += per_chunk) {
-    const uint64_t n = std::min<uint64_t>(per_chunk, traces.size() - t);
-    out.chunks.emplace_back(n * trace_out_bytes);  // not zero-filled: the decoder writes all
-    float* base = reinterpret_cast<float*>(out.chunks.back().data());
-    for (uint64_t i = 0; i < n; ++i) dst[t + i] = base + i * n_samples_;
-  }
   std::vector<uint8_t> raw_headers;
   if (!headers.empty()) raw_headers.resize(traces.size() * segy::kTraceHeaderBytes);
-  // Each trace's CRC-32 is taken as it is decoded (in cache), then joined in shot order.
+  uint8_t* header_dst = headers.empty() ? nullptr : raw_headers.data();
+  // Each trace's CRC-32 is taken as it is decoded or located (in cache), then joined in
+  // shot order.
   std::vector<uint32_t> trace_crc(traces.size());
-  SS_RETURN_IF_ERROR(io::ReadTraces(file_ptrs_, traces, spec_.coalesce, dst.data(),
-                                    headers.empty() ? nullptr : raw_headers.data(), stats,
-                                    trace_crc.data()));
+  const bool stored = StoredByteOrder(traces, zero_copy).has_value();
+  if (stored) {
+    out.stored.resize(traces.size());
+    out.stored_file.resize(traces.size());
+    for (size_t i = 0; i < traces.size(); ++i) out.stored_file[i] = traces[i].file_id;
+    out.traces_per_chunk = static_cast<uint32_t>(std::min<uint64_t>(per_chunk, UINT32_MAX));
+    out.big_endian = *StoredByteOrder(traces, zero_copy);
+    SS_RETURN_IF_ERROR(io::LocateTraces(file_ptrs_, traces, spec_.coalesce, out.stored.data(),
+                                        header_dst, stats));
+  } else {
+    std::vector<float*> dst(traces.size());
+    for (uint64_t t = 0; t < traces.size(); t += per_chunk) {
+      const uint64_t n = std::min<uint64_t>(per_chunk, traces.size() - t);
+      out.chunks.emplace_back(n * trace_out_bytes);  // not zero-filled: the decoder writes all
+      float* base = reinterpret_cast<float*>(out.chunks.back().data());
+      for (uint64_t i = 0; i < n; ++i) dst[t + i] = base + i * n_samples_;
+    }
+    SS_RETURN_IF_ERROR(io::ReadTraces(file_ptrs_, traces, spec_.coalesce, dst.data(),
+                                      header_dst, stats, trace_crc.data()));
+  }
   for (const segy::HeaderSelector& h : headers) {
     std::vector<double> column(traces.size());
     for (size_t i = 0; i < traces.size(); ++i) {
@@ -173,11 +186,58 @@ absl::StatusOr<ShotData> Dataset::ReadShot(int64_t shot_id,
     }
     out.headers.emplace_back(h.name, std::move(column));
   }
-  const Crc32Joiner join(trace_out_bytes);
-  uint32_t crc = 0;
-  for (uint32_t c : trace_crc) crc = join.Append(crc, c);
-  out.crc32 = crc;
+  if (!stored) {
+    const Crc32Joiner join(trace_out_bytes);
+    uint32_t crc = 0;
+    for (uint32_t c : trace_crc) crc = join.Append(crc, c);
+    out.crc32 = crc;
+  }
   return out;
+}
+
+absl::StatusOr<uint32_t> Dataset::StoredCrc(const ShotData& shot, size_t first, size_t n,
+                                            uint32_t crc) const {
+  const size_t sample_bytes = size_t{shot.n_samples} * sizeof(float);
+  // Runs of traces that follow each other in one file are read under one guard.
+  for (size_t i = first; i < first + n;) {
+    const segy::SegyFile& file = *files_[shot.stored_file[i]];
+    const uint64_t step = file.layout().trace_bytes;
+    size_t j = i + 1;
+    while (j < first + n && shot.stored_file[j] == shot.stored_file[i] &&
+           shot.stored[j] == shot.stored[j - 1] + step) {
+      ++j;
+    }
+    const uint8_t* begin = shot.stored[i];
+    const size_t span = (j - i - 1) * step + sample_bytes;
+    const bool ok = RunGuardingMapping(begin, span, [&] {
+      for (size_t k = i; k < j; ++k) crc = Crc32(crc, shot.stored[k], sample_bytes);
+    });
+    if (!ok) {
+      return absl::DataLossError(absl::StrCat(
+          file.path(), ": shot ", shot.shot_id, " vanished while being sent (file truncated "
+          "or replaced while serving)"));
+    }
+    i = j;
+  }
+  return crc;
+}
+
+std::optional<bool> Dataset::StoredByteOrder(absl::Span<const io::TraceRef> traces,
+                                             ZeroCopy zero_copy) const {
+  if (zero_copy == ZeroCopy::kOff || traces.empty()) return std::nullopt;
+  std::optional<segy::ByteOrder> order;
+  for (const io::TraceRef& t : traces) {
+    const segy::SegyFile& f = *files_[t.file_id];
+    const segy::SegyLayout& l = f.layout();
+    if (!f.mapped() || l.format != segy::SampleFormat::kIeeeFloat32 ||
+        (order.has_value() && *order != l.byte_order)) {
+      return std::nullopt;
+    }
+    order = l.byte_order;
+  }
+  const bool big = *order == segy::ByteOrder::kBigEndian;
+  if (big && zero_copy != ZeroCopy::kAnyByteOrder) return std::nullopt;
+  return big;
 }
 
 }  // namespace shotstream::dataset

@@ -34,17 +34,38 @@ struct DatasetSpec {
   bool check_trace_lengths = true;
 };
 
-// One shot, decoded: samples split into chunks of whole traces (float32 little-endian,
-// trace-major), the header columns asked for, and the CRC-32 of all sample bytes.
+// One shot: samples split into chunks of whole traces (float32, trace-major), the header
+// columns asked for, and the CRC-32 of all sample bytes as they will be sent.
+//
+// Either decoded (little-endian, in `chunks`, crc32 set), or, where the stored bytes need
+// no decoding, located: `stored[i]` points at trace i's samples inside the mapping of file
+// `stored_file[i]` (which lives as long as the Dataset), sent without a copy,
+// traces_per_chunk traces a chunk, big-endian when `big_endian`; their CRC-32 is taken
+// when they are sent (Dataset::StoredCrc), so that the kernel's copy to the socket finds
+// them in cache, and crc32 is left 0.
 struct ShotData {
   int64_t shot_id = 0;
   uint32_t n_traces = 0;
   uint32_t n_samples = 0;
   uint64_t total_bytes = 0;
   std::vector<SampleBuffer> chunks;
+  std::vector<const uint8_t*> stored;
+  std::vector<uint32_t> stored_file;
+  uint32_t traces_per_chunk = 0;
+  bool big_endian = false;
   std::vector<std::pair<std::string, std::vector<double>>> headers;
   uint32_t crc32 = 0;
+
+  size_t n_chunks() const {
+    return stored.empty() ? chunks.size()
+                          : (stored.size() + traces_per_chunk - 1) / traces_per_chunk;
+  }
 };
+
+// Which shots ReadShot may leave as stored (see ShotData) rather than decode: those whose
+// traces are all in mapped files of IEEE float32, little-endian ones only, or of either
+// byte order (for clients that accept big-endian samples).
+enum class ZeroCopy { kOff, kLittleEndian, kAnyByteOrder };
 
 // "--dataset=NAME=GLOB" parsing; the glob may hold commas to give several patterns.
 absl::StatusOr<std::pair<std::string, std::string>> SplitDatasetFlag(absl::string_view flag);
@@ -72,15 +93,26 @@ class Dataset {
   const std::string& catalog_origin() const { return catalog_origin_; }
   double catalog_seconds() const { return catalog_seconds_; }
 
+  // The CRC-32 of the stored traces [first, first + n) of `shot` continued from `crc`,
+  // read under the mapping's SIGBUS guard: DATA_LOSS naming the file when it was
+  // truncated since it was opened.
+  absl::StatusOr<uint32_t> StoredCrc(const ShotData& shot, size_t first, size_t n,
+                                     uint32_t crc) const;
+
   // Reads one shot. Chunks hold at most max(1, max_chunk_bytes / trace bytes) traces.
   // NOT_FOUND for an unknown shot id.
   absl::StatusOr<ShotData> ReadShot(int64_t shot_id,
                                     absl::Span<const segy::HeaderSelector> headers,
                                     uint64_t max_chunk_bytes,
-                                    io::ReadStats* stats = nullptr) const;
+                                    io::ReadStats* stats = nullptr,
+                                    ZeroCopy zero_copy = ZeroCopy::kOff) const;
 
  private:
   Dataset() = default;
+  // Whether the traces may be sent as stored under `zero_copy`: their byte order (true:
+  // big-endian), or nullopt where they must be decoded.
+  std::optional<bool> StoredByteOrder(absl::Span<const io::TraceRef> traces,
+                                      ZeroCopy zero_copy) const;
   absl::Status LoadOrBuildCatalog(const catalog::ScanProgress& progress);
 
   DatasetSpec spec_;

@@ -1,5 +1,6 @@
 #include "server/dataset/dataset.h"
 
+#include <unistd.h>
 #include <zlib.h>
 
 #include <cstdlib>
@@ -70,6 +71,105 @@ TEST(DatasetTest, ReadsShotAcrossFilesWithHeadersChunksAndCrc) {
   auto missing = (*d)->ReadShot(99, {}, 1 << 20);
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
   EXPECT_NE(missing.status().message().find("99"), absl::string_view::npos);
+}
+
+// One IEEE file of 3 shots x 4 traces in `order`; sample = shot*1000 + trace*10 + s/4.
+void WriteIeeeFile(const std::string& path, segy::ByteOrder order, int ns) {
+  segy::TestFileSpec spec;
+  spec.format = 5;
+  spec.order = order;
+  spec.n_samples = ns;
+  for (int shot = 1; shot <= 3; ++shot) {
+    for (int t = 0; t < 4; ++t) {
+      segy::TestTrace tr;
+      tr.fields = {{9, 4, shot}, {81, 4, 100 * t}};
+      for (int s = 0; s < ns; ++s) tr.samples.push_back(shot * 1000 + t * 10 + s * 0.25);
+      spec.traces.push_back(tr);
+    }
+  }
+  segy::WriteSegyFile(path, spec);
+}
+
+TEST(DatasetTest, ZeroCopyLocatesStoredIeeeTracesInTheMappingWithTheirCrc) {
+  constexpr int kNs = 7;
+  WriteIeeeFile(Dir() + "/zbe.sgy", segy::ByteOrder::kBigEndian, kNs);
+  WriteIeeeFile(Dir() + "/zle.sgy", segy::ByteOrder::kLittleEndian, kNs);
+  const std::vector<segy::HeaderSelector> headers = {*segy::ResolveHeader("group_x")};
+  for (const bool big : {true, false}) {
+    DatasetSpec spec;
+    spec.name = big ? "be" : "le";
+    spec.globs = {Dir() + (big ? "/zbe.sgy" : "/zle.sgy")};
+    spec.io = segy::IoMode::kMmap;
+    auto d = Dataset::Load(spec);
+    ASSERT_TRUE(d.ok()) << d.status();
+    auto decoded = (*d)->ReadShot(2, headers, 3 * kNs * 4, nullptr, ZeroCopy::kOff);
+    ASSERT_TRUE(decoded.ok()) << decoded.status();
+    EXPECT_TRUE(decoded->stored.empty());
+    auto stored = (*d)->ReadShot(2, headers, 3 * kNs * 4, nullptr, ZeroCopy::kAnyByteOrder);
+    ASSERT_TRUE(stored.ok()) << stored.status();
+    ASSERT_EQ(stored->stored.size(), 4u);
+    EXPECT_TRUE(stored->chunks.empty());
+    EXPECT_EQ(stored->big_endian, big);
+    EXPECT_EQ(stored->traces_per_chunk, 3u);
+    EXPECT_EQ(stored->n_chunks(), 2u);
+    EXPECT_EQ(stored->total_bytes, decoded->total_bytes);
+    EXPECT_EQ(stored->headers, decoded->headers);
+    // The stored bytes are the decoded samples, byte-swapped for big-endian files.
+    std::string all, want;
+    for (const auto& c : decoded->chunks) want.append(c.view());
+    for (const uint8_t* t : stored->stored) all.append(reinterpret_cast<const char*>(t), kNs * 4);
+    ASSERT_EQ(all.size(), want.size());
+    for (size_t i = 0; i < all.size(); ++i) {
+      ASSERT_EQ(all[i], want[big ? (i ^ 3) : i]) << i;
+    }
+    // The CRC-32 of the stored bytes is taken when they are sent, in any split.
+    const uint32_t want_crc = ::crc32(0, reinterpret_cast<const Bytef*>(all.data()), all.size());
+    auto head = (*d)->StoredCrc(*stored, 0, 3, 0);
+    ASSERT_TRUE(head.ok()) << head.status();
+    auto whole = (*d)->StoredCrc(*stored, 3, 1, *head);
+    ASSERT_TRUE(whole.ok()) << whole.status();
+    EXPECT_EQ(*whole, want_crc);
+    EXPECT_EQ(decoded->crc32, ::crc32(0, reinterpret_cast<const Bytef*>(want.data()), want.size()));
+    // Little-endian only: big-endian files are decoded.
+    auto le_only = (*d)->ReadShot(2, {}, 1 << 20, nullptr, ZeroCopy::kLittleEndian);
+    ASSERT_TRUE(le_only.ok());
+    EXPECT_EQ(le_only->stored.empty(), big);
+  }
+  // Not mapped (pread) or not IEEE: always decoded.
+  DatasetSpec pread;
+  pread.name = "pread";
+  pread.globs = {Dir() + "/zbe.sgy"};
+  pread.io = segy::IoMode::kPread;
+  auto p = Dataset::Load(pread);
+  ASSERT_TRUE(p.ok());
+  EXPECT_TRUE((*p)->ReadShot(1, {}, 1 << 20, nullptr, ZeroCopy::kAnyByteOrder)->stored.empty());
+  WriteSurvey("zibm", kNs);  // one IBM file, one IEEE file
+  DatasetSpec mixed;
+  mixed.name = "mixed";
+  mixed.globs = {Dir() + "/zibm*.sgy"};
+  mixed.io = segy::IoMode::kMmap;
+  auto m = Dataset::Load(mixed);
+  ASSERT_TRUE(m.ok());
+  EXPECT_TRUE((*m)->ReadShot(1, {}, 1 << 20, nullptr, ZeroCopy::kAnyByteOrder)->stored.empty());
+}
+
+TEST(DatasetTest, StoredTracesOfATruncatedFileAreDataLossWhenSent) {
+  const std::string path = Dir() + "/ztrunc.sgy";
+  WriteIeeeFile(path, segy::ByteOrder::kBigEndian, 2048);  // traces of 8432 bytes
+  DatasetSpec spec;
+  spec.name = "trunc";
+  spec.globs = {path};
+  spec.io = segy::IoMode::kMmap;
+  auto d = Dataset::Load(spec);
+  ASSERT_TRUE(d.ok()) << d.status();
+  auto shot = (*d)->ReadShot(3, {}, 1 << 20, nullptr, ZeroCopy::kAnyByteOrder);
+  ASSERT_TRUE(shot.ok()) << shot.status();
+  ASSERT_FALSE(shot->stored.empty());
+  ASSERT_EQ(::truncate(path.c_str(), 3600 + 8432), 0);  // only the first trace is left
+  auto crc = (*d)->StoredCrc(*shot, 0, shot->stored.size(), 0);
+  ASSERT_EQ(crc.status().code(), absl::StatusCode::kDataLoss) << crc.status();
+  EXPECT_NE(crc.status().message().find("ztrunc.sgy"), absl::string_view::npos);
+  EXPECT_NE(crc.status().message().find("shot 3"), absl::string_view::npos);
 }
 
 TEST(DatasetTest, RefusesMixedSampleCountsNamingTheFile) {

@@ -45,10 +45,15 @@ ReadPlan PlanReads(absl::Span<const TraceRef> traces,
   return plan;
 }
 
-absl::Status ReadTraces(absl::Span<const segy::SegyFile* const> files,
-                        absl::Span<const TraceRef> traces, const CoalesceOptions& options,
-                        float* const* sample_dst, uint8_t* header_dst, ReadStats* stats,
-                        uint32_t* trace_crc) {
+namespace {
+
+// Calls visit(i, trace) for every trace of `traces`, where trace points at trace i's
+// bytes (header first), reading each coalesced range once: in place for mapped files
+// (under the SIGBUS guard), else into a per-thread scratch buffer.
+template <typename Visit>
+absl::Status VisitTraces(absl::Span<const segy::SegyFile* const> files,
+                         absl::Span<const TraceRef> traces, const CoalesceOptions& options,
+                         ReadStats* stats, const Visit& visit) {
   if (traces.empty()) return absl::OkStatus();
   std::vector<uint64_t> trace_bytes(files.size());
   for (size_t f = 0; f < files.size(); ++f) trace_bytes[f] = files[f]->layout().trace_bytes;
@@ -62,34 +67,60 @@ absl::Status ReadTraces(absl::Span<const segy::SegyFile* const> files,
   thread_local std::vector<uint8_t> scratch;
   for (const CoalescedRead& r : plan.reads) {
     const segy::SegyFile& file = *files[r.file_id];
-    const segy::SegyLayout& layout = file.layout();
-    auto decode = [&](const uint8_t* base) {
+    auto each = [&](const uint8_t* base) {
       for (size_t k = r.first; k < r.first + r.count; ++k) {
         const size_t i = plan.order[k];
-        const uint8_t* trace = base + (traces[i].offset - r.offset);
-        segy::DecodeSamples(trace + layout.header_bytes(), layout.n_samples, layout.format,
-                            layout.byte_order, sample_dst[i]);
-        if (trace_crc != nullptr) {
-          trace_crc[i] = Crc32(0, sample_dst[i], layout.n_samples * sizeof(float));
-        }
-        if (header_dst != nullptr) std::memcpy(header_dst + 240 * i, trace, 240);
+        visit(i, base + (traces[i].offset - r.offset), file.layout());
       }
     };
     if (stats != nullptr) {
       ++stats->reads;
       stats->bytes_read += r.length;
-      stats->bytes_wanted += r.count * layout.trace_bytes;
+      stats->bytes_wanted += r.count * file.layout().trace_bytes;
     }
     // Memory-mapped files are decoded in place; others are read into the scratch buffer.
     if (file.mapped()) {
-      SS_RETURN_IF_ERROR(file.ReadMapped(r.offset, r.length, decode));
+      SS_RETURN_IF_ERROR(file.ReadMapped(r.offset, r.length, each));
     } else {
       if (scratch.size() < r.length) scratch.resize(r.length);
       SS_RETURN_IF_ERROR(file.ReadAt(r.offset, r.length, scratch.data()));
-      decode(scratch.data());
+      each(scratch.data());
     }
   }
   return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ReadTraces(absl::Span<const segy::SegyFile* const> files,
+                        absl::Span<const TraceRef> traces, const CoalesceOptions& options,
+                        float* const* sample_dst, uint8_t* header_dst, ReadStats* stats,
+                        uint32_t* trace_crc) {
+  return VisitTraces(files, traces, options, stats,
+                     [&](size_t i, const uint8_t* trace, const segy::SegyLayout& layout) {
+                       segy::DecodeSamples(trace + layout.header_bytes(), layout.n_samples,
+                                           layout.format, layout.byte_order, sample_dst[i]);
+                       if (header_dst != nullptr) std::memcpy(header_dst + 240 * i, trace, 240);
+                       if (trace_crc != nullptr) {
+                         trace_crc[i] = Crc32(0, sample_dst[i], layout.n_samples * sizeof(float));
+                       }
+                     });
+}
+
+absl::Status LocateTraces(absl::Span<const segy::SegyFile* const> files,
+                          absl::Span<const TraceRef> traces, const CoalesceOptions& options,
+                          const uint8_t** sample_src, uint8_t* header_dst, ReadStats* stats) {
+  for (const segy::SegyFile* f : files) {
+    if (!f->mapped()) {
+      return absl::InternalError(
+          absl::StrCat(f->path(), ": not mapped; its traces cannot be sent as stored"));
+    }
+  }
+  return VisitTraces(files, traces, options, stats,
+                     [&](size_t i, const uint8_t* trace, const segy::SegyLayout& layout) {
+                       sample_src[i] = trace + layout.header_bytes();
+                       if (header_dst != nullptr) std::memcpy(header_dst + 240 * i, trace, 240);
+                     });
 }
 
 }  // namespace shotstream::io

@@ -70,6 +70,15 @@ absl::Status ReadTraces(absl::Span<const segy::SegyFile* const> files,
                         float* const* sample_dst, uint8_t* header_dst,
                         ReadStats* stats = nullptr, uint32_t* trace_crc = nullptr);
 
+// For sending traces as they are stored (zero copy); every file must be mapped. Points
+// sample_src[i] at trace i's stored sample bytes inside its file's mapping (valid while
+// the file is open) and copies headers as ReadTraces does. The samples themselves are
+// not touched here: whoever sends them reads them (under the mapping's SIGBUS guard).
+absl::Status LocateTraces(absl::Span<const segy::SegyFile* const> files,
+                          absl::Span<const TraceRef> traces, const CoalesceOptions& options,
+                          const uint8_t** sample_src, uint8_t* header_dst,
+                          ReadStats* stats = nullptr);
+
 }  // namespace shotstream::io
 
 #endif  // SHOTSTREAM_SERVER_IO_COALESCING_READER_H_

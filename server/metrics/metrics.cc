@@ -60,6 +60,9 @@ std::string RenderPrometheus(const service::ServiceCounters& c,
   Metric(&out, "shotstream_reads_in_flight", "gauge", "Shot reads running in the reader pool.",
          c.reads_in_flight.load());
   Metric(&out, "shotstream_shots_sent_total", "counter", "Shots sent.", c.shots_sent.load());
+  Metric(&out, "shotstream_shots_sent_zero_copy_total", "counter",
+         "Shots sent from the file mapping as stored, without decoding or copying.",
+         c.shots_sent_zero_copy.load());
   Metric(&out, "shotstream_sample_bytes_sent_total", "counter", "Sample bytes sent.",
          c.bytes_sent.load());
   Metric(&out, "shotstream_reads_issued_total", "counter",

@@ -8,6 +8,7 @@
 
 #include <string>
 
+#include "absl/types/span.h"
 #include "grpcpp/support/byte_buffer.h"
 #include "server/common/sample_buffer.h"
 #include "shotstream/v1/shotstream.pb.h"
@@ -16,6 +17,12 @@ namespace shotstream::service {
 
 // REQUIRES: meta.samples() is empty (the samples go in `samples`).
 grpc::ByteBuffer EncodeShotChunk(const v1::ShotChunk& meta, SampleBuffer samples);
+
+// The same, with the samples of `traces` (each `trace_bytes` long, in order) sent from
+// where they are, one slice per trace and no copy: the memory must outlive the message
+// (file mappings, which live as long as their dataset).
+grpc::ByteBuffer EncodeStoredChunk(const v1::ShotChunk& meta,
+                                   absl::Span<const uint8_t* const> traces, size_t trace_bytes);
 
 }  // namespace shotstream::service
 

@@ -73,6 +73,7 @@ struct StreamPlan {
   uint32_t queue_depth = 2;
   uint64_t max_chunk_bytes = 4 << 20;
   std::optional<int64_t> corrupt_shot;  // testing only
+  dataset::ZeroCopy zero_copy = dataset::ZeroCopy::kOff;
   ServiceCounters* counters = nullptr;
   stream::ByteBudget* budget = nullptr;  // null: unlimited
   std::string dataset_name;
@@ -289,7 +290,10 @@ class StreamShotsReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffe
     absl::StatusOr<dataset::ShotData> shot =
         skip ? absl::CancelledError("stream cancelled")
              : plan_.dataset->ReadShot(plan_.shot_ids[index], plan_.headers,
-                                       plan_.max_chunk_bytes, &stats);
+                                       plan_.max_chunk_bytes, &stats,
+                                       plan_.corrupt_shot == plan_.shot_ids[index]
+                                           ? dataset::ZeroCopy::kOff  // its bytes get flipped
+                                           : plan_.zero_copy);
     if (!skip) {
       ObserveLatency(counters_, absl::ToDoubleSeconds(absl::Now() - t0));
       counters_->reads_issued += static_cast<int64_t>(stats.reads);
@@ -359,20 +363,38 @@ class StreamShotsReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffe
         col->mutable_values()->Add(values.begin(), values.end());
       }
     }
-    SampleBuffer samples = std::move(shot.chunks[c]);
-    chunk_offset_ += samples.size();
-    counters_->bytes_sent += static_cast<int64_t>(samples.size());
-    bytes_sent_ += samples.size();
-    if (c == 0 && plan_.corrupt_shot == shot.shot_id && !samples.empty()) {
-      samples.data()[0] ^= 0x01;
+    meta.set_big_endian(shot.big_endian);
+    const bool last = slot.next_chunk == shot.n_chunks();
+    if (last) meta.set_last(true);
+    uint64_t size;
+    if (!shot.stored.empty()) {
+      // Slices over the file's mapping; the writer takes their CRC-32 just before the
+      // write (Act), so that the kernel's copy to the socket finds them in cache.
+      const size_t first = c * shot.traces_per_chunk;
+      const size_t n = std::min<size_t>(shot.traces_per_chunk, shot.stored.size() - first);
+      send_.pending = true;
+      send_.first = c == 0;
+      send_.meta = std::move(meta);
+      send_.part.shot_id = shot.shot_id;
+      send_.part.n_samples = shot.n_samples;
+      send_.part.stored.assign(shot.stored.begin() + first, shot.stored.begin() + first + n);
+      send_.part.stored_file.assign(shot.stored_file.begin() + first,
+                                    shot.stored_file.begin() + first + n);
+      size = uint64_t{shot.n_samples} * sizeof(float) * n;
+      if (last) counters_->shots_sent_zero_copy++;
+    } else {
+      if (last) meta.set_crc32(shot.crc32);
+      SampleBuffer samples = std::move(shot.chunks[c]);
+      size = samples.size();
+      if (c == 0 && plan_.corrupt_shot == shot.shot_id && !samples.empty()) {
+        samples.data()[0] ^= 0x01;
+      }
+      // The samples go to gRPC as a slice over this buffer: no copy into the message.
+      msg_ = EncodeShotChunk(meta, std::move(samples));
     }
-    const bool last = slot.next_chunk == shot.chunks.size();
-    if (last) {
-      meta.set_last(true);
-      meta.set_crc32(shot.crc32);
-    }
-    // The samples go to gRPC as a slice over this buffer: no copy into the message.
-    msg_ = EncodeShotChunk(meta, std::move(samples));
+    chunk_offset_ += size;
+    counters_->bytes_sent += static_cast<int64_t>(size);
+    bytes_sent_ += size;
     if (last) {
       if (budget_ != nullptr) release_after_write_ += shot.total_bytes;
       counters_->shots_sent++;
@@ -403,8 +425,35 @@ class StreamShotsReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffe
       }
       Finish(finish);
     } else {
+      if (send_.pending && !EncodeStored()) return;
       StartWrite(&msg_);
     }
+  }
+
+  // The writer's half of a stored chunk (see PrepareNextLocked): its CRC-32, read from
+  // the mapping under the SIGBUS guard, then the message over it. On a read error the
+  // stream finishes with that error instead; returns false then. Runs without mu_: the
+  // writer owns send_, send_crc_ and msg_ while writing_.
+  bool EncodeStored() {
+    send_.pending = false;
+    absl::StatusOr<uint32_t> crc = plan_.dataset->StoredCrc(
+        send_.part, 0, send_.part.stored.size(), send_.first ? 0 : send_crc_);
+    if (!crc.ok()) {
+      {
+        absl::MutexLock lock(&mu_);
+        writing_ = false;
+        cancelled_ = true;
+        finished_ = true;
+        pending_finish_ = ToGrpcStatus(crc.status());
+      }
+      Act(true);
+      return false;
+    }
+    send_crc_ = *crc;
+    if (send_.meta.last()) send_.meta.set_crc32(send_crc_);
+    msg_ = EncodeStoredChunk(send_.meta, send_.part.stored,
+                             size_t{send_.part.n_samples} * sizeof(float));
+    return true;
   }
 
   const StreamPlan plan_;
@@ -428,6 +477,15 @@ class StreamShotsReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffe
   bool done_ ABSL_GUARDED_BY(mu_) = false;        // OnDone called
   grpc::Status pending_finish_ ABSL_GUARDED_BY(mu_);
   grpc::ByteBuffer msg_;  // the message on the wire while writing_
+  // A stored chunk prepared under mu_, for the writer to finish outside it.
+  struct StoredSend {
+    bool pending = false;
+    bool first = false;  // the shot's first chunk: its CRC-32 starts at 0
+    v1::ShotChunk meta;
+    dataset::ShotData part;  // this chunk's traces only (stored, stored_file)
+  };
+  StoredSend send_;
+  uint32_t send_crc_ = 0;  // CRC-32 of the stored shot's chunks sent so far
   // For the end-of-stream log line.
   absl::Time start_;
   uint64_t bytes_sent_ ABSL_GUARDED_BY(mu_) = 0;
@@ -619,6 +677,9 @@ class ShotStreamServiceImpl final
     plan.queue_depth = v->queue_depth;
     plan.max_chunk_bytes = v->max_chunk_bytes;
     plan.corrupt_shot = options_.corrupt_shot_for_testing;
+    plan.zero_copy = !options_.zero_copy      ? dataset::ZeroCopy::kOff
+                     : r.accept_big_endian() ? dataset::ZeroCopy::kAnyByteOrder
+                                             : dataset::ZeroCopy::kLittleEndian;
     plan.counters = counters_;
     plan.budget = budget_.get();
     plan.dataset_name = r.dataset();

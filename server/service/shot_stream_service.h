@@ -40,6 +40,7 @@ struct ServiceCounters {
   std::atomic<int64_t> reads_in_flight{0};
   std::atomic<int64_t> shots_sent{0};
   std::atomic<int64_t> bytes_sent{0};
+  std::atomic<int64_t> shots_sent_zero_copy{0};  // of shots_sent: sent from the file mapping
   std::atomic<int64_t> streams_rejected{0};  // limits or authentication
   // Coalescing: positioned reads issued, bytes read (gaps included), bytes of traces.
   std::atomic<int64_t> reads_issued{0};
@@ -62,6 +63,10 @@ struct ServiceOptions {
   // Decoded shot bytes held by all streams together (0: no limit). Streams share it round
   // robin; a stream holding nothing always gets its next shot.
   uint64_t max_inflight_bytes = 0;
+  // Send samples that need no decoding (IEEE float32 of mapped files: little-endian ones
+  // to every client, big-endian ones to clients that accept them) as slices over the
+  // file's mapping, without copying them (--zero_copy).
+  bool zero_copy = true;
   // Testing only: flip one sample byte of this shot's first chunk after its checksum was
   // computed, so that clients' verification can be tested end to end.
   std::optional<int64_t> corrupt_shot_for_testing;

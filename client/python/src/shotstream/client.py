@@ -227,6 +227,12 @@ def _check_crc(shot_id, received, sent):
                               f"{received:#010x} received, {sent:#010x} sent)")
 
 
+def _dtype(chunk):
+    """The samples' dtype on the wire: little-endian float32 unless the chunk says
+    big_endian (sent as stored, only to requests that set accept_big_endian)."""
+    return ">f4" if chunk.big_endian else "<f4"
+
+
 class _Assembler:
     """Reassembles chunks into shots with one copy, and verifies each shot's CRC-32."""
 
@@ -243,7 +249,11 @@ class _Assembler:
             # The whole shot in one message: the samples are viewed where gRPC put them.
             _check_crc(chunk.shot_id, _crc32(data), chunk.crc32)
             headers = {c.name: np.array(c.values, dtype=np.float64) for c in chunk.headers}
-            samples = np.frombuffer(data, dtype="<f4").reshape(chunk.n_traces, chunk.n_samples)
+            samples = np.frombuffer(data, dtype=_dtype(chunk)).reshape(chunk.n_traces,
+                                                                       chunk.n_samples)
+            if chunk.big_endian:
+                samples = samples.astype("<f4")
+                samples.flags.writeable = False
             return Shot(chunk.index, chunk.shot_id, samples, headers, chunk.sample_interval_us)
         if self._buf is None:
             n = chunk.n_traces * chunk.n_samples
@@ -258,7 +268,7 @@ class _Assembler:
         if start % 4 or len(data) % 4 or start + len(data) > self._buf.nbytes:
             raise ShotstreamError(grpc.StatusCode.DATA_LOSS,
                                   f"shot {chunk.shot_id}: chunk at byte {start} overruns the shot")
-        self._buf[start // 4:(start + len(data)) // 4] = np.frombuffer(data, dtype="<f4")
+        self._buf[start // 4:(start + len(data)) // 4] = np.frombuffer(data, dtype=_dtype(chunk))
         self._crc = _crc32(data, self._crc)
         if not chunk.last:
             return None
