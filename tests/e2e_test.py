@@ -292,6 +292,38 @@ class EndToEndTest(unittest.TestCase):
                 np.testing.assert_array_equal(shot.samples, self.oracle[ffid][0])
                 np.testing.assert_array_equal(shot.headers["source_x"], ffid * 50.0)
 
+    def test_zero_copy_sends_big_endian_samples_only_to_requests_that_accept_them(self):
+        # Shots 4 and 10 lie in big-endian IEEE files (sent as stored, from the mapping,
+        # where accepted); shot 3 spans an IBM file too (always decoded).
+        from shotstream import client as sc
+        from shotstream.v1 import shotstream_pb2 as pb
+        with grpc.insecure_channel(self.server.target) as ch:
+            call = ch.unary_stream("/shotstream.v1.ShotStream/StreamShots",
+                                   request_serializer=pb.StreamShotsRequest.SerializeToString)
+            for accept in (True, False):
+                with self.subTest(accept_big_endian=accept):
+                    req = pb.StreamShotsRequest(dataset="line1", shot_ids=[4, 10, 3, 4],
+                                                headers=["offset"], accept_big_endian=accept)
+                    asm, shots, big = sc._Assembler(), [], {}
+                    for raw in call(req):
+                        meta, _ = sc._split_chunk(raw)
+                        big.setdefault(meta.shot_id, set()).add(meta.big_endian)
+                        shot = asm.add(raw)
+                        if shot is not None:
+                            shots.append(shot)
+                    self.assertEqual([s.shot_id for s in shots], [4, 10, 3, 4])
+                    for shot in shots:
+                        self.assert_shot(shot, shot.shot_id)
+                    self.assertEqual(big, {4: {accept}, 10: {accept}, 3: {False}})
+        # Off on the server: decoded for everyone.
+        with harness.Server([f"--dataset=line1={os.path.dirname(self.paths[0])}/*.sgy",
+                             "--zero_copy=false"]) as server, \
+                grpc.insecure_channel(server.target) as ch:
+            call = ch.unary_stream("/shotstream.v1.ShotStream/StreamShots",
+                                   request_serializer=pb.StreamShotsRequest.SerializeToString)
+            req = pb.StreamShotsRequest(dataset="line1", shot_ids=[4], accept_big_endian=True)
+            self.assertEqual({sc._split_chunk(raw)[0].big_endian for raw in call(req)}, {False})
+
     def test_little_endian_file_written_with_numpy(self):
         # segyio 1.8.3 writes little-endian files wrongly, so numpy writes this one.
         d = os.path.join(self.tmp, "le")
