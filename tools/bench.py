@@ -111,36 +111,85 @@ def py_bench_fresh(target, dataset, ids, reps, **env):
 
 
 def settings_ab(ieee_dir, ids, reps):
-    """What each of the process settings buys, each pair of runs alternated on the same
-    data: the server reading by pread or mmap (its CPU per byte, /proc), the C++ client
+    """What each of the process settings buys, each set of runs alternated on the same
+    data: the server reading by pread, by mmap with decoding, or by mmap sending stored
+    IEEE traces without a copy (the default), its CPU per byte from /proc; the C++ client
     with gRPC's tcp_read_chunks experiment on (GRPC_EXPERIMENTS=tcp_read_chunks, which
-    client/grpc_tuning.h leaves alone) or off (its default; the client's CPU per byte,
-    rusage), the Python native client with SHOTSTREAM_TUNING=0 or without (a fresh
-    process each)."""
-    runs = {k: [] for k in ("pread", "mmap", "chunks_on", "chunks_off", "py_untuned",
-                            "py_tuned")}
-    with harness.Server([f"--dataset=ieee={ieee_dir}/*.sgy", "--io=pread"]) as pread, \
-            harness.Server([f"--dataset=ieee={ieee_dir}/*.sgy", "--io=mmap"]) as mmap:
-        for server in (pread, mmap):
+    client/grpc_tuning.h leaves alone), with glibc's per-thread malloc arenas
+    (MALLOC_ARENA_MAX=16, glibc's default for 2 cores, likewise left alone) or with the
+    client's defaults, its CPU per byte from rusage; the Python native client with
+    SHOTSTREAM_TUNING=0 or without (a fresh process each)."""
+    runs = {k: [] for k in ("pread", "mmap_decode", "zero_copy", "chunks_on", "arenas",
+                            "client_default", "py_untuned", "py_tuned")}
+    files = f"--dataset=ieee={ieee_dir}/*.sgy"
+    with harness.Server([files, "--io=pread"]) as pread, \
+            harness.Server([files, "--io=mmap", "--zero_copy=false"]) as decode, \
+            harness.Server([files, "--io=mmap"]) as zero:
+        for server in (pread, decode, zero):
             cpp_bench(server.target, "ieee")  # first touches out of the figures
         for _ in reps:
-            for name, server in (("pread", pread), ("mmap", mmap)):
+            for name, server in (("pread", pread), ("mmap_decode", decode), ("zero_copy", zero)):
                 s0 = cpu_seconds(server.proc.pid)
                 r = cpp_bench(server.target, "ieee", repeat=CPP_PASSES)
                 runs[name].append({"gbps": r["gbps"],
                                    "ns": (cpu_seconds(server.proc.pid) - s0) / r["bytes"] * 1e9})
             for name, env in (("chunks_on", {"GRPC_EXPERIMENTS": "tcp_read_chunks"}),
-                              ("chunks_off", None)):
+                              ("arenas", {"MALLOC_ARENA_MAX": "16"}),
+                              ("client_default", None)):
                 c0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-                r = cpp_bench(mmap.target, "ieee", env=env, repeat=CPP_PASSES)
+                r = cpp_bench(zero.target, "ieee", env=env, repeat=CPP_PASSES)
                 c1 = resource.getrusage(resource.RUSAGE_CHILDREN)
                 cpu = c1.ru_utime + c1.ru_stime - c0.ru_utime - c0.ru_stime
                 runs[name].append({"gbps": r["gbps"], "ns": cpu / r["bytes"] * 1e9})
             for name, env in (("py_untuned", {"SHOTSTREAM_TUNING": "0"}), ("py_tuned", {})):
-                runs[name].append({"gbps": py_bench_fresh(mmap.target, "ieee", ids, 1,
+                runs[name].append({"gbps": py_bench_fresh(zero.target, "ieee", ids, 1,
                                                           **env)[0]})
     return {name: {key: summary([r[key] for r in rs]) for key in rs[0]}
             for name, rs in runs.items()}
+
+
+def grpc_alone(server, ids, reps, traces, samples):
+    """Where the time goes, against gRPC alone: `grpc_ceiling serve` (one shot in memory,
+    sent as a slice over it: no file, no decode, no copy) and `grpc_ceiling receive`
+    (drops every message; with --copy, copies the samples out with their CRC-32 as the
+    client does), crossed with the shotstream server and `shotstream bench`. Runs
+    alternated; the servers' CPU per byte from /proc."""
+    tool = harness.runfile("grpc_ceiling")
+    ceiling = subprocess.Popen([tool, "serve", "--listen=127.0.0.1:0", f"--n_traces={traces}",
+                                f"--n_samples={samples}"], stdout=subprocess.PIPE, text=True)
+    try:
+        target = ceiling.stdout.readline().split()[-1]
+        shots = ",".join(str(i) for i in ids)
+        passes = [f"--repeat={CPP_PASSES}", f"--warmup_shots={WARM_SHOTS}"]
+
+        def receive(t, *extra):
+            out = subprocess.run([tool, "receive", f"--target={t}", "--dataset=ieee",
+                                  f"--shots={len(ids)}"] + passes + list(extra),
+                                 capture_output=True, text=True, check=True, timeout=300)
+            return json.loads(out.stdout.strip().splitlines()[-1])
+
+        cases = (("grpc_alone", ceiling.pid, lambda: receive(target)),
+                 ("ceiling_to_client", ceiling.pid,
+                  lambda: cpp_bench(target, "ieee", shots=shots, repeat=CPP_PASSES,
+                                    warmup_shots=WARM_SHOTS)),
+                 ("server_to_copy", server.proc.pid, lambda: receive(server.target, "--copy")),
+                 ("shotstream", server.proc.pid,
+                  lambda: cpp_bench(server.target, "ieee", repeat=CPP_PASSES,
+                                    warmup_shots=WARM_SHOTS)))
+        for _, _, run in cases:
+            run()  # connections and first touches out of the figures
+        runs = {name: [] for name, _, _ in cases}
+        for _ in reps:
+            for name, pid, run in cases:
+                s0 = cpu_seconds(pid)
+                r = run()
+                runs[name].append({"gbps": r["gbps"],
+                                   "server_ns": (cpu_seconds(pid) - s0) / r["bytes"] * 1e9})
+        return {name: {key: summary([r[key] for r in rs]) for key in rs[0]}
+                for name, rs in runs.items()}
+    finally:
+        ceiling.terminate()
+        ceiling.wait()
 
 
 def warm_page_cache(*dirs):
@@ -459,6 +508,8 @@ def main():
             for chunk in (256 << 10, 4 << 20, 64 << 20):
                 cpu[f"python_client_{chunk >> 10}k"] = summary(
                     [py_cpu_per_byte(t, "ieee", ids, chunk, False) for _ in reps])
+            print("gRPC alone ...", flush=True)
+            results["grpc_alone"] = grpc_alone(server, ids, reps, args.traces, args.samples)
             print("clients and queue depths ...", flush=True)
             results["clients"] = {}
             for n in (1, 2, 4, 8, 16):
@@ -575,6 +626,11 @@ def render(r):
     if ip:
         lines.append(f"| shotstream -> C++ client / iperf3 loopback TCP | "
                      f"{ratio(r['cpp_ieee_gbps'], ip):.2f}x | >= 0.7x (issue 5) |")
+    ga = r.get("grpc_alone")
+    if ga:
+        lines.append(f"| shotstream -> C++ client / gRPC alone (in-memory server -> dropping "
+                     f"client, same channel arguments) | "
+                     f"{ratio(ga['shotstream']['gbps'], ga['grpc_alone']['gbps']):.2f}x | |")
     lines += [
         f"| shotstream -> C++ client / Python grpcio+segyio server -> C++ client | "
         f"{ratio(r['cpp_ieee_gbps'], r['baseline_cpp_gbps']):.2f}x | >= 4x (issue 5) |",
@@ -664,18 +720,42 @@ def render(r):
         for key, label in names.items():
             if key in cpu:
                 lines.append(f"| {label} | {fmt(cpu[key], 'ns', 1.0, 3)} |")
+    if ga:
+        lines += ["", "### Against gRPC alone (runs alternated)", "",
+                  "`grpc_ceiling serve` (`tools/grpc_ceiling.cc`) sends one shot held in memory "
+                  "as a slice over it for every shot asked (no file, no decode, no copy); "
+                  "`grpc_ceiling receive` drops every message, or with `--copy` copies the "
+                  "samples out with their CRC-32 checked as the client library does. Both use "
+                  "shotstream's channel arguments. Server CPU from /proc.", "",
+                  "| server -> client | throughput | server CPU per byte |",
+                  "| --- | --- | --- |"]
+        for key, label in (("grpc_alone", "grpc_ceiling serve -> grpc_ceiling receive (gRPC "
+                                          "alone)"),
+                           ("ceiling_to_client", "grpc_ceiling serve -> `shotstream bench` "
+                                                 "(our client's cost)"),
+                           ("server_to_copy", "shotstream_server -> grpc_ceiling receive "
+                                              "--copy (our server's cost)"),
+                           ("shotstream", "shotstream_server -> `shotstream bench`")):
+            lines.append(f"| {label} | {fmt(ga[key]['gbps'])} | "
+                         f"{fmt(ga[key]['server_ns'], 'ns', 1.0, 3)} |")
     st = r.get("settings")
     if st:
         lines += ["", "### What each setting buys (pairs of runs alternated)", "",
-                  "Server: `shotstream_server --io=pread` and `--io=mmap` (what `--io=auto` picks "
-                  "on local filesystems), its CPU from /proc. C++ client: `shotstream bench` "
-                  "with `GRPC_EXPERIMENTS=tcp_read_chunks` (gRPC's default) and without (the "
-                  "client's default, `client/grpc_tuning.h`), its CPU from rusage. Python: the "
-                  "native client in a fresh process with `SHOTSTREAM_TUNING=0` and without.", "",
+                  "Server: `shotstream_server --io=pread`, `--io=mmap --zero_copy=false` and "
+                  "`--io=mmap` (what `--io=auto` picks on local filesystems; zero copy is on by "
+                  "default: IEEE traces go out as slices over the mapping), its CPU from /proc. "
+                  "C++ client: `shotstream bench` with `GRPC_EXPERIMENTS=tcp_read_chunks` "
+                  "(gRPC's default), with `MALLOC_ARENA_MAX=16` (glibc's per-thread arenas, its "
+                  "default here) and with neither (the client's defaults, "
+                  "`client/grpc_tuning.h`), its CPU from rusage. Python: the native client in a "
+                  "fresh process with `SHOTSTREAM_TUNING=0` and without.", "",
                   "| setting | throughput | CPU per byte |", "| --- | --- | --- |"]
-        labels = (("pread", "server `--io=pread`"), ("mmap", "server `--io=mmap`"),
+        labels = (("pread", "server `--io=pread`"),
+                  ("mmap_decode", "server `--io=mmap --zero_copy=false`"),
+                  ("zero_copy", "server `--io=mmap`, zero copy (default)"),
                   ("chunks_on", "C++ client, tcp_read_chunks on"),
-                  ("chunks_off", "C++ client, tcp_read_chunks off (default)"),
+                  ("arenas", "C++ client, per-thread malloc arenas"),
+                  ("client_default", "C++ client, defaults (tcp_read_chunks off, one arena)"),
                   ("py_untuned", "Python native, `SHOTSTREAM_TUNING=0`"),
                   ("py_tuned", "Python native, tuned (default)"))
         for key, label in labels:
