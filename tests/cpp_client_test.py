@@ -116,6 +116,31 @@ class CppClientTest(unittest.TestCase):
         allocations = int(res.stdout.split("pool: ")[1].split()[0])
         self.assertLessEqual(allocations, 8)
 
+    def test_grpc_ceiling_serves_shots_the_client_verifies(self):
+        # The benchmark's reference (tools/grpc_ceiling.cc): its shots must be real ones.
+        tool = harness.runfile("grpc_ceiling")
+        srv = subprocess.Popen([tool, "serve", "--listen=127.0.0.1:0", "--n_traces=30",
+                                "--n_samples=1001"], stdout=subprocess.PIPE, text=True)
+        try:
+            target = srv.stdout.readline().split()[-1]
+            bench = harness.cli("bench", f"--target={target}", "--dataset=any",
+                                "--shots=5,3,5,9", "--max_chunk_bytes=50000")
+            r = json.loads(bench.stdout.strip().splitlines()[-1])
+            self.assertEqual(r["checksums_verified"], 4)
+            self.assertTrue(r["in_order"])
+            self.assertEqual(r["bytes"], 4 * 30 * 1001 * 4)
+            for extra in ([], ["--copy"]):
+                out = subprocess.run([tool, "receive", f"--target={target}", "--shots=6",
+                                      "--repeat=2", "--warmup_shots=2"] + extra,
+                                     capture_output=True, text=True, timeout=60, check=True)
+                r = json.loads(out.stdout.strip().splitlines()[-1])
+                # Dropped messages count whole messages; copies count samples only.
+                self.assertGreaterEqual(r["bytes"], 2 * 6 * 30 * 1001 * 4)
+                self.assertEqual(r["copy"], bool(extra))
+        finally:
+            srv.terminate()
+            srv.wait()
+
 
 if __name__ == "__main__":
     unittest.main()

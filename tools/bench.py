@@ -449,14 +449,7 @@ def main():
         ids = list(range(1, args.shots + 1))
         reps = range(args.reps)
 
-        print("iperf3 ...", flush=True)
-        iperf_runs = [iperf3() for _ in reps] if shutil.which("iperf3") else []
-        results["iperf3_gbps"] = summary([r["gbps"] for r in iperf_runs]) if iperf_runs \
-            else None
         cpu = {}
-        if iperf_runs:
-            cpu["iperf3_sender"] = summary([r["sender_ns_per_byte"] for r in iperf_runs])
-            cpu["iperf3_receiver"] = summary([r["receiver_ns_per_byte"] for r in iperf_runs])
         results["cpu_ns_per_byte"] = cpu
 
         with harness.Server([f"--dataset=ieee={ieee_dir}/*.sgy",
@@ -465,13 +458,24 @@ def main():
             warm_page_cache(ieee_dir, ibm_dir)
             cpp_bench(t, "ieee")  # warm the channel path once
             cpp_bench(t, "ibm")
-            print("shotstream -> C++ ...", flush=True)
+            print("iperf3 and shotstream -> C++ ...", flush=True)
             # Each run: one `shotstream bench` process streaming every shot CPP_PASSES times
             # (its start-up, connection and first touches amortised as in a long job; the
-            # baseline server is measured the same way).
-            results["cpp_ieee_gbps"] = summary([cpp_bench(t, "ieee", repeat=CPP_PASSES,
-                                                          warmup_shots=WARM_SHOTS)["gbps"]
-                                                for _ in reps])
+            # baseline server is measured the same way), right after an iperf3 run, so that
+            # the ratio of the two compares runs that saw the same machine.
+            iperf_runs, cpp_runs = [], []
+            for _ in reps:
+                if shutil.which("iperf3"):
+                    iperf_runs.append(iperf3())
+                cpp_runs.append(cpp_bench(t, "ieee", repeat=CPP_PASSES,
+                                          warmup_shots=WARM_SHOTS)["gbps"])
+            results["cpp_ieee_gbps"] = summary(cpp_runs)
+            results["iperf3_gbps"] = summary([r["gbps"] for r in iperf_runs]) \
+                if iperf_runs else None
+            if iperf_runs:
+                cpu["iperf3_sender"] = summary([r["sender_ns_per_byte"] for r in iperf_runs])
+                cpu["iperf3_receiver"] = summary([r["receiver_ns_per_byte"]
+                                                  for r in iperf_runs])
             results["cpp_ibm_gbps"] = summary([cpp_bench(t, "ibm", repeat=CPP_PASSES,
                                                          warmup_shots=WARM_SHOTS)["gbps"]
                                                for _ in reps])
@@ -836,7 +840,9 @@ def render(r):
                   f"reason, never a crash |"]
     lines += ["", "Commands: `bazel run -c opt //:bench` (all of the above; `--reps`, `--shots`, "
               "`--skip_reliability` for a quicker run). The iperf3 figure is "
-              "`iperf3 -c 127.0.0.1 -l 1M -t 3`; the C++ figures are `shotstream bench` (its "
+              "`iperf3 -c 127.0.0.1 -l 1M -t 3`, each run just before a headline C++ run of "
+              "shotstream (alternated, so that their ratio compares the same machine state); "
+              "the C++ figures are `shotstream bench` (its "
               f"JSON line; the headline ones `--repeat={CPP_PASSES} --warmup_shots={WARM_SHOTS}`: "
               "one process streaming every shot that many times after that many untimed shots, "
               "for shotstream and the baseline server alike); the Python figures time one pass "
