@@ -40,7 +40,7 @@ class CppClientTest(unittest.TestCase):
         port = free_port()
         args = [f"--dataset=d={d}/*.sgy", f"--listen=127.0.0.1:{port}"]
         server = harness.Server(args)
-        order = list(range(1, 31)) * 12  # 360 shots, ~720 MB: long enough to be cut
+        order = list(range(1, 31)) * 48  # 1440 shots, ~2.9 GB: long enough to be cut
         random.Random(3).shuffle(order)
         bench = subprocess.Popen(
             [harness.runfile(harness.CLI), "bench", f"--target=127.0.0.1:{port}", "--dataset=d",

@@ -2,8 +2,10 @@
 #include "server/service/shot_stream_service.h"
 
 #include <unistd.h>
+#include <zlib.h>
 
 #include <chrono>
+#include <cstring>
 #include <cstdlib>
 #include <fstream>
 #include <memory>
@@ -53,6 +55,7 @@ class ServiceTest : public ::testing::Test {
     dataset::DatasetSpec ds;
     ds.name = "d";
     ds.globs = {path};
+    ds.io = io_;
     DatasetEntry e;
     e.name = "d";
     e.dataset = std::move(*dataset::Dataset::Load(ds));
@@ -102,6 +105,7 @@ class ServiceTest : public ::testing::Test {
   }
 
   uint64_t max_inflight_bytes_ = 0;
+  segy::IoMode io_ = segy::IoMode::kPread;
   ServiceCounters counters_;
   std::vector<DatasetEntry> datasets_;
   std::unique_ptr<stream::ReaderPool> pool_;
@@ -162,6 +166,76 @@ TEST_F(ServiceTest, CancelMidStreamHundredTimesFreesEverything) {
   while (reader->Read(&chunk)) shots += chunk.last();
   EXPECT_TRUE(reader->Finish().ok());
   EXPECT_EQ(shots, kShots);
+}
+
+// The same file mapped: its big-endian IEEE traces go out as stored where accepted.
+class ZeroCopyTest : public ServiceTest {
+ protected:
+  void SetUp() override {
+    io_ = segy::IoMode::kMmap;
+    ServiceTest::SetUp();
+  }
+};
+
+TEST_F(ZeroCopyTest, StoredBigEndianSamplesOnlyWhereAcceptedWithTheCrcOfWhatIsSent) {
+  for (const bool accept : {true, false}) {
+    grpc::ClientContext ctx;
+    v1::StreamShotsRequest request = Request(2, 3);
+    request.set_accept_big_endian(accept);
+    request.set_max_chunk_bytes(3 * kSamples * 4 + 5);  // 3 traces a chunk: 7 per shot
+    auto reader = stub_->StreamShots(&ctx, request);
+    v1::ShotChunk chunk;
+    std::string bytes;
+    int shots = 0, chunks = 0;
+    while (reader->Read(&chunk)) {
+      ++chunks;
+      EXPECT_EQ(chunk.big_endian(), accept);
+      EXPECT_EQ(chunk.offset(), bytes.size());
+      bytes += chunk.samples();
+      if (!chunk.last()) continue;
+      EXPECT_EQ(chunk.crc32(), ::crc32(0, reinterpret_cast<const Bytef*>(bytes.data()),
+                                       static_cast<uInt>(bytes.size())));
+      const float want = static_cast<float>(shots % kShots);
+      uint32_t u;
+      std::memcpy(&u, &want, 4);
+      if (accept) u = __builtin_bswap32(u);
+      ASSERT_EQ(bytes.size(), size_t{kTracesPerShot} * kSamples * 4);
+      for (size_t i = 0; i < bytes.size(); i += 4) {
+        uint32_t got;
+        std::memcpy(&got, bytes.data() + i, 4);
+        ASSERT_EQ(got, u) << "shot " << shots << " byte " << i;
+      }
+      bytes.clear();
+      ++shots;
+    }
+    ASSERT_TRUE(reader->Finish().ok());
+    EXPECT_EQ(shots, 2 * kShots);
+    EXPECT_EQ(chunks, 7 * shots);
+  }
+  EXPECT_EQ(counters_.shots_sent_zero_copy.load(), 2 * kShots);  // the accepting pass only
+  EXPECT_TRUE(WaitFor([&] { return counters_.active_streams.load() == 0; }));
+  EXPECT_EQ(counters_.shots_held.load(), 0);
+}
+
+TEST_F(ZeroCopyTest, CancelMidStreamWhileSendingStoredFreesEverything) {
+  for (int i = 0; i < 40; ++i) {
+    grpc::ClientContext ctx;
+    v1::StreamShotsRequest request = Request(50, 4);
+    request.set_accept_big_endian(true);
+    auto reader = stub_->StreamShots(&ctx, request);
+    v1::ShotChunk chunk;
+    for (int k = 0; k < 1 + i % 5 && reader->Read(&chunk); ++k) {
+    }
+    ctx.TryCancel();
+    while (reader->Read(&chunk)) {
+    }
+    EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  }
+  ASSERT_TRUE(WaitFor([&] {
+    return counters_.active_streams.load() == 0 && counters_.reads_in_flight.load() == 0;
+  }));
+  EXPECT_EQ(counters_.shots_held.load(), 0);
+  EXPECT_EQ(counters_.inflight_bytes.load(), 0);
 }
 
 class BudgetTest : public ServiceTest {
