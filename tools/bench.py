@@ -84,6 +84,7 @@ def cpp_bench(target, dataset, env=None, **flags):
 
 CPP_PASSES = 5  # passes over the shots per `shotstream bench` run (the headline figures)
 WARM_SHOTS = 8  # streamed untimed first: connection set-up and flow-control ramp-up
+SETTLE_SECONDS = 3  # pause between an iperf3 run and a headline run, either way round
 
 
 def py_bench(target, dataset, ids, queue_depth=2, native=None):
@@ -462,13 +463,17 @@ def main():
             # Each run: one `shotstream bench` process streaming every shot CPP_PASSES times
             # (its start-up, connection and first touches amortised as in a long job; the
             # baseline server is measured the same way), right after an iperf3 run, so that
-            # the ratio of the two compares runs that saw the same machine.
+            # the ratio of the two compares runs that saw the same machine. A pause between
+            # them: on this VM a run right after iperf3's burst was 10-30% slower than the
+            # next one (1.39-1.87 against 1.90-2.13 GB/s), and alike after 3 s.
             iperf_runs, cpp_runs = [], []
             for _ in reps:
                 if shutil.which("iperf3"):
                     iperf_runs.append(iperf3())
+                    time.sleep(SETTLE_SECONDS)
                 cpp_runs.append(cpp_bench(t, "ieee", repeat=CPP_PASSES,
                                           warmup_shots=WARM_SHOTS)["gbps"])
+                time.sleep(SETTLE_SECONDS)
             results["cpp_ieee_gbps"] = summary(cpp_runs)
             results["iperf3_gbps"] = summary([r["gbps"] for r in iperf_runs]) \
                 if iperf_runs else None
@@ -840,8 +845,9 @@ def render(r):
                   f"reason, never a crash |"]
     lines += ["", "Commands: `bazel run -c opt //:bench` (all of the above; `--reps`, `--shots`, "
               "`--skip_reliability` for a quicker run). The iperf3 figure is "
-              "`iperf3 -c 127.0.0.1 -l 1M -t 3`, each run just before a headline C++ run of "
-              "shotstream (alternated, so that their ratio compares the same machine state); "
+              "`iperf3 -c 127.0.0.1 -l 1M -t 3`, each run alternated with a headline C++ run of "
+              "shotstream, 3 s apart (so that their ratio compares the same machine state; a "
+              "run right after iperf3's burst came out 10-30% slower on this VM); "
               "the C++ figures are `shotstream bench` (its "
               f"JSON line; the headline ones `--repeat={CPP_PASSES} --warmup_shots={WARM_SHOTS}`: "
               "one process streaming every shot that many times after that many untimed shots, "
