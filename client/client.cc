@@ -19,6 +19,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "client/chunk_reader.h"
+#include "client/grpc_tuning.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/impl/codegen/sync_stream.h"
 #include "shotstream/v1/shotstream.grpc.pb.h"
@@ -385,14 +386,7 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(const std::vector<std::s
   if (!expanded.ok()) return expanded.status();
   const std::vector<std::string>& targets = *expanded;
   if (targets.empty()) return absl::InvalidArgumentError("no target; expected HOST:PORT");
-  grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(-1);
-  args.SetInt(GRPC_ARG_HTTP2_MAX_FRAME_SIZE, 16 * 1024 * 1024 - 1);
-  args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 64 * 1024 * 1024);
-  args.SetInt(GRPC_ARG_HTTP2_WRITE_BUFFER_SIZE, 8 * 1024 * 1024);
-  // Socket reads of up to 1 MiB into one slice, where tcp_read_chunks is off (see
-  // client/grpc_tuning.h; with it on, gRPC ignores this).
-  args.SetInt(GRPC_ARG_TCP_MAX_READ_CHUNK_SIZE, 1024 * 1024);
+  const grpc::ChannelArguments args = LargeMessageChannelArguments();
   std::shared_ptr<grpc::ChannelCredentials> creds = grpc::InsecureChannelCredentials();
   if (!options.tls_root_pem.empty()) {
     grpc::SslCredentialsOptions ssl;

@@ -6,11 +6,10 @@
 //
 // It also puts every thread's malloc in one arena. gRPC allocates the receive slices on
 // the stream's reader thread; in a per-thread arena glibc unmaps a secondary heap as soon
-// as it is wholly free (M_TRIM_THRESHOLD does not cover that), so each shot's slices
-// faulted their pages in again: one arena took the C++ client from 20 K to 7 K page
-// faults per 1.5 GB and 0.56-0.70 to 0.47-0.52 ns of CPU per byte (BENCHMARKS.md, "What
-// each setting buys"). A MALLOC_ARENA_MAX or GLIBC_TUNABLES the user has set is left as
-// it is.
+// as it is wholly free (M_TRIM_THRESHOLD does not cover that), so shots' slices faulted
+// their pages in again: streaming 1.5 GB from tools/grpc_ceiling, five runs alternated,
+// 12-14 K page faults against 17-26 K and 0.81-0.92 against 0.90-1.19 CPU seconds. A
+// MALLOC_ARENA_MAX or GLIBC_TUNABLES the user has set is left as it is.
 //
 // For binaries (and the Python extension's init), not libraries: call once at the top of
 // main(), before any gRPC call and before other threads start (it calls setenv). A
@@ -22,6 +21,8 @@
 
 #include <cstdlib>
 
+#include "grpcpp/support/channel_arguments.h"
+
 namespace shotstream::client {
 
 inline void TuneGrpcForLargeMessages() {
@@ -29,6 +30,19 @@ inline void TuneGrpcForLargeMessages() {
   if (std::getenv("MALLOC_ARENA_MAX") == nullptr && std::getenv("GLIBC_TUNABLES") == nullptr) {
     mallopt(M_ARENA_MAX, 1);
   }
+}
+
+// The channel arguments of Client::Connect (and tools/grpc_ceiling's receiver): HTTP/2
+// frames and windows sized for multi-MB messages, socket reads of up to 1 MiB into one
+// slice where tcp_read_chunks is off (with it on, gRPC ignores that one). Thread-safe.
+inline grpc::ChannelArguments LargeMessageChannelArguments() {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(-1);
+  args.SetInt(GRPC_ARG_HTTP2_MAX_FRAME_SIZE, 16 * 1024 * 1024 - 1);
+  args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 64 * 1024 * 1024);
+  args.SetInt(GRPC_ARG_HTTP2_WRITE_BUFFER_SIZE, 8 * 1024 * 1024);
+  args.SetInt(GRPC_ARG_TCP_MAX_READ_CHUNK_SIZE, 1024 * 1024);
+  return args;
 }
 
 }  // namespace shotstream::client

@@ -219,13 +219,7 @@ bool StreamOnce(grpc::Channel* channel, const std::vector<int64_t>& ids, bool co
 }
 
 int Receive() {
-  grpc::ChannelArguments args;
-  // As shotstream::client::Client::Connect (client/client.cc).
-  args.SetMaxReceiveMessageSize(-1);
-  args.SetInt(GRPC_ARG_HTTP2_MAX_FRAME_SIZE, 16 * 1024 * 1024 - 1);
-  args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 64 * 1024 * 1024);
-  args.SetInt(GRPC_ARG_HTTP2_WRITE_BUFFER_SIZE, 8 * 1024 * 1024);
-  args.SetInt(GRPC_ARG_TCP_MAX_READ_CHUNK_SIZE, 1024 * 1024);
+  const grpc::ChannelArguments args = shotstream::client::LargeMessageChannelArguments();
   auto channel = grpc::CreateCustomChannel(absl::GetFlag(FLAGS_target),
                                            grpc::InsecureChannelCredentials(), args);
   std::vector<int64_t> ids;
