@@ -70,7 +70,7 @@ ABSL_FLAG(bool, index_only, false,
 ABSL_FLAG(int, readers, -1, "reader threads shared by all streams (0: number of cores)");
 ABSL_FLAG(int64_t, default_queue_depth, -1, "shots read ahead per stream when not asked (2)");
 ABSL_FLAG(int64_t, max_queue_depth, -1, "largest queue depth a client may ask for (16)");
-ABSL_FLAG(int64_t, max_chunk_bytes, -1, "largest sample payload per message (4 MiB)");
+ABSL_FLAG(int64_t, max_chunk_bytes, -1, "largest sample payload per message (1 MiB)");
 ABSL_FLAG(int64_t, max_gap_bytes, -1, "for --dataset flags: coalesce across gaps up to this");
 ABSL_FLAG(int64_t, max_read_bytes, -1,
           "for --dataset flags: largest coalesced read (1 MiB; raise for network storage)");

@@ -4,7 +4,7 @@
 //   grpc_ceiling serve --listen=127.0.0.1:0 [--n_traces=480 --n_samples=4000]
 //     Serves ShotStream.StreamShots from memory: every requested shot is the same samples
 //     buffer, sent as a slice over it (no file, no decode, no copy), its CRC-32 computed
-//     once at start-up. Messages are real ShotChunks (chunked as the request asks, 4 MiB
+//     once at start-up. Messages are real ShotChunks (chunked as the request asks, 1 MiB
 //     by default like shotstream_server), so `shotstream bench --shots=1,2,...` streams
 //     from it and verifies every checksum. Prints "grpc_ceiling listening on HOST:PORT".
 //
@@ -70,7 +70,7 @@ class CeilingReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   CeilingReactor(const SyntheticShot* shot, StreamShotsRequest request)
       : shot_(shot), request_(std::move(request)) {
     const uint64_t trace_bytes = uint64_t{shot_->n_samples} * sizeof(float);
-    const uint64_t limit = request_.max_chunk_bytes() > 0 ? request_.max_chunk_bytes() : 4 << 20;
+    const uint64_t limit = request_.max_chunk_bytes() > 0 ? request_.max_chunk_bytes() : 1 << 20;
     chunk_bytes_ = std::max<uint64_t>(1, limit / trace_bytes) * trace_bytes;
     Next();
   }

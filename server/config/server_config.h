@@ -32,7 +32,7 @@ struct ServerConfig {
   int readers = 0;             // 0: number of cores
   uint32_t default_queue_depth = 2;
   uint32_t max_queue_depth = 16;
-  uint64_t max_chunk_bytes = 4 << 20;
+  uint64_t max_chunk_bytes = 1 << 20;
   uint64_t max_shots_per_request = 1'000'000;
   uint32_t max_streams = 256;           // concurrent streams, all peers
   uint32_t max_streams_per_peer = 64;   // concurrent streams from one peer address

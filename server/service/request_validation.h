@@ -29,7 +29,7 @@ struct RequestLimits {
   uint64_t max_shots_per_request = 1'000'000;
   uint32_t max_queue_depth = 16;
   uint32_t default_queue_depth = 2;
-  uint64_t default_chunk_bytes = 4 << 20;
+  uint64_t default_chunk_bytes = 1 << 20;
   uint64_t max_chunk_bytes = 64ull << 20;
 };
 

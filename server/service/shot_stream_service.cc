@@ -71,7 +71,7 @@ struct StreamPlan {
   std::vector<int64_t> shot_ids;
   std::vector<segy::HeaderSelector> headers;
   uint32_t queue_depth = 2;
-  uint64_t max_chunk_bytes = 4 << 20;
+  uint64_t max_chunk_bytes = 1 << 20;
   std::optional<int64_t> corrupt_shot;  // testing only
   dataset::ZeroCopy zero_copy = dataset::ZeroCopy::kOff;
   ServiceCounters* counters = nullptr;

@@ -58,7 +58,7 @@ struct ServiceCounters {
 struct ServiceOptions {
   uint32_t default_queue_depth = 2;
   uint32_t max_queue_depth = 16;
-  uint64_t max_chunk_bytes = 4 << 20;
+  uint64_t max_chunk_bytes = 1 << 20;
   uint64_t max_shots_per_request = 10'000'000;
   // Decoded shot bytes held by all streams together (0: no limit). Streams share it round
   // robin; a stream holding nothing always gets its next shot.
