@@ -214,8 +214,9 @@ absl::StatusOr<uint32_t> Dataset::StoredCrc(const ShotData& shot, size_t first, 
     });
     if (!ok) {
       return absl::DataLossError(absl::StrCat(
-          file.path(), ": shot ", shot.shot_id, " vanished while being sent (file truncated "
-          "or replaced while serving)"));
+          file.path(), ": ", span, " bytes at byte offset ", file.MappedOffset(begin),
+          " (shot ", shot.shot_id, ") vanished while being sent (file truncated or replaced "
+          "while serving)"));
     }
     i = j;
   }

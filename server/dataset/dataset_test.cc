@@ -170,6 +170,10 @@ TEST(DatasetTest, StoredTracesOfATruncatedFileAreDataLossWhenSent) {
   ASSERT_EQ(crc.status().code(), absl::StatusCode::kDataLoss) << crc.status();
   EXPECT_NE(crc.status().message().find("ztrunc.sgy"), absl::string_view::npos);
   EXPECT_NE(crc.status().message().find("shot 3"), absl::string_view::npos);
+  // Shot 3 starts at trace 8: its samples after the file header and 8 traces and a header.
+  EXPECT_NE(crc.status().message().find("byte offset " + std::to_string(3600 + 8 * 8432 + 240)),
+            absl::string_view::npos)
+      << crc.status();
 }
 
 TEST(DatasetTest, RefusesMixedSampleCountsNamingTheFile) {

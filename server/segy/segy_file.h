@@ -101,6 +101,9 @@ class SegyFile {
   absl::Status ReadMapped(uint64_t offset, uint64_t length,
                           absl::FunctionRef<void(const uint8_t*)> use) const;
 
+  // Mapped files only: the byte offset in the file of `p`, a pointer into the mapping.
+  uint64_t MappedOffset(const uint8_t* p) const { return static_cast<uint64_t>(p - map_); }
+
   // How many ReadAt calls this file has served (for tests and metrics).
   uint64_t read_calls() const { return read_calls_.load(std::memory_order_relaxed); }
 
