@@ -465,7 +465,9 @@ def main():
             # baseline server is measured the same way), right after an iperf3 run, so that
             # the ratio of the two compares runs that saw the same machine. A pause between
             # them: on this VM a run right after iperf3's burst was 10-30% slower than the
-            # next one (1.39-1.87 against 1.90-2.13 GB/s), and alike after 3 s.
+            # next one (1.39-1.87 against 1.90-2.13 GB/s), and alike after 3 s; measured
+            # four times as `iperf3 -c 127.0.0.1 -l 1M -t 3` then two `shotstream bench
+            # --repeat=5 --warmup_shots=8` back to back, and again with `sleep 3` first.
             iperf_runs, cpp_runs = [], []
             for _ in reps:
                 if shutil.which("iperf3"):
@@ -847,7 +849,8 @@ def render(r):
               "`--skip_reliability` for a quicker run). The iperf3 figure is "
               "`iperf3 -c 127.0.0.1 -l 1M -t 3`, each run alternated with a headline C++ run of "
               "shotstream, 3 s apart (so that their ratio compares the same machine state; a "
-              "run right after iperf3's burst came out 10-30% slower on this VM); "
+              "run right after iperf3's burst came out 10-30% slower on this VM: iperf3, then "
+              "two such runs back to back, four times); "
               "the C++ figures are `shotstream bench` (its "
               f"JSON line; the headline ones `--repeat={CPP_PASSES} --warmup_shots={WARM_SHOTS}`: "
               "one process streaming every shot that many times after that many untimed shots, "

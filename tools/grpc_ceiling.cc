@@ -31,6 +31,7 @@
 #include "grpcpp/impl/codegen/sync_stream.h"
 #include "server/common/crc32.h"
 #include "server/common/malloc_tuning.h"
+#include "server/service/chunk_wire.h"
 #include "shotstream/v1/shotstream.grpc.pb.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:0", "serve: address to listen on");
@@ -48,14 +49,6 @@ namespace {
 using shotstream::v1::ShotChunk;
 using shotstream::v1::ShotStream;
 using shotstream::v1::StreamShotsRequest;
-
-void AppendVarint(uint64_t v, std::string* out) {
-  while (v >= 0x80) {
-    out->push_back(static_cast<char>(v | 0x80));
-    v >>= 7;
-  }
-  out->push_back(static_cast<char>(v));
-}
 
 // The one shot every request gets. Immutable after construction; shared by all streams.
 struct SyntheticShot {
@@ -104,13 +97,9 @@ class CeilingReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
       meta.set_last(true);
       meta.set_crc32(shot_->crc32);
     }
-    std::string prefix = meta.SerializeAsString();
-    AppendVarint((15 << 3) | 2, &prefix);  // ShotChunk.samples
-    AppendVarint(n, &prefix);
-    const auto* base = reinterpret_cast<const uint8_t*>(shot_->samples.data()) + offset_;
-    grpc::Slice slices[2] = {grpc::Slice(prefix),
-                             grpc::Slice(base, n, grpc::Slice::STATIC_SLICE)};
-    msg_ = grpc::ByteBuffer(slices, 2);
+    // One slice over the shot's bytes, as the server sends a stored trace.
+    const uint8_t* base = reinterpret_cast<const uint8_t*>(shot_->samples.data()) + offset_;
+    msg_ = shotstream::service::EncodeStoredChunk(meta, {&base, 1}, n);
     offset_ = last ? 0 : offset_ + n;
     index_ += last;
     StartWrite(&msg_);

@@ -155,16 +155,12 @@ absl::StatusOr<ShotData> Dataset::ReadShot(int64_t shot_id,
   std::vector<uint8_t> raw_headers;
   if (!headers.empty()) raw_headers.resize(traces.size() * segy::kTraceHeaderBytes);
   uint8_t* header_dst = headers.empty() ? nullptr : raw_headers.data();
-  // Each trace's CRC-32 is taken as it is decoded or located (in cache), then joined in
-  // shot order.
-  std::vector<uint32_t> trace_crc(traces.size());
-  const bool stored = StoredByteOrder(traces, zero_copy).has_value();
-  if (stored) {
+  if (const std::optional<bool> big_endian = StoredByteOrder(traces, zero_copy)) {
     out.stored.resize(traces.size());
     out.stored_file.resize(traces.size());
     for (size_t i = 0; i < traces.size(); ++i) out.stored_file[i] = traces[i].file_id;
     out.traces_per_chunk = static_cast<uint32_t>(std::min<uint64_t>(per_chunk, UINT32_MAX));
-    out.big_endian = *StoredByteOrder(traces, zero_copy);
+    out.big_endian = *big_endian;
     SS_RETURN_IF_ERROR(io::LocateTraces(file_ptrs_, traces, spec_.coalesce, out.stored.data(),
                                         header_dst, stats));
   } else {
@@ -175,8 +171,12 @@ absl::StatusOr<ShotData> Dataset::ReadShot(int64_t shot_id,
       float* base = reinterpret_cast<float*>(out.chunks.back().data());
       for (uint64_t i = 0; i < n; ++i) dst[t + i] = base + i * n_samples_;
     }
+    // Each trace's CRC-32 is taken as it is decoded (in cache), then joined in shot order.
+    std::vector<uint32_t> trace_crc(traces.size());
     SS_RETURN_IF_ERROR(io::ReadTraces(file_ptrs_, traces, spec_.coalesce, dst.data(),
                                       header_dst, stats, trace_crc.data()));
+    const Crc32Joiner join(trace_out_bytes);
+    for (uint32_t c : trace_crc) out.crc32 = join.Append(out.crc32, c);
   }
   for (const segy::HeaderSelector& h : headers) {
     std::vector<double> column(traces.size());
@@ -186,36 +186,28 @@ absl::StatusOr<ShotData> Dataset::ReadShot(int64_t shot_id,
     }
     out.headers.emplace_back(h.name, std::move(column));
   }
-  if (!stored) {
-    const Crc32Joiner join(trace_out_bytes);
-    uint32_t crc = 0;
-    for (uint32_t c : trace_crc) crc = join.Append(crc, c);
-    out.crc32 = crc;
-  }
   return out;
 }
 
-absl::StatusOr<uint32_t> Dataset::StoredCrc(const ShotData& shot, size_t first, size_t n,
+absl::StatusOr<uint32_t> Dataset::StoredCrc(int64_t shot_id,
+                                            absl::Span<const uint8_t* const> traces,
+                                            absl::Span<const uint32_t> files,
                                             uint32_t crc) const {
-  const size_t sample_bytes = size_t{shot.n_samples} * sizeof(float);
+  const size_t sample_bytes = size_t{n_samples_} * sizeof(float);
   // Runs of traces that follow each other in one file are read under one guard.
-  for (size_t i = first; i < first + n;) {
-    const segy::SegyFile& file = *files_[shot.stored_file[i]];
+  for (size_t i = 0; i < traces.size();) {
+    const segy::SegyFile& file = *files_[files[i]];
     const uint64_t step = file.layout().trace_bytes;
     size_t j = i + 1;
-    while (j < first + n && shot.stored_file[j] == shot.stored_file[i] &&
-           shot.stored[j] == shot.stored[j - 1] + step) {
-      ++j;
-    }
-    const uint8_t* begin = shot.stored[i];
+    while (j < traces.size() && files[j] == files[i] && traces[j] == traces[j - 1] + step) ++j;
     const size_t span = (j - i - 1) * step + sample_bytes;
-    const bool ok = RunGuardingMapping(begin, span, [&] {
-      for (size_t k = i; k < j; ++k) crc = Crc32(crc, shot.stored[k], sample_bytes);
+    const bool ok = RunGuardingMapping(traces[i], span, [&] {
+      for (size_t k = i; k < j; ++k) crc = Crc32(crc, traces[k], sample_bytes);
     });
     if (!ok) {
       return absl::DataLossError(absl::StrCat(
-          file.path(), ": ", span, " bytes at byte offset ", file.MappedOffset(begin),
-          " (shot ", shot.shot_id, ") vanished while being sent (file truncated or replaced "
+          file.path(), ": ", span, " bytes at byte offset ", file.MappedOffset(traces[i]),
+          " (shot ", shot_id, ") vanished while being sent (file truncated or replaced "
           "while serving)"));
     }
     i = j;

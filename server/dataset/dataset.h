@@ -93,11 +93,11 @@ class Dataset {
   const std::string& catalog_origin() const { return catalog_origin_; }
   double catalog_seconds() const { return catalog_seconds_; }
 
-  // The CRC-32 of the stored traces [first, first + n) of `shot` continued from `crc`,
-  // read under the mapping's SIGBUS guard: DATA_LOSS naming the file when it was
-  // truncated since it was opened.
-  absl::StatusOr<uint32_t> StoredCrc(const ShotData& shot, size_t first, size_t n,
-                                     uint32_t crc) const;
+  // The CRC-32 of stored traces of shot `shot_id` (ShotData::stored and stored_file, or
+  // a run of them) continued from `crc`, read under the mapping's SIGBUS guard: DATA_LOSS
+  // naming the file and byte offset when it was truncated since it was opened.
+  absl::StatusOr<uint32_t> StoredCrc(int64_t shot_id, absl::Span<const uint8_t* const> traces,
+                                     absl::Span<const uint32_t> files, uint32_t crc) const;
 
   // Reads one shot. Chunks hold at most max(1, max_chunk_bytes / trace bytes) traces.
   // NOT_FOUND for an unknown shot id.

@@ -124,9 +124,11 @@ TEST(DatasetTest, ZeroCopyLocatesStoredIeeeTracesInTheMappingWithTheirCrc) {
     }
     // The CRC-32 of the stored bytes is taken when they are sent, in any split.
     const uint32_t want_crc = ::crc32(0, reinterpret_cast<const Bytef*>(all.data()), all.size());
-    auto head = (*d)->StoredCrc(*stored, 0, 3, 0);
+    const absl::Span<const uint8_t* const> located(stored->stored);
+    const absl::Span<const uint32_t> files(stored->stored_file);
+    auto head = (*d)->StoredCrc(2, located.subspan(0, 3), files.subspan(0, 3), 0);
     ASSERT_TRUE(head.ok()) << head.status();
-    auto whole = (*d)->StoredCrc(*stored, 3, 1, *head);
+    auto whole = (*d)->StoredCrc(2, located.subspan(3), files.subspan(3), *head);
     ASSERT_TRUE(whole.ok()) << whole.status();
     EXPECT_EQ(*whole, want_crc);
     EXPECT_EQ(decoded->crc32, ::crc32(0, reinterpret_cast<const Bytef*>(want.data()), want.size()));
@@ -166,7 +168,7 @@ TEST(DatasetTest, StoredTracesOfATruncatedFileAreDataLossWhenSent) {
   ASSERT_TRUE(shot.ok()) << shot.status();
   ASSERT_FALSE(shot->stored.empty());
   ASSERT_EQ(::truncate(path.c_str(), 3600 + 8432), 0);  // only the first trace is left
-  auto crc = (*d)->StoredCrc(*shot, 0, shot->stored.size(), 0);
+  auto crc = (*d)->StoredCrc(3, shot->stored, shot->stored_file, 0);
   ASSERT_EQ(crc.status().code(), absl::StatusCode::kDataLoss) << crc.status();
   EXPECT_NE(crc.status().message().find("ztrunc.sgy"), absl::string_view::npos);
   EXPECT_NE(crc.status().message().find("shot 3"), absl::string_view::npos);

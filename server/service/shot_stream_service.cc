@@ -372,14 +372,11 @@ class StreamShotsReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffe
       // write (Act), so that the kernel's copy to the socket finds them in cache.
       const size_t first = c * shot.traces_per_chunk;
       const size_t n = std::min<size_t>(shot.traces_per_chunk, shot.stored.size() - first);
+      // Copied: the shot leaves the window below when this is its last chunk.
       send_.pending = true;
-      send_.first = c == 0;
       send_.meta = std::move(meta);
-      send_.part.shot_id = shot.shot_id;
-      send_.part.n_samples = shot.n_samples;
-      send_.part.stored.assign(shot.stored.begin() + first, shot.stored.begin() + first + n);
-      send_.part.stored_file.assign(shot.stored_file.begin() + first,
-                                    shot.stored_file.begin() + first + n);
+      send_.traces.assign(shot.stored.begin() + first, shot.stored.begin() + first + n);
+      send_.files.assign(shot.stored_file.begin() + first, shot.stored_file.begin() + first + n);
       size = uint64_t{shot.n_samples} * sizeof(float) * n;
       if (last) counters_->shots_sent_zero_copy++;
     } else {
@@ -436,8 +433,9 @@ class StreamShotsReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffe
   // writer owns send_, send_crc_ and msg_ while writing_.
   bool EncodeStored() {
     send_.pending = false;
-    absl::StatusOr<uint32_t> crc = plan_.dataset->StoredCrc(
-        send_.part, 0, send_.part.stored.size(), send_.first ? 0 : send_crc_);
+    absl::StatusOr<uint32_t> crc =
+        plan_.dataset->StoredCrc(send_.meta.shot_id(), send_.traces, send_.files,
+                                 send_.meta.offset() == 0 ? 0 : send_crc_);
     if (!crc.ok()) {
       {
         absl::MutexLock lock(&mu_);
@@ -451,8 +449,8 @@ class StreamShotsReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffe
     }
     send_crc_ = *crc;
     if (send_.meta.last()) send_.meta.set_crc32(send_crc_);
-    msg_ = EncodeStoredChunk(send_.meta, send_.part.stored,
-                             size_t{send_.part.n_samples} * sizeof(float));
+    msg_ = EncodeStoredChunk(send_.meta, send_.traces,
+                             size_t{send_.meta.n_samples()} * sizeof(float));
     return true;
   }
 
@@ -480,9 +478,9 @@ class StreamShotsReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffe
   // A stored chunk prepared under mu_, for the writer to finish outside it.
   struct StoredSend {
     bool pending = false;
-    bool first = false;  // the shot's first chunk: its CRC-32 starts at 0
-    v1::ShotChunk meta;
-    dataset::ShotData part;  // this chunk's traces only (stored, stored_file)
+    v1::ShotChunk meta;  // a first chunk (offset 0) starts the shot's CRC-32 afresh
+    std::vector<const uint8_t*> traces;  // this chunk's ShotData::stored
+    std::vector<uint32_t> files;         // and stored_file
   };
   StoredSend send_;
   uint32_t send_crc_ = 0;  // CRC-32 of the stored shot's chunks sent so far

@@ -20,9 +20,9 @@
 //
 // On import it tunes glibc malloc for large buffers as the C++ tools do (gRPC's read
 // buffers otherwise come and go with mmap/munmap and page faults; BENCHMARKS.md, "What
-// each setting buys", has the figure) and turns gRPC's tcp_read_chunks experiment off unless
-// GRPC_EXPERIMENTS is set (client/grpc_tuning.h); SHOTSTREAM_TUNING=0 in the
-// environment does neither.
+// each setting buys", has the figure), and calls TuneGrpcForLargeMessages
+// (client/grpc_tuning.h: tcp_read_chunks off, one malloc arena, unless the environment
+// sets them); SHOTSTREAM_TUNING=0 in the environment does neither.
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
