@@ -110,14 +110,21 @@ def _testdata_dir_impl(ctx):
         "#define %s \"%s\"" % (ctx.attr.macro, path if exists else ""),
         "",
     ]))
+    ctx.file("testdata_dir.py", "\n".join([
+        "# Generated: where the shared test files are (empty when absent).",
+        "%s = \"%s\"" % (ctx.attr.macro, path if exists else ""),
+        "",
+    ]))
     ctx.file("BUILD.bazel", """
 package(default_visibility = ["//visibility:public"])
 cc_library(name = "dir", hdrs = ["testdata_dir.h"], includes = ["."])
+py_library(name = "dir_py", srcs = ["testdata_dir.py"], imports = ["."])
 """)
     ctx.file("WORKSPACE", 'workspace(name = "%s")\n' % ctx.name)
 
 # Exposes the absolute path of a directory outside the workspace (the shared test files)
-# to C++ tests as a macro, without copying its files into runfiles.
+# to C++ tests as a macro and to Python tests as a module constant, without copying its
+# files into runfiles.
 testdata_dir = repository_rule(
     implementation = _testdata_dir_impl,
     attrs = {"path": attr.string(mandatory = True), "macro": attr.string(mandatory = True)},

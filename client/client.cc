@@ -104,8 +104,8 @@ struct Client::Impl {
         info.clear_next_page_token();
         out[t] = std::move(info);
         any = true;
-      } else {
-        last = FromGrpc(s);
+      } else if (last.ok() || absl::IsNotFound(last)) {
+        last = FromGrpc(s);  // a target's real reason wins over another's NOT_FOUND
       }
     }
     if (!any) return last;

@@ -71,6 +71,10 @@ ABSL_FLAG(int, readers, -1, "reader threads shared by all streams (0: number of 
 ABSL_FLAG(int64_t, default_queue_depth, -1, "shots read ahead per stream when not asked (2)");
 ABSL_FLAG(int64_t, max_queue_depth, -1, "largest queue depth a client may ask for (16)");
 ABSL_FLAG(int64_t, max_chunk_bytes, -1, "largest sample payload per message (1 MiB)");
+ABSL_FLAG(bool, check_trace_lengths, false,
+          "for --dataset flags: strict mode: refuse files whose trace headers (bytes 115-116) "
+          "give another sample count than the binary header (default: read at the binary "
+          "header's length when the file size agrees, and say so once)");
 ABSL_FLAG(int64_t, max_gap_bytes, -1, "for --dataset flags: coalesce across gaps up to this");
 ABSL_FLAG(int64_t, max_read_bytes, -1,
           "for --dataset flags: largest coalesced read (1 MiB; raise for network storage)");
@@ -168,6 +172,7 @@ absl::StatusOr<ServerConfig> BuildConfig(const std::vector<std::string>& dataset
     OverrideIfSet(absl::GetFlag(FLAGS_io), &d.io);
     OverrideIfSet(absl::GetFlag(FLAGS_max_gap_bytes), &d.max_gap_bytes);
     OverrideIfSet(absl::GetFlag(FLAGS_max_read_bytes), &d.max_read_bytes);
+    d.check_trace_lengths = absl::GetFlag(FLAGS_check_trace_lengths);
     c.datasets.push_back(std::move(d));
   }
   if (absl::Status s = shotstream::config::ValidateServerConfig(c); !s.ok()) return s;
@@ -237,6 +242,9 @@ DatasetEntry LoadDataset(const DatasetConfig& dc, const std::string& catalog_dir
                  static_cast<unsigned long long>(entry.dataset->catalog().n_traces()),
                  entry.dataset->catalog().shots().size(), entry.dataset->catalog_origin().c_str(),
                  absl::ToDoubleSeconds(absl::Now() - start));
+    for (const std::string& note : entry.dataset->notes()) {
+      std::fprintf(stderr, "dataset %s: note: %s\n", spec.name.c_str(), note.c_str());
+    }
     if (absl::GetFlag(FLAGS_index_only)) PrintSummary(*entry.dataset, absl::Now() - start);
   } else {
     // The server still serves the other datasets; this one reports its error.

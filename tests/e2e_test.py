@@ -224,10 +224,25 @@ class EndToEndTest(unittest.TestCase):
         with self.assertRaises(shotstream.ShotstreamError) as e:
             list(self.client.stream("line1", [1], headers=["no_such_field"]))
         self.assertEqual(e.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+        # A dataset that failed to load: permanent, with the file and reason, on both
+        # calls (a client with retries must not retry it).
         with self.assertRaises(shotstream.ShotstreamError) as e:
             list(self.client.stream("broken", [1]))
-        self.assertEqual(e.exception.code(), grpc.StatusCode.UNAVAILABLE)
+        self.assertEqual(e.exception.code(), grpc.StatusCode.FAILED_PRECONDITION)
         self.assertIn("junk.sgy", e.exception.details())
+        with self.assertRaises(shotstream.ShotstreamError) as e:
+            self.client.dataset("broken")
+        self.assertEqual(e.exception.code(), grpc.StatusCode.FAILED_PRECONDITION)
+        self.assertIn("junk.sgy", e.exception.details())
+        with shotstream.Client(self.server.target, retries=5) as retrying:
+            with self.assertRaises(shotstream.ShotstreamError) as e:
+                list(retrying.stream("broken", [1]))
+            self.assertEqual(e.exception.code(), grpc.StatusCode.FAILED_PRECONDITION)
+        res = harness.cli("info", f"--target={self.server.target}", "--dataset=broken",
+                          check=False)
+        self.assertNotEqual(res.returncode, 0)
+        self.assertIn("FAILED_PRECONDITION", res.stderr)
+        self.assertIn("junk.sgy", res.stderr)
         res = harness.cli("fetch", f"--target={self.server.target}", "--dataset=line1",
                           "--shots=12345", f"--out={self.tmp}/x", check=False)
         self.assertNotEqual(res.returncode, 0)

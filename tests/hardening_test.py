@@ -45,7 +45,7 @@ BAD_INPUTS = {
     "garbage.sgy": (bytes(random.Random(1).getrandbits(8) for _ in range(5000)), "byte"),
     "truncated.sgy": (bytes(header()) + trace() + trace()[:100], "left over"),
     "format_code_99.sgy": (bytes(header(fmt=99)) + trace(), "byte 3225"),
-    "format_4.sgy": (bytes(header(fmt=4)) + trace(), "not supported"),
+    "su_named_sgy.sgy": (trace() * 20, "looks like a Seismic Unix file"),
     "zero_samples.sgy": (bytes(header(ns=0)) + trace(ns=0, trace_ns=0), "samples"),
     "absurd_samples.sgy": (bytes(header(ns=65535)) + trace(trace_ns=65535), "left over"),
     "negative_ext_headers.sgy": (bytes(header()[:3504]) + struct.pack(">h", -7)

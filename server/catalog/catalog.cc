@@ -27,6 +27,8 @@ struct FileScan {
   std::vector<std::pair<double, double>> positions;  // source_xy only
   std::vector<uint64_t> offsets;
   absl::Status status;
+  uint64_t length_mismatches = 0;  // traces whose 115-116 disagree with the file's count
+  std::string first_mismatch;
 };
 
 // Scans traces [begin, end) of one file.
@@ -46,15 +48,22 @@ void ScanFile(const segy::SegyFile& file, uint64_t begin, uint64_t end,
       out->keys.push_back(segy::ReadHeaderInt(header, key.byte, 4, l.byte_order));
     }
     out->offsets.push_back(l.TraceOffset(trace));
-    if (check_lengths) {
-      const uint32_t ns =
-          static_cast<uint16_t>(segy::ReadHeaderInt(header, 115, 2, l.byte_order));
-      if (ns != 0 && ns != (l.n_samples & 0xffff) && out->status.ok()) {
-        out->status = absl::InvalidArgumentError(absl::StrCat(
+    const uint32_t ns =
+        static_cast<uint16_t>(segy::ReadHeaderInt(header, 115, 2, l.byte_order));
+    if (ns != (l.n_samples & 0xffff)) {
+      // A header count of 0 is common and says nothing; others are reported (once per
+      // dataset), or refused in strict mode.
+      const bool say = ns != 0 || check_lengths;
+      if (say && out->length_mismatches++ == 0) {
+        out->first_mismatch = absl::StrCat(
             file.path(), ": trace ", trace, " (byte ", l.TraceOffset(trace) + 115,
-            "): its header says ", ns, " samples but the file's traces have ", l.n_samples,
-            "; variable-length traces are not supported (set check_trace_lengths: false to "
-            "ignore trace header sample counts)"));
+            "): its header says ", ns, " samples but the file's traces have ", l.n_samples);
+      }
+      if (check_lengths && ns != 0 && out->status.ok()) {
+        out->status = absl::InvalidArgumentError(absl::StrCat(
+            out->first_mismatch, "; variable-length traces are not supported "
+            "(check_trace_lengths is on: turn it off to read the traces at the length the "
+            "binary header and the file size give)"));
       }
     }
   };
@@ -103,7 +112,7 @@ void ScanFile(const segy::SegyFile& file, uint64_t begin, uint64_t end,
 absl::StatusOr<Catalog> Catalog::Build(absl::Span<const segy::SegyFile* const> files,
                                        const segy::ShotKey& key, const ScanProgress& progress,
                                        uint64_t scan_block_bytes, bool check_trace_lengths,
-                                       uint64_t scan_unit_traces) {
+                                       uint64_t scan_unit_traces, ScanReport* report) {
   uint64_t total = 0;
   for (const segy::SegyFile* f : files) total += f->layout().n_traces;
   // Work units of up to kScanUnitTraces traces of one file, scanned in parallel (across
@@ -147,6 +156,15 @@ absl::StatusOr<Catalog> Catalog::Build(absl::Span<const segy::SegyFile* const> f
   }
   for (std::thread& t : threads) t.join();
   for (const FileScan& s : scans) SS_RETURN_IF_ERROR(s.status);
+  if (report != nullptr) {
+    *report = ScanReport();
+    for (const FileScan& s : scans) {
+      if (s.length_mismatches > 0 && report->trace_length_mismatches == 0) {
+        report->first_trace_length_mismatch = s.first_mismatch;
+      }
+      report->trace_length_mismatches += s.length_mismatches;
+    }
+  }
   if (progress) progress(total, total);
 
   std::vector<int64_t> keys;

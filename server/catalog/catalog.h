@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -43,6 +44,14 @@ inline constexpr double kSlowReadSeconds = 50e-6;
 // Large files are scanned in parallel pieces of this many traces.
 inline constexpr uint64_t kScanUnitTraces = 1 << 18;
 
+// What a scan saw that is worth saying once, though not an error.
+struct ScanReport {
+  // Traces whose header sample count (bytes 115-116) is nonzero and differs from the
+  // file's (the binary header's, which with the file size fixes the trace length).
+  uint64_t trace_length_mismatches = 0;
+  std::string first_trace_length_mismatch;  // the first such trace: file, byte, counts
+};
+
 class Catalog {
  public:
   Catalog() = default;
@@ -51,15 +60,17 @@ class Catalog {
   // 4-byte shot key. A shot's traces stay in file order (file id, then offset).
   // Header scans read whole regions of up to `scan_block_bytes` (at least one trace), or
   // one header at a time for traces longer than kStridedScanMinTraceBytes.
-  // With check_trace_lengths, a trace whose header (bytes 115-116) gives a nonzero
-  // sample count other than the file's is an error naming the file and the trace
-  // (variable-length traces are not supported).
+  // Trace header sample counts (bytes 115-116) are informational: traces are as long as
+  // the binary header and the file size say, and disagreeing headers are counted in
+  // `report`. With check_trace_lengths (strict, opt-in), a nonzero count other than the
+  // file's is an error naming the file, the trace and the byte.
   static absl::StatusOr<Catalog> Build(absl::Span<const segy::SegyFile* const> files,
                                        const segy::ShotKey& key,
                                        const ScanProgress& progress = nullptr,
                                        uint64_t scan_block_bytes = kDefaultScanBlockBytes,
-                                       bool check_trace_lengths = true,
-                                       uint64_t scan_unit_traces = kScanUnitTraces);
+                                       bool check_trace_lengths = false,
+                                       uint64_t scan_unit_traces = kScanUnitTraces,
+                                       ScanReport* report = nullptr);
 
   // Assembles a catalog from already grouped columns (for loaders and tests).
   static Catalog FromColumns(std::vector<ShotEntry> shots, std::vector<io::TraceRef> traces,

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "server/segy/test_writer.h"
 
@@ -76,24 +77,80 @@ TEST(CatalogTest, ByteKey) {
 namespace shotstream::catalog {
 namespace {
 
-TEST(CatalogTest, VariableLengthTraceIsAnErrorNamingIt) {
-  segy::TestFileSpec spec;
-  spec.n_samples = 3;
-  spec.traces.resize(4);
-  spec.traces[2].fields.push_back({115, 2, 7});  // this trace claims 7 samples
-  const char* dir = std::getenv("TEST_TMPDIR");
-  const std::string path = std::string(dir ? dir : "/tmp") + "/varlen.sgy";
-  segy::WriteSegyFile(path, spec);
-  auto f = segy::SegyFile::Open(path);
-  ASSERT_TRUE(f.ok());
-  std::vector<const segy::SegyFile*> files = {f->get()};
-  auto key = *segy::ParseShotKey("field_record");
-  auto c = Catalog::Build(files, key);
-  ASSERT_FALSE(c.ok());
-  EXPECT_NE(c.status().message().find("varlen.sgy: trace 2"), absl::string_view::npos)
-      << c.status();
-  EXPECT_NE(c.status().message().find("7 samples"), absl::string_view::npos);
-  EXPECT_TRUE(Catalog::Build(files, key, nullptr, kDefaultScanBlockBytes, false).ok());
+// Trace header sample counts (bytes 115-116) that disagree with the binary header's:
+// zero, larger and smaller. The file size agrees with the binary header, so every trace
+// is read at its length; the disagreements are reported, and refused only in strict mode.
+TEST(CatalogTest, TraceHeaderSampleCountsAreInformationalUnlessStrict) {
+  struct Case {
+    const char* name;
+    int header_ns;        // what traces 1 and 2 say
+    uint64_t reported;    // traces the report counts in the default mode
+  };
+  for (const Case& k : {Case{"zero", 0, 0}, Case{"larger", 7, 2}, Case{"smaller", 2, 2}}) {
+    SCOPED_TRACE(k.name);
+    segy::TestFileSpec spec;
+    spec.n_samples = 3;
+    spec.traces.resize(4);
+    for (int t = 0; t < 4; ++t) {
+      spec.traces[t].fields.push_back({9, 4, 1 + t / 2});  // shots 1 and 2
+      spec.traces[t].samples = {float(t), float(t) + 0.5f, float(t) + 0.25f};
+    }
+    for (int t : {1, 2}) spec.traces[t].fields.push_back({115, 2, k.header_ns});
+    const char* dir = std::getenv("TEST_TMPDIR");
+    const std::string path =
+        std::string(dir ? dir : "/tmp") + "/trace_ns_" + k.name + ".sgy";
+    segy::WriteSegyFile(path, spec);
+    auto f = segy::SegyFile::Open(path);
+    ASSERT_TRUE(f.ok()) << f.status();
+    EXPECT_EQ((*f)->layout().n_samples, 3u);
+    EXPECT_EQ((*f)->layout().n_traces, 4u);
+    std::vector<const segy::SegyFile*> files = {f->get()};
+    const auto key = *segy::ParseShotKey("field_record");
+
+    ScanReport report;
+    report.trace_length_mismatches = 99;  // Build resets it
+    auto c = Catalog::Build(files, key, nullptr, kDefaultScanBlockBytes, false,
+                            kScanUnitTraces, &report);
+    ASSERT_TRUE(c.ok()) << c.status();
+    ASSERT_EQ(c->shots().size(), 2u);
+    EXPECT_EQ(c->Find(1)->n_traces, 2u);
+    EXPECT_EQ(c->Find(2)->n_traces, 2u);
+    EXPECT_EQ(report.trace_length_mismatches, k.reported);
+    if (k.reported > 0) {
+      EXPECT_NE(report.first_trace_length_mismatch.find("trace 1 (byte 3967)"),
+                std::string::npos) << report.first_trace_length_mismatch;
+      EXPECT_NE(report.first_trace_length_mismatch.find(
+                    absl::StrCat("says ", k.header_ns, " samples")), std::string::npos);
+    } else {
+      EXPECT_TRUE(report.first_trace_length_mismatch.empty());
+    }
+    // The samples of every trace, at the file's length.
+    std::vector<float> got(4 * 3);
+    std::vector<float*> dst;
+    std::vector<io::TraceRef> refs;
+    for (int t = 0; t < 4; ++t) {
+      refs.push_back({0, (*f)->layout().TraceOffset(t)});
+      dst.push_back(got.data() + 3 * t);
+    }
+    ASSERT_TRUE(io::ReadTraces(files, refs, {}, dst.data(), nullptr).ok());
+    for (int t = 0; t < 4; ++t) {
+      EXPECT_EQ(got[3 * t], float(t));
+      EXPECT_EQ(got[3 * t + 2], float(t) + 0.25f);
+    }
+
+    auto strict = Catalog::Build(files, key, nullptr, kDefaultScanBlockBytes, true);
+    if (k.header_ns == 0) {
+      EXPECT_TRUE(strict.ok()) << strict.status();  // 0 says nothing, even when strict
+    } else {
+      ASSERT_FALSE(strict.ok());
+      EXPECT_EQ(strict.status().code(), absl::StatusCode::kInvalidArgument);
+      EXPECT_NE(strict.status().message().find(
+                    absl::StrCat("trace_ns_", k.name, ".sgy: trace 1 (byte 3967)")),
+                absl::string_view::npos) << strict.status();
+      EXPECT_NE(strict.status().message().find("check_trace_lengths"),
+                absl::string_view::npos);
+    }
+  }
 }
 
 }  // namespace

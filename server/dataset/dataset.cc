@@ -93,8 +93,24 @@ absl::StatusOr<std::unique_ptr<Dataset>> Dataset::Load(const DatasetSpec& spec,
           " samples per trace but ", d->files_[0]->path(), " has ", d->n_samples_,
           "; all files of a dataset must share the sample count"));
     }
+    // Each note once per dataset, with the first file it applies to and how many more.
+    for (const std::string& note : l.notes) {
+      auto it = std::find_if(d->layout_notes_.begin(), d->layout_notes_.end(),
+                             [&](const auto& n) { return n.text == note; });
+      if (it == d->layout_notes_.end()) {
+        d->layout_notes_.push_back({note, path, 0});
+      } else {
+        ++it->more_files;
+      }
+    }
     d->files_.push_back(std::move(*file));
     d->file_ptrs_.push_back(d->files_.back().get());
+  }
+  for (const LayoutNote& n : d->layout_notes_) {
+    d->notes_.push_back(n.more_files == 0
+                            ? absl::StrCat(n.first_path, ": ", n.text)
+                            : absl::StrCat(n.first_path, " (and ", n.more_files,
+                                           " more files): ", n.text));
   }
   const absl::Time start = absl::Now();
   SS_RETURN_IF_ERROR(d->LoadOrBuildCatalog(progress));
@@ -120,9 +136,19 @@ absl::Status Dataset::LoadOrBuildCatalog(const catalog::ScanProgress& progress) 
       why = absl::StrCat("rebuilt: ", loaded.status().message());
     }
   }
+  catalog::ScanReport report;
   SS_ASSIGN_OR_RETURN(catalog_, catalog::Catalog::Build(file_ptrs_, spec_.shot_key, progress,
                                                         spec_.scan_block_bytes,
-                                                        spec_.check_trace_lengths));
+                                                        spec_.check_trace_lengths,
+                                                        catalog::kScanUnitTraces, &report));
+  if (report.trace_length_mismatches > 0) {
+    notes_.push_back(absl::StrCat(
+        report.trace_length_mismatches, " of ", catalog_.n_traces(),
+        " trace headers give another sample count (bytes 115-116) than the file's, e.g. ",
+        report.first_trace_length_mismatch,
+        "; traces are read at the file's length (the binary header's count, which the file "
+        "size agrees with); check_trace_lengths: true refuses such files"));
+  }
   catalog_origin_ = why;
   if (!path.empty()) {
     absl::Status saved = catalog::SaveCatalog(path, source, catalog_);

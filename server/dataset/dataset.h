@@ -31,7 +31,9 @@ struct DatasetSpec {
   // Where the catalog is kept (DIR/NAME.catalog); empty: built in memory every start.
   std::string catalog_dir;
   uint64_t scan_block_bytes = catalog::kDefaultScanBlockBytes;
-  bool check_trace_lengths = true;
+  // Strict mode (opt-in): refuse files whose trace headers (bytes 115-116) give another
+  // sample count than the binary header's. Off, such counts are reported in notes().
+  bool check_trace_lengths = false;
 };
 
 // One shot: samples split into chunks of whole traces (float32, trace-major), the header
@@ -92,6 +94,10 @@ class Dataset {
   // How the catalog came to be: "built", "reused (PATH)", or "rebuilt: REASON".
   const std::string& catalog_origin() const { return catalog_origin_; }
   double catalog_seconds() const { return catalog_seconds_; }
+  // What loading had to decide that an operator should hear of, each once per dataset
+  // (a sample count taken from another header, trace headers that disagree with the
+  // binary header, a revision word read as rev 1); the server prints them on stderr.
+  const std::vector<std::string>& notes() const { return notes_; }
 
   // The CRC-32 of stored traces of shot `shot_id` (ShotData::stored and stored_file, or
   // a run of them) continued from `crc`, read under the mapping's SIGBUS guard: DATA_LOSS
@@ -124,6 +130,13 @@ class Dataset {
   int sample_format_ = 0;
   std::string catalog_origin_;
   double catalog_seconds_ = 0;
+  struct LayoutNote {
+    std::string text;
+    std::string first_path;
+    size_t more_files;
+  };
+  std::vector<LayoutNote> layout_notes_;
+  std::vector<std::string> notes_;
 };
 
 }  // namespace shotstream::dataset

@@ -158,11 +158,6 @@ int BytesPerSample(int code) {
 }
 
 absl::StatusOr<SampleFormat> SampleFormatFromCode(int code) {
-  if (code == 4) {
-    return absl::UnimplementedError(
-        "sample format code 4 (fixed point with gain, obsolete since SEG-Y rev 1) is not "
-        "supported");
-  }
   if (BytesPerSample(code) == 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "sample format code ", code,
@@ -270,7 +265,17 @@ void DecodeSamples(const uint8_t* src, size_t n, SampleFormat format, ByteOrder 
       for (size_t i = 0; i < n; ++i) dst[i] = static_cast<float>(Load24(src + 3 * i, order));
       return;
     case SampleFormat::kFixedPointGain:
-      break;
+      // Obsolete format 4: a zero byte, a gain exponent byte and an int16 mantissa, in
+      // one 32-bit word of the file's byte order; value = mantissa * 2^-gain.
+      for (size_t i = 0; i < n; ++i) {
+        uint32_t w;
+        std::memcpy(&w, src + 4 * i, 4);
+        if (be) w = Bswap32(w);
+        const int gain = static_cast<int>((w >> 16) & 0xffu);
+        const int16_t mantissa = static_cast<int16_t>(w & 0xffffu);
+        dst[i] = static_cast<float>(std::ldexp(static_cast<double>(mantissa), -gain));
+      }
+      return;
   }
   // Unreachable for validated formats; never leave the destination uninitialised.
   std::memset(dst, 0, n * sizeof(float));

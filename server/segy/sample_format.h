@@ -21,7 +21,7 @@ enum class SampleFormat : int {
   kIbmFloat32 = 1,
   kInt32 = 2,
   kInt16 = 3,
-  kFixedPointGain = 4,  // obsolete; refused
+  kFixedPointGain = 4,  // obsolete: int16 mantissa * 2^-gain
   kIeeeFloat32 = 5,
   kIeeeFloat64 = 6,
   kInt24 = 7,
@@ -38,7 +38,7 @@ enum class SampleFormat : int {
 int BytesPerSample(int format_code);
 
 // The format for a code, or an error that names the code and why it is refused
-// (format 4 is recognised but unsupported).
+// (codes that are not SEG-Y formats).
 absl::StatusOr<SampleFormat> SampleFormatFromCode(int format_code);
 
 // Human-readable name ("IBM float32", "int16", ...).
@@ -52,7 +52,7 @@ uint32_t IbmToIeeeBits(uint32_t ibm);
 float IbmToFloat(uint32_t ibm);
 
 // Decodes `n` samples at `src` (file bytes in `order`) into float32 at `dst`.
-// REQUIRES: src holds n * BytesPerSample(format) bytes; format is not kFixedPointGain.
+// REQUIRES: src holds n * BytesPerSample(format) bytes.
 void DecodeSamples(const uint8_t* src, size_t n, SampleFormat format, ByteOrder order,
                    float* dst);
 

@@ -117,6 +117,39 @@ bool HasEndText(const uint8_t* record, size_t n) {
   return false;
 }
 
+// What a file that does not parse as SEG-Y looks like, for the error: files that start
+// with a 240-byte trace header instead of the 3600-byte file header are common (Seismic
+// Unix files given a .sgy name; PASSCAL single-trace files of passive recorders). Empty
+// when it looks like neither.
+std::string DescribeNonSegy(const uint8_t* head, size_t head_size, uint64_t file_size) {
+  if (head_size < kTraceHeaderBytes) return "";
+  for (ByteOrder order : {ByteOrder::kBigEndian, ByteOrder::kLittleEndian}) {
+    // PASSCAL: one trace; samples at 115-116, or at 229-232 when that says 32767; data
+    // form at 205-206 (0: int16, 1: int32).
+    uint32_t ns = Read16(head + 114, order);
+    if (ns == 32767) ns = Read32(head + 228, order);
+    const int form = Read16(head + 204, order);
+    if (ns != 0 && (form == 0 || form == 1) &&
+        file_size == kTraceHeaderBytes + uint64_t{ns} * (form == 0 ? 2 : 4)) {
+      return absl::StrCat("; it looks like a PASSCAL single-trace SEG-Y file (one 240-byte "
+                          "trace header of ", ns, " ", form == 0 ? "int16" : "int32",
+                          " samples, ", ByteOrderName(order),
+                          ", no 3600-byte file header), which is not read: convert it to "
+                          "SEG-Y or SU");
+    }
+  }
+  for (ByteOrder order : {ByteOrder::kBigEndian, ByteOrder::kLittleEndian}) {
+    const uint32_t ns = Read16(head + 114, order);
+    const uint64_t trace_bytes = kTraceHeaderBytes + 4ull * ns;
+    if (ns != 0 && file_size % trace_bytes == 0) {
+      return absl::StrCat("; it looks like a Seismic Unix file (no 3600-byte SEG-Y file "
+                          "header; ", file_size / trace_bytes, " traces of 240 header bytes + ",
+                          ns, " samples, ", ByteOrderName(order), "): name it .su");
+    }
+  }
+  return "";
+}
+
 absl::StatusOr<SegyLayout> ParseSeismicUnix(const std::string& path, const uint8_t* head,
                                             size_t head_size, uint64_t file_size,
                                             const OpenOptions& options) {
@@ -154,12 +187,9 @@ absl::StatusOr<SegyLayout> ParseSeismicUnix(const std::string& path, const uint8
              "into whole traces in either byte order");
 }
 
-absl::StatusOr<SegyLayout> ParseLayoutImpl(const std::string& path, const uint8_t* head,
+absl::StatusOr<SegyLayout> ParseSegyLayout(const std::string& path, const uint8_t* head,
                                            size_t head_size, uint64_t file_size,
                                            const OpenOptions& options, const ReadFn& read_at) {
-  if (absl::EndsWith(path, ".su")) {
-    return ParseSeismicUnix(path, head, head_size, file_size, options);
-  }
   if (file_size < kFileHeaderBytes || head_size < kFileHeaderBytes) {
     return Err(path, file_size,
                absl::StrCat("file is ", file_size,
@@ -197,9 +227,18 @@ absl::StatusOr<SegyLayout> ParseLayoutImpl(const std::string& path, const uint8_
   l.format = *format;
   l.bytes_per_sample = BytesPerSample(format_code);
 
+  // Revision (bytes 3501-3502: major, minor). Only a real rev 2.x/3.0 word switches on
+  // the rev 2 fields; anything else (0x0064 for "1.00", garbage) is read as rev 1.
   const int rev_major = head[3500];
-  l.revision_major = rev_major;
-  const bool rev2 = rev_major == 2 || rev_major == 3;
+  const int rev_minor = head[3501];
+  const bool rev2 = (rev_major == 2 && rev_minor <= 1) || (rev_major == 3 && rev_minor == 0);
+  l.revision_major = rev2 ? rev_major : (rev_major == 1 && rev_minor == 0 ? 1 : 0);
+  if (!rev2 && !(rev_major <= 1 && rev_minor == 0)) {
+    l.notes.push_back(absl::StrCat(
+        "revision field (bytes 3501-3502) is 0x", absl::Hex(rev_major * 256 + rev_minor,
+                                                              absl::kZeroPad4),
+        ", not a SEG-Y revision; read as rev 1"));
+  }
 
   const int ext = static_cast<int16_t>(Read16(Bin(head, 3505), order));
   if (ext >= 0) {
@@ -224,15 +263,17 @@ absl::StatusOr<SegyLayout> ParseLayoutImpl(const std::string& path, const uint8_
                                         " is negative (only -1, variable, is allowed)"));
   }
 
+  // Trace headers per trace: rev 2's bytes 3507-3508 count additional 240-byte headers.
+  int extra_headers = 0;
   if (rev2) {
-    // Bytes 3507-3508: maximum number of additional 240-byte trace headers.
     const int extra = static_cast<int16_t>(Read16(Bin(head, 3507), order));
     if (extra < 0 || extra > 1000) {
       return Err(path, 3507, absl::StrCat("additional trace header count ", extra,
                                           " is out of range"));
     }
-    l.trace_headers_per_trace = 1 + static_cast<int>(extra);
+    extra_headers = extra;
   }
+  l.trace_headers_per_trace = 1 + extra_headers;
   l.first_trace_offset =
       kFileHeaderBytes + uint64_t{kTextualHeaderBytes} * l.extended_textual_headers;
   if (file_size < l.first_trace_offset) {
@@ -243,43 +284,80 @@ absl::StatusOr<SegyLayout> ParseLayoutImpl(const std::string& path, const uint8_
   }
   const uint64_t data = file_size - l.first_trace_offset;
 
-  // Samples per trace: the binary header (3221-3222, unsigned), else the rev 2 extended
-  // count (3269-3272), else the first trace header (115-116): the first that divides the
-  // file into whole traces. Files with garbage in one of them still read, as in segyio.
+  // Samples per trace, as segyio and SEG-Y practice have it: the binary header's count
+  // (3221-3222, unsigned; rev 2's extended count 3269-3272 where that is 0) and the
+  // format fix the trace size. When the file is the header plus whole such traces, that
+  // is the layout, whatever the trace headers say (their counts are informational: the
+  // catalog scan reports disagreements). Only when the sizes do not add up are the other
+  // counts tried (the extended count, then the first trace header's bytes 115-116), each
+  // said in a note; otherwise the file is refused, naming the byte where it stops adding up.
   const uint32_t bin_ns = Read16(Bin(head, 3221), order);
   const uint32_t ext_ns = Read32(Bin(head, 3269), order);
-  std::vector<uint32_t> candidates;
-  if (rev2 && bin_ns == 0 && ext_ns != 0) candidates.push_back(ext_ns);
-  if (bin_ns != 0) candidates.push_back(bin_ns);
-  if (ext_ns != 0 && ext_ns <= 100'000'000) candidates.push_back(ext_ns);
+  struct Candidate {
+    uint32_t ns;
+    const char* source;
+  };
+  std::vector<Candidate> candidates;
+  if (rev2 && bin_ns == 0 && ext_ns != 0) {
+    candidates.push_back({ext_ns, "the extended sample count (bytes 3269-3272)"});
+  }
+  if (bin_ns != 0) candidates.push_back({bin_ns, "the binary header (bytes 3221-3222)"});
+  if (ext_ns != 0 && ext_ns <= 100'000'000 && !(rev2 && bin_ns == 0)) {
+    candidates.push_back({ext_ns, "the extended sample count (bytes 3269-3272)"});
+  }
   uint8_t th[kTraceHeaderBytes] = {};  // the first trace header, read once
+  uint32_t trace_ns = 0;
   if (data >= kTraceHeaderBytes) {
     SS_RETURN_IF_ERROR(read_at(l.first_trace_offset, kTraceHeaderBytes, th));
-    const uint32_t trace_ns = Read16(th + 114, order);
-    if (trace_ns != 0) candidates.push_back(trace_ns);
+    trace_ns = Read16(th + 114, order);
+    if (trace_ns != 0) {
+      candidates.push_back({trace_ns, "the first trace header (bytes 115-116)"});
+    }
   }
   if (candidates.empty()) {
     return Err(path, 3221, "number of samples per trace is 0 (binary header bytes 3221-3222, "
                            "3269-3272 and trace header bytes 115-116)");
   }
+  // Each count with the trace headers the revision says, then (a rev 2 word that was
+  // wrong about additional headers) with one header per trace.
+  std::vector<int> header_counts = {l.trace_headers_per_trace};
+  if (l.trace_headers_per_trace != 1) header_counts.push_back(1);
   bool fits = false;
-  for (uint32_t ns : candidates) {
-    const uint64_t trace_bytes = l.header_bytes() + uint64_t{ns} * l.bytes_per_sample;
-    if (data % trace_bytes == 0) {
-      l.n_samples = ns;
+  for (int headers_per_trace : header_counts) {
+    for (size_t c = 0; c < candidates.size() && !fits; ++c) {
+      const uint64_t trace_bytes =
+          240ull * headers_per_trace + uint64_t{candidates[c].ns} * l.bytes_per_sample;
+      if (data % trace_bytes != 0) continue;
       fits = true;
-      break;
+      l.n_samples = candidates[c].ns;
+      if (c > 0) {
+        l.notes.push_back(absl::StrCat(
+            "the sample count of ", candidates[0].source, ", ", candidates[0].ns,
+            ", does not divide the file into whole traces; ", candidates[c].ns, " from ",
+            candidates[c].source, " does, and is used"));
+      }
+      if (headers_per_trace != l.trace_headers_per_trace) {
+        l.notes.push_back(absl::StrCat(
+            "the binary header (bytes 3507-3508) says ", extra_headers,
+            " additional trace headers, but the file holds whole traces only with none; "
+            "read with one 240-byte header per trace"));
+        l.trace_headers_per_trace = headers_per_trace;
+      }
     }
+    if (fits) break;
   }
   if (!fits) {
-    l.n_samples = candidates.front();
+    l.n_samples = candidates.front().ns;
     const uint64_t tb = l.header_bytes() + l.sample_bytes();
     return Err(path, l.first_trace_offset + data / tb * tb,
                absl::StrCat("file size ", file_size, " is not the ", l.first_trace_offset,
                             "-byte header plus whole traces of ", tb, " bytes (",
                             l.n_samples, " samples of ", l.bytes_per_sample, " bytes + ",
                             l.header_bytes(), " header bytes): ", data % tb,
-                            " bytes left over (truncated file, or wrong n_samples/format)"));
+                            " bytes left over (truncated file, or wrong n_samples/format)",
+                            candidates.size() > 1
+                                ? "; no other sample count in the headers fits either"
+                                : ""));
   }
   l.trace_bytes = l.header_bytes() + l.sample_bytes();
   l.n_traces = data / l.trace_bytes;
@@ -290,6 +368,25 @@ absl::StatusOr<SegyLayout> ParseLayoutImpl(const std::string& path, const uint8_
   if (rev2 && bin_dt == 0 && trace_dt <= 0) {
     const double ext_dt = ReadDouble(Bin(head, 3273), order);
     if (ext_dt > 0 && ext_dt < 1e9) l.sample_interval_us = ext_dt;
+  }
+  return l;
+}
+
+// SU files by their name; everything else as SEG-Y, and a file refused as SEG-Y that
+// looks like a file of trace headers alone says so.
+absl::StatusOr<SegyLayout> ParseLayoutImpl(const std::string& path, const uint8_t* head,
+                                           size_t head_size, uint64_t file_size,
+                                           const OpenOptions& options, const ReadFn& read_at) {
+  if (absl::EndsWith(path, ".su")) {
+    return ParseSeismicUnix(path, head, head_size, file_size, options);
+  }
+  absl::StatusOr<SegyLayout> l =
+      ParseSegyLayout(path, head, head_size, file_size, options, read_at);
+  if (!l.ok() && absl::IsInvalidArgument(l.status())) {
+    const std::string hint = DescribeNonSegy(head, head_size, file_size);
+    if (!hint.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(l.status().message(), hint));
+    }
   }
   return l;
 }

@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
@@ -37,6 +38,9 @@ struct SegyLayout {
   uint64_t first_trace_offset = kFileHeaderBytes;
   uint64_t trace_bytes = 0;  // all headers of a trace plus its samples
   uint64_t n_traces = 0;
+  // What the reader had to decide that a user should hear of, once (a sample count
+  // taken from another header than the binary header's, a revision word read as rev 1).
+  std::vector<std::string> notes;
 
   uint64_t header_bytes() const { return 240ull * trace_headers_per_trace; }
   uint64_t sample_bytes() const { return uint64_t{n_samples} * bytes_per_sample; }

@@ -6,6 +6,13 @@
 
 namespace shotstream::service {
 
+absl::Status FailedDatasetError(const DatasetEntry& entry) {
+  // The message already names the dataset, the file, the byte and the reason.
+  return absl::FailedPreconditionError(absl::StrCat(
+      "dataset '", entry.name, "' failed to load (retrying will not help until the file "
+      "or the configuration is fixed): ", entry.status.message()));
+}
+
 absl::StatusOr<ValidatedRequest> ValidateStreamRequest(const v1::StreamShotsRequest& r,
                                                        const std::vector<DatasetEntry>& datasets,
                                                        const RequestLimits& limits) {
@@ -14,10 +21,7 @@ absl::StatusOr<ValidatedRequest> ValidateStreamRequest(const v1::StreamShotsRequ
     if (d.name == r.dataset()) e = &d;
   }
   if (e == nullptr) return absl::NotFoundError(absl::StrCat("unknown dataset '", r.dataset(), "'"));
-  if (e->dataset == nullptr) {
-    return absl::UnavailableError(
-        absl::StrCat("dataset '", r.dataset(), "' failed to load: ", e->status.message()));
-  }
+  if (e->dataset == nullptr) return FailedDatasetError(*e);
   if (static_cast<uint64_t>(r.shot_ids_size()) > limits.max_shots_per_request) {
     return absl::InvalidArgumentError(
         absl::StrCat("request names ", r.shot_ids_size(), " shots; the limit "

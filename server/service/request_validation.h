@@ -25,6 +25,10 @@ struct DatasetEntry {
   absl::Status status;
 };
 
+// A dataset that failed to load, for GetDataset and StreamShots: FAILED_PRECONDITION
+// (permanent: retrying will not help) with the file, byte and reason of its load error.
+absl::Status FailedDatasetError(const DatasetEntry& entry);
+
 struct RequestLimits {
   uint64_t max_shots_per_request = 1'000'000;
   uint32_t max_queue_depth = 16;
@@ -41,7 +45,8 @@ struct ValidatedRequest {
   uint64_t max_chunk_bytes = 0;   // 1 .. limits.max_chunk_bytes
 };
 
-// NOT_FOUND: unknown dataset or shot id (named); UNAVAILABLE: the dataset failed to load;
+// NOT_FOUND: unknown dataset or shot id (named); FAILED_PRECONDITION: the dataset failed
+// to load (FailedDatasetError);
 // INVALID_ARGUMENT: over a limit (named) or an unknown header field.
 absl::StatusOr<ValidatedRequest> ValidateStreamRequest(const v1::StreamShotsRequest& request,
                                                        const std::vector<DatasetEntry>& datasets,

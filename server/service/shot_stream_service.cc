@@ -539,6 +539,8 @@ class ShotStreamServiceImpl final
     uint64_t first = 0;
     if (e == nullptr) {
       reactor->Finish(ToGrpcStatus(UnknownDataset(request->name())));
+    } else if (e->dataset == nullptr) {
+      reactor->Finish(ToGrpcStatus(FailedDatasetError(*e)));
     } else if (!request->page_token().empty() &&
                !absl::SimpleAtoi(request->page_token(), &first)) {
       reactor->Finish(ToGrpcStatus(absl::InvalidArgumentError(

@@ -404,7 +404,8 @@ class Client:
                 infos.append(self._get_dataset(stub, name))
             except grpc.RpcError as e:
                 infos.append(None)
-                last = e
+                if last is None or last.code() == grpc.StatusCode.NOT_FOUND:
+                    last = e  # a target's real reason wins over another's NOT_FOUND
         if all(i is None for i in infos):
             raise _error(last)
         return infos
