@@ -38,6 +38,7 @@
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/impl/codegen/service_type.h"
+#include "server/common/listen_probe.h"
 #include "server/common/malloc_tuning.h"
 #include "server/config/server_config.h"
 #include "server/dataset/dataset.h"
@@ -99,6 +100,8 @@ namespace {
 using shotstream::config::DatasetConfig;
 using shotstream::config::ServerConfig;
 using shotstream::service::DatasetEntry;
+
+constexpr char kServiceName[] = "shotstream.v1.ShotStream";
 
 // --dataset may repeat; absl's vector flags split on commas, which globs may hold, so
 // the occurrences are taken out of argv before absl parses the rest.
@@ -177,6 +180,52 @@ absl::StatusOr<ServerConfig> BuildConfig(const std::vector<std::string>& dataset
   }
   if (absl::Status s = shotstream::config::ValidateServerConfig(c); !s.ok()) return s;
   return c;
+}
+
+// Token names the configuration refers to: each must be in the token file.
+std::vector<std::string> TokenNamesOf(const ServerConfig& c) {
+  std::vector<std::string> names;
+  for (const auto& [name, sets] : c.auth_allow) names.push_back(name);
+  return names;
+}
+
+// --check_config: every pattern of every dataset matches a file, and every file opens as
+// the format its dataset says (headers only; no catalog is built).
+absl::Status CheckDatasetFiles(const ServerConfig& c) {
+  for (const DatasetConfig& d : c.datasets) {
+    shotstream::segy::OpenOptions options;
+    if (d.byte_order == "big") options.byte_order = shotstream::segy::ByteOrder::kBigEndian;
+    if (d.byte_order == "little") options.byte_order = shotstream::segy::ByteOrder::kLittleEndian;
+    for (const std::string& pattern : d.files) {
+      auto paths = shotstream::dataset::ExpandGlob(pattern);
+      if (!paths.ok()) {
+        return absl::Status(paths.status().code(),
+                            absl::StrCat("dataset '", d.name, "': ", paths.status().message()));
+      }
+      for (const std::string& path : *paths) {
+        auto file = shotstream::segy::SegyFile::Open(path, options);
+        if (!file.ok()) {
+          return absl::Status(file.status().code(), absl::StrCat("dataset '", d.name, "': ",
+                                                                 file.status().message()));
+        }
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Health: "" and "shotstream.v1.ShotStream" SERVING while any dataset is READY (and the
+// server is not draining); "shotstream.v1.ShotStream/NAME" per dataset.
+void SetHealth(grpc::HealthCheckServiceInterface* health,
+               const std::vector<DatasetEntry>& datasets, bool draining) {
+  bool any_ready = false;
+  for (const DatasetEntry& e : datasets) any_ready |= e.dataset != nullptr && !draining;
+  health->SetServingStatus(any_ready);  // every name registered so far, "" too
+  health->SetServingStatus(kServiceName, any_ready);
+  for (const DatasetEntry& e : datasets) {
+    health->SetServingStatus(absl::StrCat(kServiceName, "/", e.name),
+                             e.dataset != nullptr && !draining);
+  }
 }
 
 // --index_only: one summary line per dataset on stdout.
@@ -301,7 +350,18 @@ int main(int argc, char** argv) {
   auto config = BuildConfig(dataset_flags);
   if (!config.ok()) return Fail(std::string(config.status().message()));
   const ServerConfig& cfg = *config;
+
+  std::unique_ptr<shotstream::service::TokenStore> tokens;
+  if (!cfg.auth_token_file.empty()) {
+    auto loaded = shotstream::service::TokenStore::Load(cfg.auth_token_file,
+                                                        TokenNamesOf(cfg));
+    if (!loaded.ok()) return Fail(std::string(loaded.status().message()));
+    tokens = std::move(*loaded);
+  }
   if (absl::GetFlag(FLAGS_check_config)) {
+    if (absl::Status files = CheckDatasetFiles(cfg); !files.ok()) {
+      return Fail(std::string(files.message()));
+    }
     std::printf("config OK: listen %s, %zu datasets:", cfg.listen.c_str(), cfg.datasets.size());
     for (const DatasetConfig& d : cfg.datasets) std::printf(" %s", d.name.c_str());
     std::printf("\n");
@@ -311,12 +371,7 @@ int main(int argc, char** argv) {
       errno != EEXIST) {
     return Fail("catalog_dir " + cfg.catalog_dir + ": cannot create: " + std::strerror(errno));
   }
-  std::unique_ptr<shotstream::service::TokenStore> tokens;
-  if (!cfg.auth_token_file.empty()) {
-    auto loaded = shotstream::service::TokenStore::Load(cfg.auth_token_file);
-    if (!loaded.ok()) return Fail(std::string(loaded.status().message()));
-    tokens = std::move(*loaded);
-  }
+
   auto creds = Credentials(cfg);
   if (!creds.ok()) return Fail(std::string(creds.status().message()));
 
@@ -346,8 +401,9 @@ int main(int argc, char** argv) {
   options.counters = &counters;
   options.tokens = tokens.get();
   for (const auto& [name, sets] : cfg.auth_allow) {
-    options.allow[name] = std::set<std::string>(sets.begin(), sets.end());
+    options.access.allow[name] = std::set<std::string>(sets.begin(), sets.end());
   }
+  options.access.default_deny = cfg.auth_default_deny;
   options.log_streams = absl::GetFlag(FLAGS_log_streams);
   options.zero_copy = absl::GetFlag(FLAGS_zero_copy);
   options.draining = &draining;
@@ -379,11 +435,16 @@ int main(int argc, char** argv) {
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS,
                              static_cast<int>(absl::ToInt64Milliseconds(cfg.keepalive_timeout)));
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5000);
+  // Exclusive: gRPC turns SO_REUSEPORT on by default, and a second server on the same
+  // port would then start and silently take half the connections.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (server == nullptr || port == 0) return Fail("cannot listen on " + cfg.listen);
+  if (server == nullptr || port == 0) {
+    absl::Status why = shotstream::ProbeListen(cfg.listen);
+    return Fail(why.ok() ? "cannot listen on " + cfg.listen : std::string(why.message()));
+  }
   grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
-  health->SetServingStatus(true);
-  health->SetServingStatus("shotstream.v1.ShotStream", true);
+  SetHealth(health, datasets, /*draining=*/false);
 
   std::unique_ptr<shotstream::metrics::MetricsHttpServer> metrics;
   if (!cfg.metrics_listen.empty()) {
@@ -406,8 +467,12 @@ int main(int argc, char** argv) {
     if (sig == SIGHUP) {
       if (tokens != nullptr) {
         absl::Status s = tokens->Reload();
-        std::fprintf(stderr, "SIGHUP: tokens %s\n",
-                     s.ok() ? "reloaded" : std::string(s.message()).c_str());
+        if (s.ok()) {
+          std::fprintf(stderr, "SIGHUP: tokens reloaded (%zu)\n", tokens->size());
+        } else {
+          std::fprintf(stderr, "SIGHUP: token file not reloaded, the old tokens stay: %s\n",
+                       std::string(s.message()).c_str());
+        }
       }
       continue;
     }
@@ -416,8 +481,7 @@ int main(int argc, char** argv) {
     break;
   }
   draining = true;
-  health->SetServingStatus(false);
-  health->SetServingStatus("shotstream.v1.ShotStream", false);
+  SetHealth(health, datasets, /*draining=*/true);
   absl::SleepFor(drain_delay);
   server->Shutdown(std::chrono::system_clock::now() + absl::ToChronoSeconds(cfg.grace_period));
   server->Wait();

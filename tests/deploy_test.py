@@ -18,7 +18,20 @@ DEPLOY = os.path.dirname(harness.runfile("deploy/config.example.yaml"))
 
 
 def check_config(path):
-    return subprocess.run([harness.runfile(harness.SERVER), f"--config={path}",
+    """--check_config on a copy of the config whose /data/ paths point at SEG-Y files
+    written here (check_config opens every file the patterns match)."""
+    with open(path) as f:
+        text = f.read()
+    tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+    text = text.replace("/data/", f"{tmp}/data/")
+    for d in yaml.safe_load(text)["datasets"]:
+        for pattern in [d["files"]] if isinstance(d["files"], str) else d["files"]:
+            os.makedirs(os.path.dirname(pattern), exist_ok=True)
+            harness.write_survey(pattern.replace("*", "1"), 5, [1], 2, 10)
+    copy = os.path.join(tmp, "config.yaml")
+    with open(copy, "w") as f:
+        f.write(text)
+    return subprocess.run([harness.runfile(harness.SERVER), f"--config={copy}",
                            "--check_config"], capture_output=True, text=True, timeout=60)
 
 

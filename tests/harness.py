@@ -25,6 +25,24 @@ def runfile(path):
     raise FileNotFoundError(path)
 
 
+SERVING, NOT_SERVING = 1, 2
+
+
+def health(target, service="", creds=None):
+    """grpc.health.v1.Health/Check by hand (no grpc_health package on Debian): the
+    status enum (SERVING, NOT_SERVING), 0 for UNKNOWN."""
+    import grpc
+    ch = grpc.secure_channel(target, creds) if creds else grpc.insecure_channel(target)
+    with ch:
+        name = service.encode()
+        req = b"" if not service else b"\x0a" + bytes([len(name)]) + name
+        check = ch.unary_unary("/grpc.health.v1.Health/Check",
+                               request_serializer=lambda x: x,
+                               response_deserializer=lambda x: x)
+        resp = check(req, timeout=5)
+        return resp[1] if len(resp) >= 2 and resp[0] == 0x08 else 0
+
+
 SERVER = "server/shotstream_server"
 CLI = "client/shotstream"
 

@@ -19,19 +19,7 @@ import harness  # noqa: E402
 import shotstream  # noqa: E402
 import synth  # noqa: E402
 
-SERVING, NOT_SERVING = 1, 2
-
-
-def health(target, service="", creds=None):
-    """grpc.health.v1.Health/Check by hand (no grpc_health package on Debian)."""
-    ch = grpc.secure_channel(target, creds) if creds else grpc.insecure_channel(target)
-    with ch:
-        req = b"" if not service else b"\x0a" + bytes([len(service)]) + service.encode()
-        check = ch.unary_unary("/grpc.health.v1.Health/Check",
-                               request_serializer=lambda x: x,
-                               response_deserializer=lambda x: x)
-        resp = check(req, timeout=5)
-        return resp[1] if len(resp) >= 2 and resp[0] == 0x08 else 0
+from harness import NOT_SERVING, SERVING, health  # noqa: E402
 
 
 class OpsTest(unittest.TestCase):

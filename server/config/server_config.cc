@@ -108,8 +108,15 @@ absl::StatusOr<ServerConfig> ParseServerConfig(const std::string& yaml, const st
     SS_CFG(Get(t, "client_ca", source, "tls", &c.tls_client_ca));
   }
   if (const YAML::Node a = root["auth"]) {
-    SS_CFG(CheckKeys(a, source, "auth", {"token_file", "allow"}));
+    SS_CFG(CheckKeys(a, source, "auth", {"token_file", "allow", "default"}));
     SS_CFG(Get(a, "token_file", source, "auth", &c.auth_token_file));
+    std::string default_rule = "allow";
+    SS_CFG(Get(a, "default", source, "auth", &default_rule));
+    if (default_rule != "allow" && default_rule != "deny") {
+      return KeyError(source, "auth.default",
+                      absl::StrCat("'", default_rule, "': expected allow or deny"));
+    }
+    c.auth_default_deny = default_rule == "deny";
     if (const YAML::Node allow = a["allow"]) {
       if (!allow.IsMap()) return KeyError(source, "auth.allow", "expected a map NAME: [datasets]");
       for (const auto& kv : allow) {
@@ -208,6 +215,9 @@ absl::Status ValidateServerConfig(const ServerConfig& c) {
   }
   if (!c.auth_allow.empty() && c.auth_token_file.empty()) {
     return absl::InvalidArgumentError("auth.allow needs auth.token_file");
+  }
+  if (c.auth_default_deny && c.auth_token_file.empty()) {
+    return absl::InvalidArgumentError("auth.default: deny needs auth.token_file");
   }
   if (c.tls_cert.empty() != c.tls_key.empty()) {
     return absl::InvalidArgumentError("tls: cert and key go together");

@@ -48,6 +48,9 @@ struct ServerConfig {
   std::string auth_token_file;  // bearer tokens, one per line: TOKEN or NAME TOKEN
   // auth.allow: per token name, the only datasets that token may read.
   std::map<std::string, std::vector<std::string>> auth_allow;
+  // auth.default: "allow" (tokens not named under auth.allow read every dataset) or
+  // "deny" (they read nothing).
+  bool auth_default_deny = false;
   std::vector<DatasetConfig> datasets;
 };
 

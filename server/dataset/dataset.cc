@@ -20,16 +20,12 @@ namespace {
 absl::StatusOr<std::vector<std::string>> ExpandGlobs(const DatasetSpec& spec) {
   std::vector<std::string> paths;
   for (const std::string& pattern : spec.globs) {
-    glob_t g{};
-    const int rc = ::glob(pattern.c_str(), GLOB_NOSORT, nullptr, &g);
-    if (rc == 0) {
-      for (size_t i = 0; i < g.gl_pathc; ++i) paths.emplace_back(g.gl_pathv[i]);
+    auto matched = ExpandGlob(pattern, /*may_match_nothing=*/true);
+    if (!matched.ok()) {
+      return absl::Status(matched.status().code(), absl::StrCat("dataset '", spec.name,
+                                                                "': ", matched.status().message()));
     }
-    globfree(&g);
-    if (rc != 0 && rc != GLOB_NOMATCH) {
-      return absl::UnavailableError(
-          absl::StrCat("dataset '", spec.name, "': cannot expand '", pattern, "'"));
-    }
+    paths.insert(paths.end(), matched->begin(), matched->end());
   }
   std::sort(paths.begin(), paths.end());
   paths.erase(std::unique(paths.begin(), paths.end()), paths.end());
@@ -41,6 +37,25 @@ absl::StatusOr<std::vector<std::string>> ExpandGlobs(const DatasetSpec& spec) {
 }
 
 }  // namespace
+
+absl::StatusOr<std::vector<std::string>> ExpandGlob(const std::string& pattern,
+                                                    bool may_match_nothing) {
+  std::vector<std::string> paths;
+  glob_t g{};
+  const int rc = ::glob(pattern.c_str(), GLOB_NOSORT, nullptr, &g);
+  if (rc == 0) {
+    for (size_t i = 0; i < g.gl_pathc; ++i) paths.emplace_back(g.gl_pathv[i]);
+  }
+  globfree(&g);
+  if (rc != 0 && rc != GLOB_NOMATCH) {
+    return absl::UnavailableError(absl::StrCat("cannot expand '", pattern, "'"));
+  }
+  if (paths.empty() && !may_match_nothing) {
+    return absl::NotFoundError(absl::StrCat("no file matches '", pattern, "'"));
+  }
+  std::sort(paths.begin(), paths.end());
+  return paths;
+}
 
 absl::StatusOr<std::pair<std::string, std::string>> SplitDatasetFlag(absl::string_view flag) {
   const size_t eq = flag.find('=');

@@ -69,6 +69,11 @@ struct ShotData {
 // byte order (for clients that accept big-endian samples).
 enum class ZeroCopy { kOff, kLittleEndian, kAnyByteOrder };
 
+// The files one glob pattern matches, sorted by name; NOT_FOUND naming the pattern when
+// it matches none (unless may_match_nothing).
+absl::StatusOr<std::vector<std::string>> ExpandGlob(const std::string& pattern,
+                                                    bool may_match_nothing = false);
+
 // "--dataset=NAME=GLOB" parsing; the glob may hold commas to give several patterns.
 absl::StatusOr<std::pair<std::string, std::string>> SplitDatasetFlag(absl::string_view flag);
 

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "server/common/listen_probe.h"
 
 namespace shotstream::metrics {
 namespace {
@@ -150,8 +151,10 @@ absl::StatusOr<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::Start(
   std::memset(&callbacks, 0, sizeof(callbacks));
   server->impl_->ctx = mg_start(&callbacks, nullptr, options);
   if (server->impl_->ctx == nullptr) {
-    return absl::UnavailableError(absl::StrCat("--metrics_listen=", listen,
-                                               ": cannot listen (address in use or invalid)"));
+    const absl::Status why = ProbeListen(listen);
+    return absl::UnavailableError(absl::StrCat(
+        "--metrics_listen=", listen, ": ",
+        why.ok() ? "cannot listen (invalid address?)" : std::string(why.message())));
   }
   mg_set_request_handler(server->impl_->ctx, "/metrics", HandleMetrics,
                          &server->impl_->render);

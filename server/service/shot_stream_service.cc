@@ -501,6 +501,7 @@ class ShotStreamServiceImpl final
       : datasets_(datasets),
         pool_(pool),
         options_(options),
+        access_(options.tokens, options.access),
         counters_(options.counters != nullptr ? options.counters : &own_counters_),
         budget_(options.max_inflight_bytes > 0
                     ? std::make_unique<stream::ByteBudget>(options.max_inflight_bytes)
@@ -605,26 +606,17 @@ class ShotStreamServiceImpl final
     return nullptr;
   }
 
-  // Whether the token named `who` may read `dataset` (the allow-lists of the config).
   absl::Status Allowed(const std::string& who, const std::string& dataset) const {
-    if (who.empty()) return absl::OkStatus();
-    auto it = options_.allow.find(who);
-    if (it == options_.allow.end() || it->second.count(dataset)) return absl::OkStatus();
-    return absl::PermissionDeniedError(
-        absl::StrCat("token '", who, "' may not read dataset '", dataset, "'"));
+    return access_.MayRead(who, dataset);
   }
 
   absl::Status Authenticate(grpc::CallbackServerContext* ctx, std::string* who) const {
-    if (options_.tokens == nullptr) return absl::OkStatus();
+    std::optional<absl::string_view> authorization;
     const auto& md = ctx->client_metadata();
-    auto it = md.find("authorization");
-    if (it == md.end()) {
-      return absl::UnauthenticatedError("missing 'authorization: Bearer <token>' metadata");
+    if (auto it = md.find("authorization"); it != md.end()) {
+      authorization = absl::string_view(it->second.data(), it->second.size());
     }
-    if (!options_.tokens->Check(absl::string_view(it->second.data(), it->second.size()), who)) {
-      return absl::UnauthenticatedError("unknown bearer token");
-    }
-    return absl::OkStatus();
+    return access_.Authenticate(authorization, who);
   }
 
   // "ipv4:127.0.0.1:5555" -> "ipv4:127.0.0.1": streams are counted per address.
@@ -689,6 +681,7 @@ class ShotStreamServiceImpl final
   const std::vector<DatasetEntry>* const datasets_;
   stream::ReaderPool* const pool_;
   const ServiceOptions options_;
+  const AccessPolicy access_;
   ServiceCounters own_counters_;
   ServiceCounters* const counters_;
   const std::unique_ptr<stream::ByteBudget> budget_;

@@ -18,6 +18,7 @@
 
 #include "absl/status/status.h"
 #include "server/dataset/dataset.h"
+#include "server/service/access_policy.h"
 #include "server/service/request_validation.h"
 #include "server/service/token_store.h"
 #include "server/stream/reader_pool.h"
@@ -78,9 +79,9 @@ struct ServiceOptions {
   uint32_t max_streams_per_peer = 64;
   // When set, every RPC needs `authorization: Bearer <token>` (else UNAUTHENTICATED).
   const TokenStore* tokens = nullptr;
-  // Per named token, the only datasets it may read (others: PERMISSION_DENIED, and
-  // ListDatasets leaves them out). Tokens not named here may read every dataset.
-  std::map<std::string, std::set<std::string>> allow;
+  // Which datasets each token may read (others: PERMISSION_DENIED, and ListDatasets
+  // leaves them out); see AccessPolicy.
+  AccessRules access;
   // Per-stream log lines (start and end, with a stream id) on stderr.
   bool log_streams = true;
   // When it reads true, new streams get UNAVAILABLE (the server is shutting down);

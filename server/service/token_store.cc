@@ -1,9 +1,11 @@
 #include "server/service/token_store.h"
 
 #include <fstream>
+#include <set>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 
@@ -49,8 +51,9 @@ bool ConstantTimeEquals(absl::string_view known, absl::string_view candidate) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<TokenStore>> TokenStore::Load(const std::string& path) {
-  std::unique_ptr<TokenStore> store(new TokenStore(path));
+absl::StatusOr<std::unique_ptr<TokenStore>> TokenStore::Load(
+    const std::string& path, std::vector<std::string> required_names) {
+  std::unique_ptr<TokenStore> store(new TokenStore(path, std::move(required_names)));
   absl::Status s = store->Reload();
   if (!s.ok()) return s;
   return store;
@@ -59,6 +62,19 @@ absl::StatusOr<std::unique_ptr<TokenStore>> TokenStore::Load(const std::string& 
 absl::Status TokenStore::Reload() {
   auto tokens = ReadTokens<Token>(path_);
   if (!tokens.ok()) return tokens.status();
+  std::set<std::string> names;
+  for (const Token& t : *tokens) {
+    if (!t.name.empty()) names.insert(t.name);
+  }
+  for (const std::string& required : required_names_) {
+    if (names.count(required) == 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          path_, ": no token is named '", required, "', which the configuration's auth "
+          "section names (names in the file: ",
+          names.empty() ? "none" : absl::StrJoin(names, ", "),
+          "); a misspelt name would lift its restriction, so the file is refused"));
+    }
+  }
   absl::MutexLock lock(&mu_);
   tokens_ = *std::move(tokens);
   return absl::OkStatus();

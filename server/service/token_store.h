@@ -19,9 +19,14 @@ namespace shotstream::service {
 
 class TokenStore {
  public:
-  static absl::StatusOr<std::unique_ptr<TokenStore>> Load(const std::string& path);
+  // `required_names`: token names the configuration refers to (auth.allow, auth.writers);
+  // a file that lacks one is refused, at load and at every reload, so that a misspelt
+  // name can never lift a restriction.
+  static absl::StatusOr<std::unique_ptr<TokenStore>> Load(
+      const std::string& path, std::vector<std::string> required_names = {});
 
-  // Re-reads the file; on error the old tokens stay and the error is returned.
+  // Re-reads the file; on error (unreadable, malformed, a required name missing) the old
+  // tokens stay and the error is returned.
   absl::Status Reload() ABSL_LOCKS_EXCLUDED(mu_);
 
   // True when `authorization` is "Bearer <token>" for a known token; *name (if given) is
@@ -33,9 +38,11 @@ class TokenStore {
   size_t size() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
-  explicit TokenStore(std::string path) : path_(std::move(path)) {}
+  TokenStore(std::string path, std::vector<std::string> required_names)
+      : path_(std::move(path)), required_names_(std::move(required_names)) {}
 
   const std::string path_;
+  const std::vector<std::string> required_names_;
   mutable absl::Mutex mu_;
   struct Token {
     std::string name;

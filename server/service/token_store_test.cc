@@ -48,6 +48,26 @@ TEST(TokenStoreTest, NamedTokens) {
   EXPECT_FALSE(TokenStore::Load(Write("a b c\n")).ok());
 }
 
+TEST(TokenStoreTest, NamesTheConfigurationRefersToMustBeInTheFile) {
+  const std::string path = Write("bob s3cret\nalice other\n");
+  auto typo = TokenStore::Load(path, {"bobb"});
+  ASSERT_FALSE(typo.ok());
+  EXPECT_EQ(typo.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(typo.status().message().find("no token is named 'bobb'"), std::string::npos)
+      << typo.status();
+  EXPECT_NE(typo.status().message().find("alice, bob"), std::string::npos);
+  auto store = TokenStore::Load(path, {"bob"});
+  ASSERT_TRUE(store.ok()) << store.status();
+  // A reload that loses the name is refused; the old tokens stay.
+  Write("robert s3cret\n");
+  absl::Status reload = (*store)->Reload();
+  EXPECT_FALSE(reload.ok());
+  EXPECT_NE(reload.message().find("'bob'"), std::string::npos) << reload;
+  std::string name;
+  EXPECT_TRUE((*store)->Check("Bearer s3cret", &name));
+  EXPECT_EQ(name, "bob");
+}
+
 TEST(TokenStoreTest, MissingFile) {
   EXPECT_EQ(TokenStore::Load("/nonexistent/tokens").status().code(),
             absl::StatusCode::kNotFound);
