@@ -237,6 +237,7 @@ class GrpcShotReader final : public ShotReader {
     for (const std::string& h : options_.headers) request.add_headers(h);
     request.set_max_chunk_bytes(options_.max_chunk_bytes);
     request.set_accept_big_endian(options_.accept_big_endian);
+    request.set_raw_trace_headers(options_.raw_trace_headers);
     grpc::ClientContext ctx;
     client_->Prepare(&ctx);
     {
@@ -292,6 +293,14 @@ class GrpcShotReader final : public ShotReader {
         for (const v1::HeaderColumn& col : chunk.headers()) {
           shot.headers.emplace_back(col.name(), std::vector<double>(col.values().begin(),
                                                                     col.values().end()));
+        }
+        if (options_.raw_trace_headers) {
+          if (chunk.trace_headers().size() != uint64_t{shot.n_traces} * 240) {
+            return absl::DataLossError(absl::StrCat(
+                "shot ", shot.shot_id, ": ", chunk.trace_headers().size(),
+                " bytes of trace headers for ", shot.n_traces, " traces"));
+          }
+          shot.trace_headers = chunk.trace_headers();
         }
         crc = 0;
         in_shot = true;

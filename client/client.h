@@ -44,6 +44,9 @@ struct Shot {
   double sample_interval_us = 0;
   gpu::HostBuffer samples;  // from the reader's pool; goes back when replaced or destroyed
   std::vector<std::pair<std::string, std::vector<double>>> headers;
+  // With StreamOptions::raw_trace_headers: n_traces * 240 bytes, each trace's header
+  // big-endian as SEG-Y stores it; empty otherwise.
+  std::string trace_headers;
   const std::vector<double>* header(const std::string& name) const {
     for (const auto& [n, v] : headers) {
       if (n == name) return &v;
@@ -59,6 +62,9 @@ struct StreamOptions {
   // Let the server send big-endian IEEE traces as stored (no decode there); the client
   // swaps them in the copy it makes anyway. Shots arrive little-endian either way.
   bool accept_big_endian = true;
+  // Receive each trace's raw 240-byte header (Shot::trace_headers), for exports that keep
+  // every field.
+  bool raw_trace_headers = false;
 };
 
 struct ClientOptions {

@@ -107,7 +107,26 @@ absl::Status WriteShotSegy(const std::string& path, const Shot& shot,
   }
   bool ok = std::fwrite(head.data(), 1, head.size(), f) == head.size();
   std::vector<uint8_t> trace(240 + 4ull * shot.n_samples);
+  const bool raw = !shot.trace_headers.empty();
+  if (raw && shot.trace_headers.size() != uint64_t{shot.n_traces} * 240) {
+    std::fclose(f);
+    return absl::InvalidArgumentError(absl::StrCat("shot ", shot.shot_id, ": ",
+                                                   shot.trace_headers.size(),
+                                                   " bytes of trace headers for ",
+                                                   shot.n_traces, " traces"));
+  }
   for (uint32_t t = 0; t < shot.n_traces && ok; ++t) {
+    if (raw) {
+      // The source's trace header, every field as it was (the file's format is said in
+      // the binary header alone).
+      std::memcpy(trace.data(), shot.trace_headers.data() + uint64_t{t} * 240, 240);
+      segy::EncodeSamplesBigEndian(shot.samples.data() + uint64_t{t} * shot.n_samples,
+                                   shot.n_samples,
+                                   static_cast<segy::SampleFormat>(options.format),
+                                   trace.data() + 240);
+      ok = std::fwrite(trace.data(), 1, trace.size(), f) == trace.size();
+      continue;
+    }
     std::memset(trace.data(), 0, 240);
     Put(&trace[0], 4, t + 1);             // trace sequence in line
     Put(&trace[4], 4, t + 1);             // trace sequence in file

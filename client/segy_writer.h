@@ -16,7 +16,8 @@ struct SegyWriteOptions {
   int format = 5;  // 5: IEEE float32 (exact); 1: IBM float (rounded to nearest)
 };
 
-// Trace headers: field_record = the shot id, trace sequence numbers, sample count and
+// Trace headers: the shot's raw trace headers (Shot::trace_headers) byte for byte where it
+// has them; otherwise field_record = the shot id, trace sequence numbers, sample count and
 // interval, and every header column of the shot at its standard position. Scaled fields
 // (coordinates, elevations) get the smallest power-of-ten scalar (bytes 71-72 / 69-70)
 // that stores every value of the shot exactly, up to 1/10000.

@@ -82,6 +82,10 @@ absl::StatusOr<std::vector<int64_t>> ShotList(Client& client, const std::string&
   if (flag == "all") {
     auto info = client.GetDataset(dataset);
     if (!info.ok()) return info.status();
+    if (info->shot_ids.empty()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("dataset '", dataset, "' has no shots: nothing to do"));
+    }
     return info->shot_ids;
   }
   std::vector<int64_t> ids;
@@ -92,6 +96,7 @@ absl::StatusOr<std::vector<int64_t>> ShotList(Client& client, const std::string&
     }
     ids.push_back(id);
   }
+  if (ids.empty()) return absl::InvalidArgumentError("--shots: no shot id given");
   return ids;
 }
 
@@ -153,6 +158,8 @@ int Fetch(Client& client, const std::string& dataset) {
   options.queue_depth = absl::GetFlag(FLAGS_queue_depth);
   options.max_chunk_bytes = absl::GetFlag(FLAGS_max_chunk_bytes);
   options.headers = HeaderList();
+  // SEG-Y export keeps every trace header field as the source has it.
+  options.raw_trace_headers = format != "npy";
   const size_t total = ids->size();
   auto reader = client.Stream(dataset, *ids, options);
   Shot shot;

@@ -219,12 +219,12 @@ absl::Status CheckDatasetFiles(const ServerConfig& c) {
 void SetHealth(grpc::HealthCheckServiceInterface* health,
                const std::vector<DatasetEntry>& datasets, bool draining) {
   bool any_ready = false;
-  for (const DatasetEntry& e : datasets) any_ready |= e.dataset != nullptr && !draining;
+  for (const DatasetEntry& e : datasets) any_ready |= e.dataset() != nullptr && !draining;
   health->SetServingStatus(any_ready);  // every name registered so far, "" too
   health->SetServingStatus(kServiceName, any_ready);
   for (const DatasetEntry& e : datasets) {
     health->SetServingStatus(absl::StrCat(kServiceName, "/", e.name),
-                             e.dataset != nullptr && !draining);
+                             e.dataset() != nullptr && !draining);
   }
 }
 
@@ -246,7 +246,8 @@ void PrintSummary(const shotstream::dataset::Dataset& d, absl::Duration took) {
   std::fflush(stdout);
 }
 
-DatasetEntry LoadDataset(const DatasetConfig& dc, const std::string& catalog_dir) {
+// Loads one dataset into *entry, with its start-up lines on stderr.
+void LoadDataset(const DatasetConfig& dc, const std::string& catalog_dir, DatasetEntry* entry) {
   shotstream::dataset::DatasetSpec spec;
   spec.name = dc.name;
   spec.globs = dc.files;
@@ -272,14 +273,13 @@ DatasetEntry LoadDataset(const DatasetConfig& dc, const std::string& catalog_dir
                  static_cast<unsigned long long>(total), rate,
                  (total - done) / std::max(rate, 1.0));
   };
-  DatasetEntry entry;
-  entry.name = spec.name;
-  auto loaded = shotstream::dataset::Dataset::Load(spec, progress);
+  entry->name = spec.name;
+  const absl::Status loaded = entry->Load(spec, progress);
   if (loaded.ok()) {
-    entry.dataset = std::move(*loaded);
+    const std::shared_ptr<const shotstream::dataset::Dataset> d = entry->dataset();
     size_t mapped = 0;
-    for (size_t f = 0; f < entry.dataset->n_files(); ++f) mapped += entry.dataset->file(f).mapped();
-    const size_t n_files = entry.dataset->n_files();
+    for (size_t f = 0; f < d->n_files(); ++f) mapped += d->file(f).mapped();
+    const size_t n_files = d->n_files();
     const std::string io = mapped == n_files ? "mmap"
                            : mapped == 0     ? "pread"
                                              : absl::StrCat("mmap ", mapped, ", pread ",
@@ -288,20 +288,18 @@ DatasetEntry LoadDataset(const DatasetConfig& dc, const std::string& catalog_dir
                  "dataset %s: %zu files (read by %s), %llu traces, %zu shots; catalog %s "
                  "(%.2f s)\n",
                  spec.name.c_str(), n_files, io.c_str(),
-                 static_cast<unsigned long long>(entry.dataset->catalog().n_traces()),
-                 entry.dataset->catalog().shots().size(), entry.dataset->catalog_origin().c_str(),
+                 static_cast<unsigned long long>(d->catalog().n_traces()),
+                 d->catalog().shots().size(), d->catalog_origin().c_str(),
                  absl::ToDoubleSeconds(absl::Now() - start));
-    for (const std::string& note : entry.dataset->notes()) {
+    for (const std::string& note : d->notes()) {
       std::fprintf(stderr, "dataset %s: note: %s\n", spec.name.c_str(), note.c_str());
     }
-    if (absl::GetFlag(FLAGS_index_only)) PrintSummary(*entry.dataset, absl::Now() - start);
+    if (absl::GetFlag(FLAGS_index_only)) PrintSummary(*d, absl::Now() - start);
   } else {
     // The server still serves the other datasets; this one reports its error.
-    entry.status = loaded.status();
     std::fprintf(stderr, "dataset %s FAILED: %s\n", spec.name.c_str(),
-                 std::string(loaded.status().message()).c_str());
+                 std::string(loaded.message()).c_str());
   }
-  return entry;
 }
 
 absl::StatusOr<std::string> ReadFile(const std::string& path) {
@@ -375,11 +373,26 @@ int main(int argc, char** argv) {
   auto creds = Credentials(cfg);
   if (!creds.ok()) return Fail(std::string(creds.status().message()));
 
-  std::vector<DatasetEntry> datasets;
-  for (const DatasetConfig& dc : cfg.datasets) datasets.push_back(LoadDataset(dc, cfg.catalog_dir));
+  // A dataset whose files change under it is rebuilt in the background; each change of
+  // state is said on stderr and moves the health status (once the server runs).
+  std::vector<DatasetEntry> datasets(cfg.datasets.size());
+  std::atomic<grpc::HealthCheckServiceInterface*> health_service{nullptr};
+  std::atomic<bool> draining{false};
+  for (size_t i = 0; i < cfg.datasets.size(); ++i) {
+    datasets[i].set_on_change([&](const DatasetEntry& e) {
+      const absl::Status s = e.status();
+      std::fprintf(stderr, "dataset %s: %s%s\n", e.name.c_str(),
+                   e.state() == DatasetEntry::State::kRebuilding ? ""
+                   : s.ok()                                      ? "READY again, rebuilt"
+                                                                 : "FAILED on rebuild: ",
+                   std::string(s.message()).c_str());
+      if (auto* h = health_service.load()) SetHealth(h, datasets, draining.load());
+    });
+    LoadDataset(cfg.datasets[i], cfg.catalog_dir, &datasets[i]);
+  }
   if (absl::GetFlag(FLAGS_index_only)) {
     for (const DatasetEntry& e : datasets) {
-      if (e.dataset == nullptr) return 1;
+      if (e.dataset() == nullptr) return 1;
     }
     return 0;
   }
@@ -389,7 +402,6 @@ int main(int argc, char** argv) {
                           : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   shotstream::stream::ReaderPool pool(readers);
   shotstream::service::ServiceCounters counters;
-  std::atomic<bool> draining{false};
   shotstream::service::ServiceOptions options;
   options.default_queue_depth = cfg.default_queue_depth;
   options.max_queue_depth = cfg.max_queue_depth;
@@ -445,6 +457,7 @@ int main(int argc, char** argv) {
   }
   grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
   SetHealth(health, datasets, /*draining=*/false);
+  health_service = health;
 
   std::unique_ptr<shotstream::metrics::MetricsHttpServer> metrics;
   if (!cfg.metrics_listen.empty()) {

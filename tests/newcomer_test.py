@@ -12,6 +12,8 @@ import time
 import unittest
 
 import grpc
+import numpy as np
+import segyio
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
@@ -131,6 +133,67 @@ auth: {{token_file: {tokens}, default: deny-all}}
         res = run_server(f"--config={bad}", "--check_config")
         self.assertNotEqual(res.returncode, 0)
         self.assertIn("auth.default", res.stderr)
+
+    def test_a_file_rewritten_in_place_is_never_served_under_its_old_catalog(self):
+        d = os.path.join(self.tmp, "rewrite")
+        os.makedirs(d)
+        path = os.path.join(d, "line.sgy")
+        harness.write_survey(path, 5, [11, 12, 13, 14, 15], 8, 60, seed=1)
+        new = os.path.join(self.tmp, "rewrite_new.sgy")
+        harness.write_survey(new, 5, [211, 212, 213, 214, 215], 8, 60, seed=2)
+        self.assertEqual(os.path.getsize(new), os.path.getsize(path))
+        want = harness.segyio_shots([new])
+        with harness.Server([f"--dataset=line={path}", f"--catalog_dir={self.tmp}/cat"]) as server, \
+                shotstream.Client(server.target) as c:
+            self.assertEqual(len(list(c.stream("line", [15]))), 1)
+            with open(new, "rb") as src, open(path, "r+b") as dst:  # same inode, same size
+                dst.write(src.read())
+            with self.assertRaises(shotstream.ShotstreamError) as e:
+                list(c.stream("line", [15]))
+            self.assertEqual(e.exception.code(), grpc.StatusCode.DATA_LOSS)
+            self.assertIn("line.sgy", e.exception.details())
+            self.assertIn("changed since its catalog was built", e.exception.details())
+
+            def rebuilt():
+                try:
+                    return 215 in c.dataset("line").shot_ids
+                except shotstream.ShotstreamError as err:  # UNAVAILABLE while rebuilding
+                    self.assertEqual(err.code(), grpc.StatusCode.UNAVAILABLE)
+                    return False
+            wait_for(rebuilt, what="the catalog rebuild")
+            self.assertNotIn(15, c.dataset("line").shot_ids)
+            shot = next(iter(c.stream("line", [215], headers=["field_record"])))
+            np.testing.assert_array_equal(shot.samples, want[215][0])
+            np.testing.assert_array_equal(shot.headers["field_record"], 215)
+            self.assertIn("dataset line: READY again, rebuilt", "".join(server.stderr_lines))
+            self.assertEqual(health(server.target, "shotstream.v1.ShotStream/line"), SERVING)
+
+    def test_segy_export_keeps_every_trace_header_byte(self):
+        src = os.path.join(self.tmp, "geometry.sgy")
+        harness.write_survey(src, 1, [7, 8], 12, 40, seed=3)
+        with open(src, "rb") as f:
+            raw = f.read()
+        trace = 240 + 40 * 4
+        source_headers = [raw[3600 + t * trace:3600 + t * trace + 240] for t in range(24)]
+        with harness.Server([f"--dataset=g={src}"]) as server:
+            for extra in ([], ["--headers=source_x,group_x,offset"]):
+                out = os.path.join(self.tmp, f"export{len(extra)}")
+                harness.cli("fetch", f"--target={server.target}", "--dataset=g", "--shots=8",
+                            "--format=segy", f"--out={out}", *extra)
+                with open(os.path.join(out, "shot_8.sgy"), "rb") as f:
+                    written = f.read()
+                got = [written[3600 + t * trace:3600 + t * trace + 240] for t in range(12)]
+                self.assertEqual(got, source_headers[12:], extra)
+                with segyio.open(os.path.join(out, "shot_8.sgy"), ignore_geometry=True) as f:
+                    np.testing.assert_array_equal(f.trace.raw[:],
+                                                  harness.segyio_shots([src])[8][0])
+            for native in (True, False):
+                with shotstream.Client(server.target, native=native) as c:
+                    shot = next(iter(c.stream("g", [7], trace_headers=True)))
+                    self.assertEqual(shot.trace_headers.shape, (12, 240))
+                    self.assertEqual([bytes(h) for h in shot.trace_headers], source_headers[:12])
+                    plain = next(iter(c.stream("g", [7])))
+                    self.assertIsNone(plain.trace_headers)
 
     # --- failures that look like success ---------------------------------------------
 

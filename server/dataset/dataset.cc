@@ -140,7 +140,9 @@ absl::Status Dataset::LoadOrBuildCatalog(const catalog::ScanProgress& progress) 
   if (!spec_.catalog_dir.empty()) {
     path = absl::StrCat(spec_.catalog_dir, "/", spec_.name, ".catalog");
     SS_ASSIGN_OR_RETURN(source, catalog::DescribeSource(file_ptrs_, spec_.shot_key.name));
-    auto loaded = catalog::LoadCatalog(path, source);
+    auto loaded = spec_.ignore_saved_catalog
+                      ? absl::FailedPreconditionError("a read found the files changed")
+                      : catalog::LoadCatalog(path, source);
     if (loaded.ok()) {
       catalog_ = *std::move(loaded);
       catalog_origin_ = absl::StrCat("reused (", path, ")");
@@ -179,7 +181,7 @@ absl::Status Dataset::LoadOrBuildCatalog(const catalog::ScanProgress& progress) 
 absl::StatusOr<ShotData> Dataset::ReadShot(int64_t shot_id,
                                            absl::Span<const segy::HeaderSelector> headers,
                                            uint64_t max_chunk_bytes, io::ReadStats* stats,
-                                           ZeroCopy zero_copy) const {
+                                           ZeroCopy zero_copy, bool raw_trace_headers) const {
   const catalog::ShotEntry* shot = catalog_.Find(shot_id);
   if (shot == nullptr) {
     return absl::NotFoundError(
@@ -193,9 +195,11 @@ absl::StatusOr<ShotData> Dataset::ReadShot(int64_t shot_id,
   const uint64_t trace_out_bytes = uint64_t{n_samples_} * sizeof(float);
   out.total_bytes = trace_out_bytes * out.n_traces;
   const uint64_t per_chunk = std::max<uint64_t>(1, max_chunk_bytes / trace_out_bytes);
-  std::vector<uint8_t> raw_headers;
-  if (!headers.empty()) raw_headers.resize(traces.size() * segy::kTraceHeaderBytes);
-  uint8_t* header_dst = headers.empty() ? nullptr : raw_headers.data();
+  SS_RETURN_IF_ERROR(CheckFilesOf(traces));
+  // Every trace's header comes with its samples (the same coalesced reads): its shot key
+  // is checked against the catalog's, and the asked-for columns are taken from it.
+  std::vector<uint8_t> raw_headers(traces.size() * segy::kTraceHeaderBytes);
+  uint8_t* header_dst = raw_headers.data();
   if (const std::optional<bool> big_endian = StoredByteOrder(traces, zero_copy)) {
     out.stored.resize(traces.size());
     out.stored_file.resize(traces.size());
@@ -219,6 +223,7 @@ absl::StatusOr<ShotData> Dataset::ReadShot(int64_t shot_id,
     const Crc32Joiner join(trace_out_bytes);
     for (uint32_t c : trace_crc) out.crc32 = join.Append(out.crc32, c);
   }
+  SS_RETURN_IF_ERROR(CheckShotKeys(shot_id, traces, raw_headers.data()));
   for (const segy::HeaderSelector& h : headers) {
     std::vector<double> column(traces.size());
     for (size_t i = 0; i < traces.size(); ++i) {
@@ -227,7 +232,73 @@ absl::StatusOr<ShotData> Dataset::ReadShot(int64_t shot_id,
     }
     out.headers.emplace_back(h.name, std::move(column));
   }
+  if (raw_trace_headers) {
+    out.trace_headers.resize(raw_headers.size());
+    for (size_t i = 0; i < traces.size(); ++i) {
+      segy::TraceHeaderToBigEndian(raw_headers.data() + i * segy::kTraceHeaderBytes,
+                                   files_[traces[i].file_id]->layout().byte_order,
+                                   reinterpret_cast<uint8_t*>(&out.trace_headers[0]) +
+                                       i * segy::kTraceHeaderBytes);
+    }
+  }
   return out;
+}
+
+absl::Status Dataset::FilesChanged(absl::Status why) const {
+  if (spec_.on_files_changed) spec_.on_files_changed(*this, why);
+  return absl::DataLossError(absl::StrCat(
+      "dataset '", spec_.name, "': ", why.message(),
+      spec_.on_files_changed ? "; its catalog is being rebuilt, try again shortly"
+                             : "; its catalog must be rebuilt"));
+}
+
+absl::Status Dataset::CheckFilesOf(absl::Span<const io::TraceRef> traces) const {
+  uint32_t last = UINT32_MAX;
+  for (const io::TraceRef& t : traces) {
+    if (t.file_id == last) continue;  // traces of a shot run through few files, in order
+    last = t.file_id;
+    if (absl::Status s = files_[t.file_id]->CheckUnchanged(); !s.ok()) {
+      return FilesChanged(absl::DataLossError(
+          absl::StrCat(s.message(), " (found reading the trace at byte offset ", t.offset, ")")));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Dataset::CheckShotKeys(int64_t shot_id, absl::Span<const io::TraceRef> traces,
+                                    const uint8_t* raw_headers) const {
+  const segy::ShotKey& key = spec_.shot_key;
+  const catalog::SourcePosition* position = nullptr;
+  if (key.source_xy) {
+    const auto& positions = catalog_.source_positions();
+    if (shot_id < 1 || static_cast<uint64_t>(shot_id) > positions.size()) return absl::OkStatus();
+    position = &positions[shot_id - 1];
+  }
+  static const segy::HeaderSelector kSourceX = *segy::ResolveHeader("source_x");
+  static const segy::HeaderSelector kSourceY = *segy::ResolveHeader("source_y");
+  for (size_t i = 0; i < traces.size(); ++i) {
+    const uint8_t* h = raw_headers + i * segy::kTraceHeaderBytes;
+    const segy::SegyFile& file = *files_[traces[i].file_id];
+    const segy::ByteOrder order = file.layout().byte_order;
+    if (position != nullptr) {
+      const double x = segy::HeaderValue(kSourceX, h, order);
+      const double y = segy::HeaderValue(kSourceY, h, order);
+      if (x == position->x && y == position->y) continue;
+      return FilesChanged(absl::DataLossError(absl::StrCat(
+          file.path(), ": byte ", traces[i].offset + 73, ": the trace header's source "
+          "position is (", x, ", ", y, ") where the catalog has a trace of shot ", shot_id,
+          " at (", position->x, ", ", position->y, "): the file changed since its catalog "
+          "was built")));
+    }
+    const int64_t found = segy::ReadHeaderInt(h, key.byte, 4, order);
+    if (found == shot_id) continue;
+    return FilesChanged(absl::DataLossError(absl::StrCat(
+        file.path(), ": byte ", traces[i].offset + key.byte, ": the trace header says "
+        "shot ", found, " (", key.name.empty() ? "shot key" : key.name, ", bytes ", key.byte,
+        "-", key.byte + 3, ") where the catalog has a trace of shot ", shot_id,
+        ": the file changed since its catalog was built")));
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<uint32_t> Dataset::StoredCrc(int64_t shot_id,

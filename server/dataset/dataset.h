@@ -6,6 +6,7 @@
 #define SHOTSTREAM_SERVER_DATASET_DATASET_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -31,6 +32,13 @@ struct DatasetSpec {
   // Where the catalog is kept (DIR/NAME.catalog); empty: built in memory every start.
   std::string catalog_dir;
   uint64_t scan_block_bytes = catalog::kDefaultScanBlockBytes;
+  // Scan the files even when catalog_dir holds a catalog that looks current (a rebuild
+  // after a read found the files changed).
+  bool ignore_saved_catalog = false;
+  // Called (from a reader thread) when ReadShot finds that a file changed since the
+  // catalog was built: a file's identity, size or mtime moved, or a trace header's shot
+  // key is not the shot the catalog has there. The read itself fails DATA_LOSS.
+  std::function<void(const class Dataset&, const absl::Status&)> on_files_changed;
   // Strict mode (opt-in): refuse files whose trace headers (bytes 115-116) give another
   // sample count than the binary header's. Off, such counts are reported in notes().
   bool check_trace_lengths = false;
@@ -56,6 +64,8 @@ struct ShotData {
   uint32_t traces_per_chunk = 0;
   bool big_endian = false;
   std::vector<std::pair<std::string, std::vector<double>>> headers;
+  // With raw_trace_headers: n_traces * 240 bytes, each trace header big-endian.
+  std::string trace_headers;
   uint32_t crc32 = 0;
 
   size_t n_chunks() const {
@@ -111,12 +121,16 @@ class Dataset {
                                      absl::Span<const uint32_t> files, uint32_t crc) const;
 
   // Reads one shot. Chunks hold at most max(1, max_chunk_bytes / trace bytes) traces.
-  // NOT_FOUND for an unknown shot id.
+  // NOT_FOUND for an unknown shot id. Never serves stale data: each file of the shot is
+  // checked to be the one opened, unchanged, and each trace header's shot key to be the
+  // shot asked for; otherwise DATA_LOSS naming the file and byte ("changed since its
+  // catalog was built"), after spec().on_files_changed is called.
   absl::StatusOr<ShotData> ReadShot(int64_t shot_id,
                                     absl::Span<const segy::HeaderSelector> headers,
                                     uint64_t max_chunk_bytes,
                                     io::ReadStats* stats = nullptr,
-                                    ZeroCopy zero_copy = ZeroCopy::kOff) const;
+                                    ZeroCopy zero_copy = ZeroCopy::kOff,
+                                    bool raw_trace_headers = false) const;
 
  private:
   Dataset() = default;
@@ -125,6 +139,12 @@ class Dataset {
   std::optional<bool> StoredByteOrder(absl::Span<const io::TraceRef> traces,
                                       ZeroCopy zero_copy) const;
   absl::Status LoadOrBuildCatalog(const catalog::ScanProgress& progress);
+  // The files of `traces` are unchanged and each header (raw, 240 bytes a trace) carries
+  // shot `shot_id`'s key; else DATA_LOSS, after the on_files_changed hook.
+  absl::Status CheckFilesOf(absl::Span<const io::TraceRef> traces) const;
+  absl::Status CheckShotKeys(int64_t shot_id, absl::Span<const io::TraceRef> traces,
+                             const uint8_t* raw_headers) const;
+  absl::Status FilesChanged(absl::Status why) const;
 
   DatasetSpec spec_;
   std::vector<std::unique_ptr<segy::SegyFile>> files_;

@@ -93,25 +93,28 @@ std::string RenderPrometheus(const service::ServiceCounters& c,
     absl::StrAppendFormat(&out, "shotstream_streams_finished_total{code=\"%s\"} %d\n",
                           kCodeNames[code], c.finished_by_code[code].load());
   }
-  out += "# HELP shotstream_dataset_ready 1 when the dataset is served, 0 when it failed.\n"
+  out += "# HELP shotstream_dataset_ready 1 when the dataset is served, 0 when it failed or "
+         "is being rebuilt.\n"
          "# TYPE shotstream_dataset_ready gauge\n";
+  std::vector<std::shared_ptr<const dataset::Dataset>> snapshots;
   for (const auto& e : datasets) {
+    snapshots.push_back(e.dataset());
     absl::StrAppendFormat(&out, "shotstream_dataset_ready{dataset=\"%s\"} %d\n", e.name,
-                          e.dataset != nullptr ? 1 : 0);
+                          snapshots.back() != nullptr ? 1 : 0);
   }
   out += "# HELP shotstream_catalog_build_seconds Time to load or build the catalog.\n"
          "# TYPE shotstream_catalog_build_seconds gauge\n";
-  for (const auto& e : datasets) {
-    if (e.dataset == nullptr) continue;
+  for (size_t i = 0; i < datasets.size(); ++i) {
+    if (snapshots[i] == nullptr) continue;
     absl::StrAppendFormat(&out, "shotstream_catalog_build_seconds{dataset=\"%s\"} %.6f\n",
-                          e.name, e.dataset->catalog_seconds());
+                          datasets[i].name, snapshots[i]->catalog_seconds());
   }
   out += "# HELP shotstream_dataset_traces Traces in the dataset.\n"
          "# TYPE shotstream_dataset_traces gauge\n";
-  for (const auto& e : datasets) {
-    if (e.dataset == nullptr) continue;
-    absl::StrAppendFormat(&out, "shotstream_dataset_traces{dataset=\"%s\"} %d\n", e.name,
-                          e.dataset->catalog().n_traces());
+  for (size_t i = 0; i < datasets.size(); ++i) {
+    if (snapshots[i] == nullptr) continue;
+    absl::StrAppendFormat(&out, "shotstream_dataset_traces{dataset=\"%s\"} %d\n",
+                          datasets[i].name, snapshots[i]->catalog().n_traces());
   }
   return out;
 }

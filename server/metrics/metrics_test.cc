@@ -38,7 +38,7 @@ TEST(MetricsTest, RendersCountersAsPrometheusText) {
   c.finished_by_code[5] = 4;    // NOT_FOUND
   std::vector<service::DatasetEntry> datasets(1);
   datasets[0].name = "bad";
-  datasets[0].status = absl::NotFoundError("x");
+  datasets[0].SetFailed(absl::NotFoundError("x"));
   const std::string text = RenderPrometheus(c, datasets);
   EXPECT_NE(text.find("shotstream_active_streams 3\n"), std::string::npos);
   EXPECT_NE(text.find("shotstream_sample_bytes_sent_total 12345\n"), std::string::npos);

@@ -421,8 +421,9 @@ absl::StatusOr<std::unique_ptr<SegyFile>> SegyFile::Open(const std::string& path
     return absl::InvalidArgumentError(absl::StrCat(path, ": not a regular file"));
   }
   const int64_t mtime_ns = int64_t{st.st_mtim.tv_sec} * 1'000'000'000 + st.st_mtim.tv_nsec;
-  std::unique_ptr<SegyFile> file(
-      new SegyFile(path, fd, static_cast<uint64_t>(st.st_size), mtime_ns));
+  std::unique_ptr<SegyFile> file(new SegyFile(path, fd, static_cast<uint64_t>(st.st_size),
+                                              mtime_ns, static_cast<uint64_t>(st.st_dev),
+                                              static_cast<uint64_t>(st.st_ino)));
   SS_RETURN_IF_ERROR(file->ParseLayout(options));
   bool map = options.io == IoMode::kMmap;
   if (options.io == IoMode::kAuto) {
@@ -438,6 +439,27 @@ absl::StatusOr<std::unique_ptr<SegyFile>> SegyFile::Open(const std::string& path
     file->map_size_ = file->size_;
   }
   return file;
+}
+
+absl::Status SegyFile::CheckUnchanged() const {
+  struct stat st;
+  if (::stat(path_.c_str(), &st) != 0) {
+    return absl::DataLossError(absl::StrCat(path_, ": gone since its catalog was built (",
+                                            std::strerror(errno), ")"));
+  }
+  const int64_t mtime_ns = int64_t{st.st_mtim.tv_sec} * 1'000'000'000 + st.st_mtim.tv_nsec;
+  std::string what;
+  if (static_cast<uint64_t>(st.st_dev) != device_ || static_cast<uint64_t>(st.st_ino) != inode_) {
+    what = "replaced by another file";
+  } else if (static_cast<uint64_t>(st.st_size) != size_) {
+    what = absl::StrCat("now ", st.st_size, " bytes, was ", size_);
+  } else if (mtime_ns != mtime_ns_) {
+    what = "rewritten in place (its modification time moved)";
+  } else {
+    return absl::OkStatus();
+  }
+  return absl::DataLossError(
+      absl::StrCat(path_, ": changed since its catalog was built: ", what));
 }
 
 SegyFile::~SegyFile() {

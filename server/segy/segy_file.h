@@ -90,6 +90,11 @@ class SegyFile {
   uint64_t size() const { return size_; }
   int64_t mtime_ns() const { return mtime_ns_; }
 
+  // OK while the file at path() is the one opened, as it was: same device and inode,
+  // size and mtime. Otherwise DATA_LOSS naming the file and what changed (rewritten in
+  // place, replaced, truncated, removed). One stat(2).
+  absl::Status CheckUnchanged() const;
+
   // Reads exactly `length` bytes at `offset`, or an error naming the file and offset
   // (DATA_LOSS when the file is shorter than expected, UNAVAILABLE on I/O errors).
   absl::Status ReadAt(uint64_t offset, uint64_t length, uint8_t* dst) const;
@@ -112,14 +117,22 @@ class SegyFile {
   uint64_t read_calls() const { return read_calls_.load(std::memory_order_relaxed); }
 
  private:
-  SegyFile(std::string path, int fd, uint64_t size, int64_t mtime_ns)
-      : path_(std::move(path)), fd_(fd), size_(size), mtime_ns_(mtime_ns) {}
+  SegyFile(std::string path, int fd, uint64_t size, int64_t mtime_ns, uint64_t device,
+           uint64_t inode)
+      : path_(std::move(path)),
+        fd_(fd),
+        size_(size),
+        mtime_ns_(mtime_ns),
+        device_(device),
+        inode_(inode) {}
   absl::Status ParseLayout(const OpenOptions& options);
 
   std::string path_;
   int fd_;
   uint64_t size_;
   int64_t mtime_ns_;
+  uint64_t device_;
+  uint64_t inode_;
   SegyLayout layout_;
   mutable std::atomic<uint64_t> read_calls_{0};
   const uint8_t* map_ = nullptr;  // whole file, when mapped()

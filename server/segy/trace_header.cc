@@ -103,6 +103,14 @@ const std::vector<HeaderField>& StandardTraceHeaderFields() {
   return *fields;
 }
 
+void TraceHeaderToBigEndian(const uint8_t* header, ByteOrder order, uint8_t* dst) {
+  std::memcpy(dst, header, kTraceHeaderBytes);
+  if (order == ByteOrder::kBigEndian) return;
+  for (const HeaderField& f : StandardTraceHeaderFields()) {
+    for (int i = 0; i < f.size; ++i) dst[f.byte - 1 + i] = header[f.byte - 1 + f.size - 1 - i];
+  }
+}
+
 int64_t ReadHeaderInt(const uint8_t* header, int byte, int size, ByteOrder order) {
   const uint8_t* p = header + (byte - 1);
   if (size == 2) {

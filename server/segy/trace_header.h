@@ -27,6 +27,10 @@ struct HeaderField {
 // Every standard SEG-Y rev 1 trace header field (bytes 1-240), snake_case names.
 const std::vector<HeaderField>& StandardTraceHeaderFields();
 
+// Copies a 240-byte trace header stored in `order` to `dst` in big-endian order: every
+// standard field swapped for little-endian files, the other bytes copied as they are.
+void TraceHeaderToBigEndian(const uint8_t* header, ByteOrder order, uint8_t* dst);
+
 // Reads a signed integer of `size` bytes at 1-based `byte` of `header`.
 int64_t ReadHeaderInt(const uint8_t* header, int byte, int size, ByteOrder order);
 

@@ -80,3 +80,25 @@ TEST(ShotKeyTest, Parses) {
 
 }  // namespace
 }  // namespace shotstream::segy
+
+namespace shotstream::segy {
+namespace {
+
+TEST(TraceHeaderTest, ToBigEndianSwapsEveryStandardFieldOfLittleEndianHeaders) {
+  uint8_t le[kTraceHeaderBytes], be[kTraceHeaderBytes], out[kTraceHeaderBytes];
+  for (int i = 0; i < kTraceHeaderBytes; ++i) le[i] = static_cast<uint8_t>(i * 7 + 1);
+  std::memcpy(be, le, sizeof(le));
+  for (const HeaderField& f : StandardTraceHeaderFields()) {
+    for (int i = 0; i < f.size; ++i) be[f.byte - 1 + i] = le[f.byte - 1 + f.size - 1 - i];
+    // The same value read either way.
+    EXPECT_EQ(ReadHeaderInt(le, f.byte, f.size, ByteOrder::kLittleEndian),
+              ReadHeaderInt(be, f.byte, f.size, ByteOrder::kBigEndian)) << f.name;
+  }
+  TraceHeaderToBigEndian(le, ByteOrder::kLittleEndian, out);
+  EXPECT_EQ(0, std::memcmp(out, be, sizeof(be)));
+  TraceHeaderToBigEndian(be, ByteOrder::kBigEndian, out);
+  EXPECT_EQ(0, std::memcmp(out, be, sizeof(be)));
+}
+
+}  // namespace
+}  // namespace shotstream::segy

@@ -6,11 +6,12 @@
 
 namespace shotstream::service {
 
-absl::Status FailedDatasetError(const DatasetEntry& entry) {
+absl::Status NotReadyError(const DatasetEntry& entry) {
+  if (entry.state() == DatasetEntry::State::kRebuilding) return entry.status();
   // The message already names the dataset, the file, the byte and the reason.
   return absl::FailedPreconditionError(absl::StrCat(
       "dataset '", entry.name, "' failed to load (retrying will not help until the file "
-      "or the configuration is fixed): ", entry.status.message()));
+      "or the configuration is fixed): ", entry.status().message()));
 }
 
 absl::StatusOr<ValidatedRequest> ValidateStreamRequest(const v1::StreamShotsRequest& r,
@@ -21,7 +22,8 @@ absl::StatusOr<ValidatedRequest> ValidateStreamRequest(const v1::StreamShotsRequ
     if (d.name == r.dataset()) e = &d;
   }
   if (e == nullptr) return absl::NotFoundError(absl::StrCat("unknown dataset '", r.dataset(), "'"));
-  if (e->dataset == nullptr) return FailedDatasetError(*e);
+  std::shared_ptr<const dataset::Dataset> d = e->dataset();
+  if (d == nullptr) return NotReadyError(*e);
   if (static_cast<uint64_t>(r.shot_ids_size()) > limits.max_shots_per_request) {
     return absl::InvalidArgumentError(
         absl::StrCat("request names ", r.shot_ids_size(), " shots; the limit "
@@ -33,7 +35,7 @@ absl::StatusOr<ValidatedRequest> ValidateStreamRequest(const v1::StreamShotsRequ
                                                    limits.max_queue_depth));
   }
   ValidatedRequest v;
-  v.dataset = e->dataset.get();
+  v.dataset = std::move(d);
   for (const std::string& h : r.headers()) {
     auto sel = segy::ResolveHeader(h);
     if (!sel.ok()) return sel.status();

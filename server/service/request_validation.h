@@ -13,21 +13,18 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "server/dataset/dataset.h"
+#include "server/dataset/dataset_entry.h"
 #include "server/segy/trace_header.h"
 #include "shotstream/v1/shotstream.pb.h"
 
 namespace shotstream::service {
 
-// A dataset as configured: loaded, or failed with the reason.
-struct DatasetEntry {
-  std::string name;
-  std::unique_ptr<dataset::Dataset> dataset;  // null when loading failed
-  absl::Status status;
-};
+using DatasetEntry = dataset::DatasetEntry;
 
-// A dataset that failed to load, for GetDataset and StreamShots: FAILED_PRECONDITION
-// (permanent: retrying will not help) with the file, byte and reason of its load error.
-absl::Status FailedDatasetError(const DatasetEntry& entry);
+// Why a dataset that is not READY cannot be read, for GetDataset and StreamShots: for a
+// FAILED one FAILED_PRECONDITION (permanent: retrying will not help) with the file, byte
+// and reason of its load error; for one being rebuilt UNAVAILABLE (transient).
+absl::Status NotReadyError(const DatasetEntry& entry);
 
 struct RequestLimits {
   uint64_t max_shots_per_request = 1'000'000;
@@ -38,15 +35,15 @@ struct RequestLimits {
 };
 
 struct ValidatedRequest {
-  const dataset::Dataset* dataset = nullptr;
+  std::shared_ptr<const dataset::Dataset> dataset;  // held for the stream's life
   std::vector<int64_t> shot_ids;
   std::vector<segy::HeaderSelector> headers;
   uint32_t queue_depth = 2;       // 1 .. max_queue_depth
   uint64_t max_chunk_bytes = 0;   // 1 .. limits.max_chunk_bytes
 };
 
-// NOT_FOUND: unknown dataset or shot id (named); FAILED_PRECONDITION: the dataset failed
-// to load (FailedDatasetError);
+// NOT_FOUND: unknown dataset or shot id (named); a dataset that is not READY:
+// NotReadyError;
 // INVALID_ARGUMENT: over a limit (named) or an unknown header field.
 absl::StatusOr<ValidatedRequest> ValidateStreamRequest(const v1::StreamShotsRequest& request,
                                                        const std::vector<DatasetEntry>& datasets,

@@ -27,12 +27,14 @@ namespace v1 = ::shotstream::v1;
 void FillInfo(const DatasetEntry& e, bool with_shots, v1::DatasetInfo* info,
               uint64_t first = 0, uint64_t count = 0) {
   info->set_name(e.name);
-  if (e.dataset == nullptr) {
-    info->set_state("FAILED");
-    info->set_error(std::string(e.status.message()));
+  const std::shared_ptr<const dataset::Dataset> snapshot = e.dataset();
+  if (snapshot == nullptr) {
+    const bool rebuilding = e.state() == DatasetEntry::State::kRebuilding;
+    info->set_state(rebuilding ? "REBUILDING" : "FAILED");
+    info->set_error(std::string(e.status().message()));
     return;
   }
-  const dataset::Dataset& d = *e.dataset;
+  const dataset::Dataset& d = *snapshot;
   info->set_state("READY");
   info->set_n_traces(d.catalog().n_traces());
   info->set_n_shots(d.catalog().shots().size());
@@ -67,13 +69,14 @@ void FillInfo(const DatasetEntry& e, bool with_shots, v1::DatasetInfo* info,
 
 // What a validated StreamShots request resolved to.
 struct StreamPlan {
-  const dataset::Dataset* dataset = nullptr;
+  std::shared_ptr<const dataset::Dataset> dataset;  // as it was when the stream began
   std::vector<int64_t> shot_ids;
   std::vector<segy::HeaderSelector> headers;
   uint32_t queue_depth = 2;
   uint64_t max_chunk_bytes = 1 << 20;
   std::optional<int64_t> corrupt_shot;  // testing only
   dataset::ZeroCopy zero_copy = dataset::ZeroCopy::kOff;
+  bool raw_trace_headers = false;
   ServiceCounters* counters = nullptr;
   stream::ByteBudget* budget = nullptr;  // null: unlimited
   std::string dataset_name;
@@ -293,7 +296,8 @@ class StreamShotsReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffe
                                        plan_.max_chunk_bytes, &stats,
                                        plan_.corrupt_shot == plan_.shot_ids[index]
                                            ? dataset::ZeroCopy::kOff  // its bytes get flipped
-                                           : plan_.zero_copy);
+                                           : plan_.zero_copy,
+                                       plan_.raw_trace_headers);
     if (!skip) {
       ObserveLatency(counters_, absl::ToDoubleSeconds(absl::Now() - t0));
       counters_->reads_issued += static_cast<int64_t>(stats.reads);
@@ -362,6 +366,7 @@ class StreamShotsReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffe
         col->set_name(name);
         col->mutable_values()->Add(values.begin(), values.end());
       }
+      if (!shot.trace_headers.empty()) meta.set_trace_headers(std::move(shot.trace_headers));
     }
     meta.set_big_endian(shot.big_endian);
     const bool last = slot.next_chunk == shot.n_chunks();
@@ -540,8 +545,8 @@ class ShotStreamServiceImpl final
     uint64_t first = 0;
     if (e == nullptr) {
       reactor->Finish(ToGrpcStatus(UnknownDataset(request->name())));
-    } else if (e->dataset == nullptr) {
-      reactor->Finish(ToGrpcStatus(FailedDatasetError(*e)));
+    } else if (e->state() != DatasetEntry::State::kReady) {
+      reactor->Finish(ToGrpcStatus(NotReadyError(*e)));
     } else if (!request->page_token().empty() &&
                !absl::SimpleAtoi(request->page_token(), &first)) {
       reactor->Finish(ToGrpcStatus(absl::InvalidArgumentError(
@@ -663,7 +668,8 @@ class ShotStreamServiceImpl final
     auto v = ValidateStreamRequest(r, *datasets_, limits);
     if (!v.ok()) return v.status();
     StreamPlan plan;
-    plan.dataset = v->dataset;
+    plan.dataset = std::move(v->dataset);
+    plan.raw_trace_headers = r.raw_trace_headers();
     plan.shot_ids = std::move(v->shot_ids);
     plan.headers = std::move(v->headers);
     plan.queue_depth = v->queue_depth;

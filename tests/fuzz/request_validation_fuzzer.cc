@@ -35,9 +35,9 @@ std::vector<DatasetEntry>* MakeDatasets() {
   spec.name = "d";
   spec.globs = {path};
   (*datasets)[0].name = "d";
-  (*datasets)[0].dataset = std::move(*shotstream::dataset::Dataset::Load(spec));
+  (*datasets)[0].SetLoaded(std::move(*shotstream::dataset::Dataset::Load(spec)));
   (*datasets)[1].name = "broken";
-  (*datasets)[1].status = absl::DataLossError("fuzz");
+  (*datasets)[1].SetFailed(absl::DataLossError("fuzz"));
   return datasets;
 }
 

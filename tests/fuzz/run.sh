@@ -24,7 +24,7 @@ case $name in
     mkdir -p "$out/gen"
     (cd "$root" && protoc -Iproto --cpp_out="$out/gen" proto/shotstream/v1/shotstream.proto)
     srcs+=(server/catalog/catalog_store.cc server/catalog/catalog.cc
-           server/io/coalescing_reader.cc server/dataset/dataset.cc
+           server/io/coalescing_reader.cc server/dataset/dataset.cc server/dataset/dataset_entry.cc
            server/service/request_validation.cc "$out/gen/shotstream/v1/shotstream.pb.cc")
     extra=(-I"$out/gen" $(pkg-config --libs protobuf libisal)) ;;
 esac

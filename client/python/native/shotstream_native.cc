@@ -6,7 +6,8 @@
 //
 // Objects:
 //   NativeClient(targets, token, tls_root_pem, retries, reconnect_timeout_s)
-//     .stream(dataset, shot_ids, queue_depth, headers, max_chunk_bytes) -> NativeStream
+//     .stream(dataset, shot_ids, queue_depth, headers, max_chunk_bytes,
+//             raw_trace_headers=False) -> NativeStream
 //     .close()  closes the connections once no stream is left (shots keep the pool only)
 //   NativeStream.next() -> None at the end, or (index, shot_id, sample_interval_us,
 //       n_traces, n_samples, samples, [(header name, bytearray of float64)])
@@ -259,8 +260,22 @@ PyObject* NativeStreamNext(NativeStreamObject* self, PyObject*) {
     }
     PyList_SET_ITEM(headers, static_cast<Py_ssize_t>(i), item);
   }
-  return Py_BuildValue("(ILdIINN)", shot.index, static_cast<long long>(shot.shot_id),
-                       shot.sample_interval_us, shot.n_traces, shot.n_samples, samples, headers);
+  PyObject* trace_headers = nullptr;
+  if (shot.trace_headers.empty()) {
+    Py_INCREF(Py_None);
+    trace_headers = Py_None;
+  } else {
+    trace_headers = PyBytes_FromStringAndSize(shot.trace_headers.data(),
+                                              static_cast<Py_ssize_t>(shot.trace_headers.size()));
+    if (trace_headers == nullptr) {
+      Py_DECREF(headers);
+      Py_DECREF(samples);
+      return nullptr;
+    }
+  }
+  return Py_BuildValue("(ILdIINNN)", shot.index, static_cast<long long>(shot.shot_id),
+                       shot.sample_interval_us, shot.n_traces, shot.n_samples, samples, headers,
+                       trace_headers);
 }
 
 PyObject* NativeStreamCancel(NativeStreamObject* self, PyObject*) {
@@ -279,16 +294,17 @@ PyTypeObject g_stream_type = {PyVarObject_HEAD_INIT(nullptr, 0)};
 
 PyObject* NativeClientStream(NativeClientObject* self, PyObject* args, PyObject* kwargs) {
   static const char* kKeywords[] = {"dataset", "shot_ids", "queue_depth", "headers",
-                                    "max_chunk_bytes", nullptr};
+                                    "max_chunk_bytes", "raw_trace_headers", nullptr};
   const char* dataset = nullptr;
   Py_ssize_t dataset_len = 0;
   PyObject* ids_obj = nullptr;
   unsigned int queue_depth = 2;
   PyObject* headers_obj = nullptr;
   unsigned long long max_chunk_bytes = 0;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s#O|IOK", const_cast<char**>(kKeywords),
+  int raw_trace_headers = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s#O|IOKp", const_cast<char**>(kKeywords),
                                    &dataset, &dataset_len, &ids_obj, &queue_depth, &headers_obj,
-                                   &max_chunk_bytes)) {
+                                   &max_chunk_bytes, &raw_trace_headers)) {
     return nullptr;
   }
   if (self->client == nullptr || self->closed) {
@@ -311,6 +327,7 @@ PyObject* NativeClientStream(NativeClientObject* self, PyObject* args, PyObject*
   StreamOptions options;
   options.queue_depth = queue_depth;
   options.max_chunk_bytes = max_chunk_bytes;
+  options.raw_trace_headers = raw_trace_headers != 0;
   if (headers_obj != nullptr &&
       !StringList(headers_obj, "headers must be a sequence of str", &options.headers)) {
     return nullptr;

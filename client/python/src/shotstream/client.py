@@ -121,16 +121,21 @@ class DatasetInfo:
 
 
 class Shot:
-    """One shot gather: samples float32 (n_traces, n_samples), headers name -> array."""
+    """One shot gather: samples float32 (n_traces, n_samples), headers name -> array;
+    trace_headers: with stream(..., trace_headers=True) each trace's raw 240-byte header,
+    uint8 (n_traces, 240), big-endian as SEG-Y stores it; else None."""
 
-    __slots__ = ("index", "shot_id", "samples", "headers", "sample_interval_us")
+    __slots__ = ("index", "shot_id", "samples", "headers", "sample_interval_us",
+                 "trace_headers")
 
-    def __init__(self, index, shot_id, samples, headers, sample_interval_us):
+    def __init__(self, index, shot_id, samples, headers, sample_interval_us,
+                 trace_headers=None):
         self.index = index
         self.shot_id = shot_id
         self.samples = samples
         self.headers = headers
         self.sample_interval_us = sample_interval_us
+        self.trace_headers = trace_headers
 
     def __repr__(self):
         return f"Shot(shot_id={self.shot_id}, samples={self.samples.shape})"
@@ -227,6 +232,17 @@ def _check_crc(shot_id, received, sent):
                               f"{received:#010x} received, {sent:#010x} sent)")
 
 
+def _trace_headers(chunk):
+    """The first chunk's raw trace headers as uint8 (n_traces, 240), or None."""
+    if not chunk.trace_headers:
+        return None
+    if len(chunk.trace_headers) != 240 * chunk.n_traces:
+        raise ShotstreamError(grpc.StatusCode.DATA_LOSS,
+                              f"shot {chunk.shot_id}: {len(chunk.trace_headers)} bytes of "
+                              f"trace headers for {chunk.n_traces} traces")
+    return np.frombuffer(chunk.trace_headers, dtype=np.uint8).reshape(chunk.n_traces, 240)
+
+
 def _dtype(chunk):
     """The samples' dtype on the wire: little-endian float32 unless the chunk says
     big_endian (sent as stored, only to requests that set accept_big_endian)."""
@@ -254,7 +270,8 @@ class _Assembler:
             if chunk.big_endian:
                 samples = samples.astype("<f4")
                 samples.flags.writeable = False
-            return Shot(chunk.index, chunk.shot_id, samples, headers, chunk.sample_interval_us)
+            return Shot(chunk.index, chunk.shot_id, samples, headers, chunk.sample_interval_us,
+                        _trace_headers(chunk))
         if self._buf is None:
             n = chunk.n_traces * chunk.n_samples
             if chunk.total_bytes != 4 * n:
@@ -277,7 +294,8 @@ class _Assembler:
         headers = {c.name: np.array(c.values, dtype=np.float64) for c in first.headers}
         samples = self._buf.reshape(first.n_traces, first.n_samples)
         samples.flags.writeable = False  # as in the one-message case: the same contract
-        shot = Shot(first.index, first.shot_id, samples, headers, first.sample_interval_us)
+        shot = Shot(first.index, first.shot_id, samples, headers, first.sample_interval_us,
+                    _trace_headers(first))
         self._buf = None
         self._first = None
         return shot
@@ -450,8 +468,12 @@ class Client:
             route.append(h[k % len(h)])
         return route
 
-    def stream(self, name, shot_ids, queue_depth=2, headers=(), max_chunk_bytes=None):
+    def stream(self, name, shot_ids, queue_depth=2, headers=(), max_chunk_bytes=None,
+               trace_headers=False):
         """Yields Shot objects in the order of shot_ids (repeats allowed).
+
+        trace_headers=True: each shot also carries its traces' raw 240-byte headers
+        (shot.trace_headers), e.g. to write them out unchanged.
 
         Receiving runs ahead on a background thread (queue_depth shots), so the caller's
         compute overlaps the network. Raises ShotstreamError on errors.
@@ -474,11 +496,13 @@ class Client:
         shot_ids = [int(s) for s in shot_ids]
         if self.native:
             return self._stream_native(name, shot_ids, queue_depth, headers,
-                                       max_chunk_bytes or 0)
+                                       max_chunk_bytes or 0, bool(trace_headers))
         return self._stream_grpcio(name, shot_ids, queue_depth, headers,
-                                   256 << 10 if max_chunk_bytes is None else max_chunk_bytes)
+                                   256 << 10 if max_chunk_bytes is None else max_chunk_bytes,
+                                   bool(trace_headers))
 
-    def _stream_native(self, name, shot_ids, queue_depth, headers, max_chunk_bytes):
+    def _stream_native(self, name, shot_ids, queue_depth, headers, max_chunk_bytes,
+                       trace_headers):
         if self._native_client is None:
             try:
                 self._native_client = _native.NativeClient(
@@ -487,7 +511,8 @@ class Client:
             except _native.NativeError as e:
                 raise _error(e) from None
         stream = self._native_client.stream(name, shot_ids, max(1, int(queue_depth)),
-                                            [str(h) for h in headers], int(max_chunk_bytes))
+                                            [str(h) for h in headers], int(max_chunk_bytes),
+                                            trace_headers)
         base = self.reconnects
         try:
             while True:
@@ -499,14 +524,18 @@ class Client:
                     self.reconnects = base + stream.reconnects
                 if item is None:
                     return
-                index, shot_id, interval, n_traces, n_samples, samples, header_columns = item
+                (index, shot_id, interval, n_traces, n_samples, samples, header_columns,
+                 raw) = item
                 samples = np.frombuffer(samples, dtype="<f4").reshape(n_traces, n_samples)
                 headers_out = {h: np.frombuffer(v, dtype=np.float64) for h, v in header_columns}
-                yield Shot(index, shot_id, samples, headers_out, interval)
+                raw = None if raw is None else \
+                    np.frombuffer(raw, dtype=np.uint8).reshape(n_traces, 240)
+                yield Shot(index, shot_id, samples, headers_out, interval, raw)
         finally:
             stream.cancel()
 
-    def _stream_grpcio(self, name, shot_ids, queue_depth, headers, max_chunk_bytes):
+    def _stream_grpcio(self, name, shot_ids, queue_depth, headers, max_chunk_bytes,
+                       trace_headers):
         route = self._route(name, shot_ids)
         out = queue.Queue(maxsize=max(1, int(queue_depth)))
         stop = threading.Event()
@@ -543,7 +572,8 @@ class Client:
                             req = pb.StreamShotsRequest(dataset=name, shot_ids=shot_ids[k:j],
                                                         queue_depth=int(queue_depth),
                                                         headers=list(headers),
-                                                        max_chunk_bytes=int(max_chunk_bytes))
+                                                        max_chunk_bytes=int(max_chunk_bytes),
+                                                        raw_trace_headers=trace_headers)
                             call = self._raw_stream[t](req, metadata=self._metadata)
                             state["call"] = call
                             asm = _Assembler()
