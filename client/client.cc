@@ -11,6 +11,7 @@
 #include <deque>
 #include <map>
 #include <optional>
+#include <set>
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
@@ -72,12 +73,30 @@ struct Client::Impl {
     if (!options.token.empty()) ctx->AddMetadata("authorization", "Bearer " + options.token);
   }
 
+  // OK once target t's channel is connected, after waiting up to connect_timeout;
+  // otherwise UNAVAILABLE naming the target.
+  absl::Status Reach(size_t t) const {
+    const auto& ch = targets[t].channel;
+    if (ch->GetState(/*try_to_connect=*/true) == GRPC_CHANNEL_READY) return absl::OkStatus();
+    if (ch->WaitForConnected(std::chrono::system_clock::now() +
+                             absl::ToChronoMilliseconds(options.connect_timeout))) {
+      return absl::OkStatus();
+    }
+    return absl::UnavailableError(absl::StrCat(
+        targets[t].address, ": cannot connect within ",
+        absl::FormatDuration(options.connect_timeout), " (is a server running there?)"));
+  }
+
   // GetDataset on every target; NOT_FOUND only when no target has it.
   absl::StatusOr<std::vector<std::optional<v1::DatasetInfo>>> PerTarget(const std::string& name) {
     std::vector<std::optional<v1::DatasetInfo>> out(targets.size());
     absl::Status last;
     bool any = false;
     for (size_t t = 0; t < targets.size(); ++t) {
+      if (absl::Status reach = Reach(t); !reach.ok()) {
+        if (last.ok() || absl::IsNotFound(last)) last = reach;
+        continue;
+      }
       v1::DatasetInfo info;
       grpc::Status s;
       std::string token;
@@ -164,7 +183,7 @@ class GrpcShotReader final : public ShotReader {
     if (client_->targets.size() == 1) return route;
     auto per = client_->PerTarget(dataset_);
     if (!per.ok()) return per.status();
-    std::map<int64_t, std::vector<size_t>> holders;
+    std::map<int64_t, std::vector<size_t>>& holders = holders_;
     for (size_t t = 0; t < per->size(); ++t) {
       if (!(*per)[t]) continue;
       for (int64_t id : (*per)[t]->shot_ids()) holders[id].push_back(t);
@@ -187,18 +206,53 @@ class GrpcShotReader final : public ShotReader {
     ended_ = true;
   }
 
+  // Shots from `from` on that were routed to `failed` go to another target that holds
+  // them, where there is one; true if any moved.
+  bool Reroute(size_t from, size_t failed, std::vector<size_t>* route) {
+    failed_targets_.insert(failed);
+    bool moved = false;
+    for (size_t k = from; k < route->size(); ++k) {
+      if ((*route)[k] != failed) continue;
+      auto it = holders_.find(ids_[k]);
+      if (it == holders_.end()) continue;
+      std::vector<size_t> others;
+      for (size_t t : it->second) {
+        if (failed_targets_.count(t) == 0) others.push_back(t);
+      }
+      if (others.empty()) continue;
+      (*route)[k] = others[k % others.size()];
+      moved = true;
+    }
+    return moved;
+  }
+
+  // The retry rule (the same in the Python client): a stream that breaks transiently
+  // (UNAVAILABLE, or CANCELLED by the server or the transport, as when a server goes
+  // away) is resumed at the first shot not yet delivered: on another target that holds
+  // the shots where there is one, at once; else on the same target once it is back
+  // (waiting up to reconnect_timeout), after a backoff. `retries` bounds the failures in
+  // a row: each delivered shot resets the count. A target that cannot be reached at all
+  // within connect_timeout, before anything came from it, fails the stream at once.
   absl::Status Receive() {
     auto route = Route();
     if (!route.ok()) return route.status();
     size_t delivered = 0;
+    size_t delivered_at_failure = 0;
     int attempts = 0;
+    std::set<size_t> reached;
     while (delivered < ids_.size()) {
       // One stream per run of consecutive shots on the same target, in request order.
       size_t k = delivered;
       const size_t target = (*route)[k];
       size_t j = k;
       while (j < ids_.size() && (*route)[j] == target) ++j;
-      absl::Status s = StreamRun(target, k, j, &delivered);
+      absl::Status s;
+      if (reached.count(target) == 0) {
+        s = client_->Reach(target);
+        if (s.ok()) reached.insert(target);
+      }
+      const bool unreachable = !s.ok();
+      if (s.ok()) s = StreamRun(target, k, j, &delivered);
       if (s.ok()) {
         if (delivered < j) {
           return absl::DataLossError(absl::StrCat("stream ended after ", delivered - k, " of ",
@@ -210,20 +264,28 @@ class GrpcShotReader final : public ShotReader {
         absl::MutexLock lock(&mu_);
         if (cancelled_) return absl::CancelledError("stream cancelled by the client");
       }
-      if (s.code() == absl::StatusCode::kUnavailable && attempts < client_->options.retries) {
-        ++attempts;
-        {
-          absl::MutexLock lock(&mu_);
-          ++reconnects_;
-        }
-        absl::SleepFor(std::min(absl::Seconds(2), absl::Milliseconds(50) * (1 << attempts)));
-        // Wait (bounded) for the target to come back, then resume at `delivered`.
-        const auto& ch = client_->targets[(*route)[delivered]].channel;
-        ch->WaitForConnected(std::chrono::system_clock::now() +
-                             absl::ToChronoMilliseconds(client_->options.reconnect_timeout));
+      const bool transient = s.code() == absl::StatusCode::kUnavailable ||
+                             s.code() == absl::StatusCode::kCancelled;
+      if (!transient) return s;
+      if (Reroute(delivered, target, &*route)) {  // another server holds the shots
+        absl::MutexLock lock(&mu_);
+        ++reconnects_;
         continue;
       }
-      return s;
+      if (unreachable) return s;
+      if (delivered > delivered_at_failure) attempts = 0;  // failures in a row
+      delivered_at_failure = delivered;
+      if (attempts >= client_->options.retries) return s;
+      ++attempts;
+      {
+        absl::MutexLock lock(&mu_);
+        ++reconnects_;
+      }
+      absl::SleepFor(std::min(absl::Seconds(2), absl::Milliseconds(50) * (1 << attempts)));
+      // Wait (bounded) for the target to come back, then resume at `delivered`.
+      const auto& ch = client_->targets[(*route)[delivered]].channel;
+      ch->WaitForConnected(std::chrono::system_clock::now() +
+                           absl::ToChronoMilliseconds(client_->options.reconnect_timeout));
     }
     return absl::OkStatus();
   }
@@ -255,18 +317,23 @@ class GrpcShotReader final : public ShotReader {
     std::unique_ptr<grpc::ClientReader<grpc::ByteBuffer>> reader(
         grpc::internal::ClientReaderFactory<grpc::ByteBuffer>::Create(channel.get(), method, &ctx,
                                                                       raw_request));
-    absl::Status error = ReadChunks(reader.get(), delivered);
-    if (!error.ok()) ctx.TryCancel();
+    bool broke_inside_shot = false;
+    absl::Status error = ReadChunks(reader.get(), delivered, &broke_inside_shot);
+    if (!error.ok() && !broke_inside_shot) ctx.TryCancel();
     grpc::Status status = reader->Finish();
     {
       absl::MutexLock lock(&mu_);
       context_ = nullptr;
     }
+    // A stream that ended inside a shot says why in its status (a server shutting down,
+    // a read error); only an OK status there is our own error.
+    if (broke_inside_shot && !status.ok()) return FromGrpc(status);
     if (!error.ok()) return error;
     return FromGrpc(status);
   }
 
-  absl::Status ReadChunks(grpc::ClientReader<grpc::ByteBuffer>* reader, size_t* delivered) {
+  absl::Status ReadChunks(grpc::ClientReader<grpc::ByteBuffer>* reader, size_t* delivered,
+                          bool* broke_inside_shot) {
     grpc::ByteBuffer bb;
     RawChunk raw;
     Shot shot;
@@ -328,7 +395,10 @@ class GrpcShotReader final : public ShotReader {
       ready_.push_back(std::move(shot));
       ++*delivered;
     }
-    if (in_shot) return absl::UnavailableError("stream broke inside a shot");
+    if (in_shot) {
+      *broke_inside_shot = true;
+      return absl::UnavailableError("stream broke inside a shot");
+    }
     return absl::OkStatus();
   }
 
@@ -345,6 +415,10 @@ class GrpcShotReader final : public ShotReader {
   absl::Status end_status_ ABSL_GUARDED_BY(mu_);
   grpc::ClientContext* context_ ABSL_GUARDED_BY(mu_) = nullptr;  // the running call
   int reconnects_ ABSL_GUARDED_BY(mu_) = 0;
+  // The receive thread's own: which targets hold each shot (several targets only), and
+  // the targets given up on in this stream.
+  std::map<int64_t, std::vector<size_t>> holders_;
+  std::set<size_t> failed_targets_;
 };
 
 }  // namespace
@@ -428,7 +502,9 @@ gpu::PinnedBufferPool& Client::pool() { return *impl_->pool; }
 
 absl::StatusOr<std::vector<DatasetSummary>> Client::ListDatasets() {
   std::vector<DatasetSummary> out;
-  for (const Target& t : impl_->targets) {
+  for (size_t i = 0; i < impl_->targets.size(); ++i) {
+    const Target& t = impl_->targets[i];
+    if (absl::Status reach = impl_->Reach(i); !reach.ok()) return reach;
     grpc::ClientContext ctx;
     impl_->Prepare(&ctx);
     v1::ListDatasetsResponse response;

@@ -70,10 +70,15 @@ struct StreamOptions {
 struct ClientOptions {
   std::string token;           // sent as "authorization: Bearer <token>"
   std::string tls_root_pem;    // PEM of the CA to trust; empty: plaintext
-  // A broken stream (UNAVAILABLE: server restart, network) is reconnected and resumed at
-  // the first shot not yet delivered, at most this many times in a row.
+  // A broken stream (UNAVAILABLE or CANCELLED by the server: restart, shutdown, network)
+  // is resumed at the first shot not yet delivered, on another target that holds the
+  // shots if there is one, else on the same one once it is back: at most this many
+  // failures in a row (each delivered shot resets the count).
   int retries = 0;
   absl::Duration reconnect_timeout = absl::Seconds(10);  // per attempt
+  // A target that cannot be connected to within this long fails the call or stream that
+  // needs it (UNAVAILABLE naming the target), retries or not.
+  absl::Duration connect_timeout = absl::Seconds(5);
   // Where shots land; null: the client owns a pool (pinned when a GPU is there).
   gpu::PinnedBufferPool* pool = nullptr;
 };

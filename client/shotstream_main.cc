@@ -43,7 +43,10 @@ ABSL_FLAG(std::string, target, "127.0.0.1:50051",
           "that holds it)");
 ABSL_FLAG(std::string, token, "", "bearer token (or set SHOTSTREAM_TOKEN)");
 ABSL_FLAG(std::string, tls_ca, "", "PEM file of the CA that signed the server's certificate");
-ABSL_FLAG(int, retries, 3, "reconnect and resume a broken stream this many times");
+ABSL_FLAG(int, retries, 3,
+          "resume a broken stream this many times in a row (each shot delivered resets it)");
+ABSL_FLAG(absl::Duration, connect_timeout, absl::Seconds(5),
+          "a server that cannot be connected to within this long is an error (UNAVAILABLE)");
 ABSL_FLAG(std::string, dataset, "", "dataset name");
 ABSL_FLAG(std::string, shots, "all", "comma-separated shot ids, or 'all'");
 ABSL_FLAG(std::string, headers, "", "comma-separated trace header fields to fetch");
@@ -320,6 +323,7 @@ int main(int argc, char** argv) {
     options.token = std::getenv("SHOTSTREAM_TOKEN");
   }
   options.retries = absl::GetFlag(FLAGS_retries);
+  options.connect_timeout = absl::GetFlag(FLAGS_connect_timeout);
   // bench --buffers=plain: every shot in a new pageable buffer, freed after use.
   std::unique_ptr<shotstream::gpu::PinnedBufferPool> plain;
   if (absl::GetFlag(FLAGS_buffers) == "plain") {

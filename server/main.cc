@@ -29,6 +29,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/match.h"
+#include "absl/synchronization/notification.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -496,9 +497,23 @@ int main(int argc, char** argv) {
   draining = true;
   SetHealth(health, datasets, /*draining=*/true);
   absl::SleepFor(drain_delay);
-  server->Shutdown(std::chrono::system_clock::now() + absl::ToChronoSeconds(cfg.grace_period));
+  // Running streams get the grace period; then they are finished with a status that says
+  // why (clients with retries resume elsewhere), and gRPC cancels whatever is left.
+  absl::Notification shut_down;
+  std::thread cutter([&] {
+    if (shut_down.WaitForNotificationWithTimeout(cfg.grace_period)) return;
+    shotstream::service::CutAllStreams(
+        service.get(), absl::UnavailableError("the server is shutting down (its grace period "
+                                              "is over); resume on another server"));
+  });
+  server->Shutdown(std::chrono::system_clock::now() +
+                   absl::ToChronoMilliseconds(cfg.grace_period + absl::Milliseconds(900)));
+  shut_down.Notify();
+  cutter.join();
+  std::thread stop_metrics([&] { metrics.reset(); });  // civetweb takes up to a second
   server->Wait();
   std::fprintf(stderr, "shotstream_server: stopped (%lld shots sent)\n",
                static_cast<long long>(counters.shots_sent.load()));
+  stop_metrics.join();
   return 0;
 }

@@ -2,6 +2,7 @@
 twice, an ACL typo that opened everything, health that said SERVING with nothing to
 serve, a config check that passed on globs matching nothing."""
 
+import glob
 import os
 import shutil
 import signal
@@ -196,6 +197,69 @@ auth: {{token_file: {tokens}, default: deny-all}}
                     self.assertIsNone(plain.trace_headers)
 
     # --- failures that look like success ---------------------------------------------
+
+    def test_a_server_that_is_not_there_fails_within_the_connect_timeout(self):
+        with harness.Server([f"--dataset=d={self.data}/*.sgy"]) as gone:
+            target = gone.target
+        for native in (True, False):
+            with shotstream.Client(target, retries=3, connect_timeout=1, native=native) as c:
+                start = time.time()
+                with self.assertRaises(shotstream.ShotstreamError) as e:
+                    list(c.stream("d", [1]))
+                self.assertLess(time.time() - start, 4)  # not 3 reconnect waits of 10 s
+                self.assertEqual(e.exception.code(), grpc.StatusCode.UNAVAILABLE)
+                self.assertIn(f"{target}: cannot connect within 1s", e.exception.details())
+        start = time.time()
+        res = harness.cli("fetch", f"--target={target}", "--dataset=d", "--shots=1",
+                          f"--out={self.tmp}/nowhere", "--connect_timeout=1s", check=False)
+        self.assertLess(time.time() - start, 4)
+        self.assertNotEqual(res.returncode, 0)
+        self.assertIn(f"{target}: cannot connect within 1s", res.stderr)
+
+    def test_a_server_going_away_is_retried_on_the_next_target(self):
+        want = {sid: samples for sid, (samples, _) in
+                harness.segyio_shots(sorted(glob.glob(f"{self.data}/*.sgy"))).items()}
+        for native in (True, False):
+            a = harness.Server([f"--dataset=d={self.data}/*.sgy"])
+            b = harness.Server([f"--dataset=d={self.data}/*.sgy"])
+            try:
+                with shotstream.Client([a.target, b.target], retries=2,
+                                       native=native) as c:
+                    order = [1, 2, 3, 4] * 3  # spread over both servers
+                    it = iter(c.stream("d", order, queue_depth=1))
+                    first = next(it)
+                    a.stop()  # SIGTERM: what was routed to it goes to b
+                    got = [first] + list(it)
+                    self.assertEqual([s.shot_id for s in got], order)
+                    for s in got:
+                        np.testing.assert_array_equal(s.samples, want[s.shot_id])
+                    self.assertGreaterEqual(c.reconnects, 1)
+            finally:
+                a.stop()
+                b.stop()
+
+    def test_sigterm_cuts_streams_after_the_grace_period_saying_why_and_exits(self):
+        big = os.path.join(self.tmp, "big")
+        synth.write_survey(big, n_shots=8, traces_per_shot=200, n_samples=2000, n_files=1,
+                           fmt=5)
+        for native in (True, False):
+            server = harness.Server([f"--dataset=d={big}/*.sgy", "--grace_period=1s"])
+            try:
+                with shotstream.Client(server.target, native=native) as c:
+                    it = iter(c.stream("d", list(range(1, 9)) * 50, queue_depth=1))
+                    next(it)
+                    start = time.time()
+                    server.proc.terminate()
+                    with self.assertRaises(shotstream.ShotstreamError) as e:
+                        for _ in it:
+                            time.sleep(0.05)  # a slow consumer: the stream outlives the grace
+                    self.assertEqual(e.exception.code(), grpc.StatusCode.UNAVAILABLE)
+                    self.assertIn("the server is shutting down", e.exception.details())
+                    server.proc.wait(timeout=30)
+                    self.assertLess(time.time() - start, 1 + 1 + 0.5)  # grace + 1 s
+                    self.assertEqual(server.proc.returncode, 0)
+            finally:
+                server.stop()
 
     def test_health_is_not_serving_while_no_dataset_is_ready(self):
         with harness.Server([f"--dataset=broken={self.bad}/*.sgy"]) as server:

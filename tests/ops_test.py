@@ -242,7 +242,7 @@ datasets: [{{name: line1, files: {self.data}/*.sgy}}]
                              f"--tls_key={key}"]) as server:
             with shotstream.Client(server.target, tls=crt) as c:
                 self.assertEqual(next(iter(c.stream("d", [4]))).shot_id, 4)
-            with shotstream.Client(server.target, timeout=3) as plain:
+            with shotstream.Client(server.target, timeout=3, connect_timeout=1) as plain:
                 with self.assertRaises(shotstream.ShotstreamError) as e:
                     plain.list_datasets()
                 self.assertEqual(e.exception.code(), grpc.StatusCode.UNAVAILABLE)
@@ -272,7 +272,8 @@ datasets: [{{name: line1, files: {self.data}/*.sgy}}]
             mtls = {"root": p("ca.crt"), "cert": p("client.crt"), "key": p("client.key")}
             with shotstream.Client(server.target, tls=mtls) as c:
                 self.assertEqual(next(iter(c.stream("d", [5]))).shot_id, 5)
-            with shotstream.Client(server.target, tls=p("ca.crt"), timeout=5) as no_cert:
+            with shotstream.Client(server.target, tls=p("ca.crt"), timeout=5,
+                                   connect_timeout=1) as no_cert:
                 with self.assertRaises(shotstream.ShotstreamError) as e:
                     no_cert.list_datasets()
                 self.assertEqual(e.exception.code(), grpc.StatusCode.UNAVAILABLE)

@@ -4,6 +4,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <set>
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
@@ -67,6 +68,14 @@ void FillInfo(const DatasetEntry& e, bool with_shots, v1::DatasetInfo* info,
   }
 }
 
+class StreamShotsReactor;
+
+// The running streams, so that a shutdown can finish them with its own status.
+struct StreamRegistry {
+  absl::Mutex mu;
+  std::set<StreamShotsReactor*> live ABSL_GUARDED_BY(mu);
+};
+
 // What a validated StreamShots request resolved to.
 struct StreamPlan {
   std::shared_ptr<const dataset::Dataset> dataset;  // as it was when the stream began
@@ -85,6 +94,7 @@ struct StreamPlan {
   bool log = false;
   // Called once when the stream is gone (releases the per-peer slot).
   std::function<void()> on_gone;
+  StreamRegistry* registry = nullptr;  // where the stream is listed while it lives
 };
 
 void ObserveLatency(ServiceCounters* c, double seconds) {
@@ -123,6 +133,10 @@ class StreamShotsReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffe
 
   StreamShotsReactor(StreamPlan plan, stream::ReaderPool* pool)
       : plan_(std::move(plan)), pool_(pool), counters_(plan_.counters), budget_(plan_.budget) {
+    if (plan_.registry != nullptr) {
+      absl::MutexLock lock(&plan_.registry->mu);
+      plan_.registry->live.insert(this);
+    }
     counters_->active_streams++;
     start_ = absl::Now();
     if (plan_.log) {
@@ -137,6 +151,19 @@ class StreamShotsReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffe
       write = PrepareNextLocked();
     }
     Act(write);
+  }
+
+  // The server is shutting down: stop reading, and finish with `status` as soon as no
+  // write is on the wire. Called with the registry's lock held, so the reactor is alive;
+  // the finish runs on the reader pool (counted as a read in flight, so that the reactor
+  // outlives it), never under that lock.
+  void Cut(const grpc::Status& status) {
+    absl::MutexLock lock(&mu_);
+    if (finished_ || done_) return;
+    cut_ = status;
+    cancelled_ = true;
+    ++reads_in_flight_;
+    pool_->Submit([this] { FinishCut(); });
   }
 
   void OnWriteDone(bool ok) override {
@@ -212,6 +239,10 @@ class StreamShotsReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffe
   }
 
   ~StreamShotsReactor() override {
+    if (plan_.registry != nullptr) {
+      absl::MutexLock lock(&plan_.registry->mu);
+      plan_.registry->live.erase(this);
+    }
     if (counters_ == nullptr) return;
     counters_->active_streams--;
     counters_->shots_held -= static_cast<int64_t>(window_.size());
@@ -326,13 +357,34 @@ class StreamShotsReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffe
     Act(write);
   }
 
+  void FinishCut() {
+    bool act = false;
+    bool destroy = false;
+    {
+      absl::MutexLock lock(&mu_);
+      --reads_in_flight_;
+      if (done_) {
+        destroy = reads_in_flight_ == 0 && !waiting_;
+      } else if (!finished_ && !writing_) {
+        finished_ = true;
+        pending_finish_ = *cut_;
+        act = true;
+      }
+    }
+    if (destroy) {
+      delete this;
+      return;
+    }
+    Act(act);
+  }
+
   // Decides the next action: a write of msg_ (writing_ set), or a finish
   // (pending_finish_ set). Returns true when the caller must act after unlocking.
   bool PrepareNextLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (writing_ || finished_) return false;
     if (cancelled_) {
       finished_ = true;
-      pending_finish_ = grpc::Status(grpc::StatusCode::CANCELLED, "cancelled");
+      pending_finish_ = cut_ ? *cut_ : grpc::Status(grpc::StatusCode::CANCELLED, "cancelled");
       return true;
     }
     if (window_.empty()) {
@@ -422,7 +474,8 @@ class StreamShotsReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffe
       if (counters_ != nullptr) counters_->finished_by_code[finish.error_code()]++;
       {
         absl::MutexLock lock(&mu_);
-        grpc_status_name_ = finish.ok() ? "OK" : absl::StrCat("code ", finish.error_code());
+        grpc_status_name_ = absl::StatusCodeToString(
+            static_cast<absl::StatusCode>(finish.error_code()));
         final_message_ = finish.error_message();
       }
       Finish(finish);
@@ -479,6 +532,7 @@ class StreamShotsReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffe
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;   // no more reads or writes
   bool done_ ABSL_GUARDED_BY(mu_) = false;        // OnDone called
   grpc::Status pending_finish_ ABSL_GUARDED_BY(mu_);
+  std::optional<grpc::Status> cut_ ABSL_GUARDED_BY(mu_);  // the server's shutdown status
   grpc::ByteBuffer msg_;  // the message on the wire while writing_
   // A stored chunk prepared under mu_, for the writer to finish outside it.
   struct StoredSend {
@@ -600,7 +654,14 @@ class ShotStreamServiceImpl final
     plan->stream_id = ++counters_->streams_started;
     plan->log = options_.log_streams;
     plan->on_gone = [this, peer] { ReleaseStreamSlot(peer); };
+    plan->registry = &registry_;
     return new StreamShotsReactor(*std::move(plan), pool_);
+  }
+
+ // Finishes every running stream with `status` (see StreamShotsReactor::Cut).
+  void CutAllStreams(const grpc::Status& status) {
+    absl::MutexLock lock(&registry_.mu);
+    for (StreamShotsReactor* r : registry_.live) r->Cut(status);
   }
 
  private:
@@ -684,6 +745,7 @@ class ShotStreamServiceImpl final
     return plan;
   }
 
+  StreamRegistry registry_;
   const std::vector<DatasetEntry>* const datasets_;
   stream::ReaderPool* const pool_;
   const ServiceOptions options_;
@@ -697,6 +759,10 @@ class ShotStreamServiceImpl final
 };
 
 }  // namespace
+
+void CutAllStreams(grpc::Service* service, const absl::Status& status) {
+  static_cast<ShotStreamServiceImpl*>(service)->CutAllStreams(ToGrpcStatus(status));
+}
 
 std::unique_ptr<grpc::Service> MakeShotStreamService(const std::vector<DatasetEntry>* datasets,
                                                      stream::ReaderPool* pool,

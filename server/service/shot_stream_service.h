@@ -96,6 +96,11 @@ std::unique_ptr<grpc::Service> MakeShotStreamService(const std::vector<DatasetEn
                                                      stream::ReaderPool* pool,
                                                      const ServiceOptions& options);
 
+// Finishes every stream `service` (made by MakeShotStreamService) is running with
+// `status`, as soon as each has no write on the wire: for a shutdown whose grace period
+// is over, so that clients hear why ("the server is shutting down") and resume elsewhere.
+void CutAllStreams(grpc::Service* service, const absl::Status& status);
+
 }  // namespace shotstream::service
 
 #endif  // SHOTSTREAM_SERVER_SERVICE_SHOT_STREAM_SERVICE_H_

@@ -5,7 +5,8 @@
 // back to the generated grpcio stubs otherwise (see client.py).
 //
 // Objects:
-//   NativeClient(targets, token, tls_root_pem, retries, reconnect_timeout_s)
+//   NativeClient(targets, token, tls_root_pem, retries, reconnect_timeout_s,
+//                connect_timeout_s)
 //     .stream(dataset, shot_ids, queue_depth, headers, max_chunk_bytes,
 //             raw_trace_headers=False) -> NativeStream
 //     .close()  closes the connections once no stream is left (shots keep the pool only)
@@ -120,7 +121,7 @@ void NativeClientDealloc(NativeClientObject* self) {
 
 int NativeClientInit(NativeClientObject* self, PyObject* args, PyObject* kwargs) {
   static const char* kKeywords[] = {"targets", "token", "tls_root_pem", "retries",
-                                    "reconnect_timeout", nullptr};
+                                    "reconnect_timeout", "connect_timeout", nullptr};
   PyObject* targets_obj = nullptr;
   const char* token = "";
   Py_ssize_t token_len = 0;
@@ -128,9 +129,10 @@ int NativeClientInit(NativeClientObject* self, PyObject* args, PyObject* kwargs)
   Py_ssize_t pem_len = 0;
   int retries = 0;
   double reconnect_timeout = 10.0;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|s#y#id", const_cast<char**>(kKeywords),
+  double connect_timeout = 5.0;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|s#y#idd", const_cast<char**>(kKeywords),
                                    &targets_obj, &token, &token_len, &pem, &pem_len, &retries,
-                                   &reconnect_timeout)) {
+                                   &reconnect_timeout, &connect_timeout)) {
     return -1;
   }
   std::vector<std::string> targets;
@@ -144,6 +146,7 @@ int NativeClientInit(NativeClientObject* self, PyObject* args, PyObject* kwargs)
   options.tls_root_pem.assign(pem, pem_len);
   options.retries = retries;
   options.reconnect_timeout = absl::Seconds(reconnect_timeout);
+  options.connect_timeout = absl::Seconds(connect_timeout);
   auto pool = std::make_unique<PinnedBufferPool>();
   options.pool = pool.get();
   absl::StatusOr<std::unique_ptr<Client>> client;

@@ -27,7 +27,8 @@ _CHANNEL_OPTIONS = [
     ("grpc.http2.lookahead_bytes", 64 * 1024 * 1024),
 ]
 
-_RETRYABLE = (grpc.StatusCode.UNAVAILABLE,)
+# Transient: a server restarting, shutting down (its streams are cut) or out of reach.
+_RETRYABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED)
 
 
 def _find_crc32():
@@ -301,6 +302,10 @@ class _Assembler:
         return shot
 
 
+class _Rerouted(Exception):
+    """Internal: the remaining shots moved to other targets; stream again."""
+
+
 class Client:
     """A connection to one or several shotstream servers.
 
@@ -310,21 +315,30 @@ class Client:
     token: bearer token sent as `authorization: Bearer <token>`.
     tls: None (plaintext), True (system roots), PEM bytes / a path of the root CA, or a
     dict {"root": ..., "cert": ..., "key": ...} (each PEM bytes or a path) for mTLS.
-    retries: how many times a broken stream (UNAVAILABLE) is reconnected and resumed from
-    the first shot not yet delivered; each attempt waits up to reconnect_timeout seconds
-    for the server to come back.
+    token: None takes $SHOTSTREAM_TOKEN when it is set (as the CLI does).
+    retries: a broken stream (UNAVAILABLE, or CANCELLED by a server going away) is resumed
+    at the first shot not yet delivered: on another target that holds the shots where
+    there is one, at once; else on the same one once it is back (each attempt waits up to
+    reconnect_timeout seconds), after a backoff. `retries` bounds the failures in a row:
+    each delivered shot resets the count (the C++ client's rule).
+    connect_timeout: a target that cannot be connected to within this many seconds fails
+    the call or stream that needs it (UNAVAILABLE naming the target), retries or not.
     native: None streams through the native extension where the package has it and the
     options allow (plaintext, or TLS with a root CA given; not system roots or mTLS);
     False always through grpcio; True requires the extension. `self.native` says which.
     """
 
     def __init__(self, targets, token=None, tls=None, retries=0, timeout=None,
-                 reconnect_timeout=10.0, native=None):
+                 reconnect_timeout=10.0, native=None, connect_timeout=5.0):
         if isinstance(targets, str):
             targets = [targets]
         if not targets:
             raise ValueError("no target")
+        if token is None:
+            token = os.environ.get("SHOTSTREAM_TOKEN") or None
         self._targets = expand_targets(list(targets))
+        self._connect_timeout = float(connect_timeout)
+        self._reached = set()  # target indices whose channel has connected
         self._token = token or ""
         self._metadata = [("authorization", f"Bearer {token}")] if token else []
         self._retries = int(retries)
@@ -371,6 +385,23 @@ class Client:
                                             response_deserializer=None)
                             for ch in self._channels]
 
+    def _reach(self, t):
+        """Returns once target t's channel is connected (at most connect_timeout seconds);
+        else raises UNAVAILABLE naming the target."""
+        if t in self._reached:
+            return
+        ready = grpc.channel_ready_future(self._channels[t])
+        try:
+            ready.result(timeout=self._connect_timeout)
+        except grpc.FutureTimeoutError:
+            raise ShotstreamError(
+                grpc.StatusCode.UNAVAILABLE,
+                f"{self._targets[t]}: cannot connect within {self._connect_timeout:g}s "
+                "(is a server running there?)") from None
+        finally:
+            ready.cancel()
+        self._reached.add(t)
+
     def close(self):
         self._closed = True
         for ch in self._channels:
@@ -388,7 +419,8 @@ class Client:
     def list_datasets(self):
         """Every dataset of every target (by name, first target first)."""
         seen = {}
-        for stub in self._stubs:
+        for t, stub in enumerate(self._stubs):
+            self._reach(t)
             try:
                 resp = stub.ListDatasets(pb.ListDatasetsRequest(), metadata=self._metadata,
                                          timeout=self._timeout)
@@ -417,10 +449,11 @@ class Client:
     def _dataset_per_target(self, name):
         infos = []
         last = None
-        for stub in self._stubs:
+        for t, stub in enumerate(self._stubs):
             try:
+                self._reach(t)
                 infos.append(self._get_dataset(stub, name))
-            except grpc.RpcError as e:
+            except (grpc.RpcError, ShotstreamError) as e:
                 infos.append(None)
                 if last is None or last.code() == grpc.StatusCode.NOT_FOUND:
                     last = e  # a target's real reason wins over another's NOT_FOUND
@@ -450,9 +483,10 @@ class Client:
         return DatasetInfo(merged)
 
     def _route(self, name, shot_ids):
-        """Target index per shot: a server that holds it, spreading shots held by several."""
+        """(target index per shot: a server that holds it, spreading shots held by several;
+        shot id -> every target holding it, empty with one target)."""
         if len(self._stubs) == 1:
-            return [0] * len(shot_ids)
+            return [0] * len(shot_ids), {}
         holders = {}
         for t, info in enumerate(self._dataset_per_target(name)):
             if info is None:
@@ -466,7 +500,22 @@ class Client:
                 raise ShotstreamError(grpc.StatusCode.NOT_FOUND,
                                       f"dataset '{name}' has no shot {int(sid)} on any target")
             route.append(h[k % len(h)])
-        return route
+        return route, holders
+
+    @staticmethod
+    def _reroute(route, holders, shot_ids, start, failed, given_up):
+        """Moves shots from `start` on that were routed to target `failed` to another
+        target that holds them, where there is one; True if any moved."""
+        given_up.add(failed)
+        moved = False
+        for k in range(start, len(route)):
+            if route[k] != failed:
+                continue
+            others = [t for t in holders.get(shot_ids[k], ()) if t not in given_up]
+            if others:
+                route[k] = others[k % len(others)]
+                moved = True
+        return moved
 
     def stream(self, name, shot_ids, queue_depth=2, headers=(), max_chunk_bytes=None,
                trace_headers=False):
@@ -507,7 +556,7 @@ class Client:
             try:
                 self._native_client = _native.NativeClient(
                     self._targets, self._token, self._root_pem, self._retries,
-                    float(self._reconnect_timeout))
+                    float(self._reconnect_timeout), self._connect_timeout)
             except _native.NativeError as e:
                 raise _error(e) from None
         stream = self._native_client.stream(name, shot_ids, max(1, int(queue_depth)),
@@ -536,7 +585,7 @@ class Client:
 
     def _stream_grpcio(self, name, shot_ids, queue_depth, headers, max_chunk_bytes,
                        trace_headers):
-        route = self._route(name, shot_ids)
+        route, holders = self._route(name, shot_ids)
         out = queue.Queue(maxsize=max(1, int(queue_depth)))
         stop = threading.Event()
         state = {"call": None}
@@ -565,10 +614,20 @@ class Client:
         def receive():
             delivered = 0
             attempts = 0
+            given_up = set()
             try:
                 while delivered < len(shot_ids) and not stop.is_set():
+                    t = route[delivered]
                     try:
                         for t, k, j in runs(delivered):
+                            try:
+                                self._reach(t)
+                            except ShotstreamError:
+                                # Never reached: another holder, or the error.
+                                if self._reroute(route, holders, shot_ids, delivered, t,
+                                                 given_up):
+                                    raise _Rerouted() from None
+                                raise
                             req = pb.StreamShotsRequest(dataset=name, shot_ids=shot_ids[k:j],
                                                         queue_depth=int(queue_depth),
                                                         headers=list(headers),
@@ -593,9 +652,16 @@ class Client:
                                 raise ShotstreamError(
                                     grpc.StatusCode.DATA_LOSS,
                                     f"stream ended after {delivered - k} of {j - k} shots")
+                    except _Rerouted:
+                        self.reconnects += 1
+                        continue
                     except grpc.RpcError as e:
                         if stop.is_set():
                             return
+                        if e.code() in _RETRYABLE and self._reroute(
+                                route, holders, shot_ids, delivered, t, given_up):
+                            self.reconnects += 1  # another server holds the shots
+                            continue
                         if e.code() in _RETRYABLE and attempts < self._retries:
                             attempts += 1
                             self.reconnects += 1
