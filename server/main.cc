@@ -29,6 +29,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/match.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -377,7 +378,9 @@ int main(int argc, char** argv) {
   // A dataset whose files change under it is rebuilt in the background; each change of
   // state is said on stderr and moves the health status (once the server runs).
   std::vector<DatasetEntry> datasets(cfg.datasets.size());
-  std::atomic<grpc::HealthCheckServiceInterface*> health_service{nullptr};
+  // The health service while the server lives; rebuild threads set health under the lock.
+  absl::Mutex health_mu;
+  grpc::HealthCheckServiceInterface* health_service = nullptr;  // guarded by health_mu
   std::atomic<bool> draining{false};
   for (size_t i = 0; i < cfg.datasets.size(); ++i) {
     datasets[i].set_on_change([&](const DatasetEntry& e) {
@@ -387,7 +390,8 @@ int main(int argc, char** argv) {
                    : s.ok()                                      ? "READY again, rebuilt"
                                                                  : "FAILED on rebuild: ",
                    std::string(s.message()).c_str());
-      if (auto* h = health_service.load()) SetHealth(h, datasets, draining.load());
+      absl::MutexLock lock(&health_mu);
+      if (health_service != nullptr) SetHealth(health_service, datasets, draining.load());
     });
     LoadDataset(cfg.datasets[i], cfg.catalog_dir, &datasets[i]);
   }
@@ -458,7 +462,10 @@ int main(int argc, char** argv) {
   }
   grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
   SetHealth(health, datasets, /*draining=*/false);
-  health_service = health;
+  {
+    absl::MutexLock lock(&health_mu);
+    health_service = health;
+  }
 
   std::unique_ptr<shotstream::metrics::MetricsHttpServer> metrics;
   if (!cfg.metrics_listen.empty()) {
@@ -494,8 +501,11 @@ int main(int argc, char** argv) {
                  sig, absl::FormatDuration(cfg.grace_period).c_str());
     break;
   }
-  draining = true;
-  SetHealth(health, datasets, /*draining=*/true);
+  {
+    absl::MutexLock lock(&health_mu);
+    draining = true;
+    SetHealth(health, datasets, /*draining=*/true);
+  }
   absl::SleepFor(drain_delay);
   // Running streams get the grace period; then they are finished with a status that says
   // why (clients with retries resume elsewhere), and gRPC cancels whatever is left.
@@ -512,6 +522,10 @@ int main(int argc, char** argv) {
   cutter.join();
   std::thread stop_metrics([&] { metrics.reset(); });  // civetweb takes up to a second
   server->Wait();
+  {
+    absl::MutexLock lock(&health_mu);
+    health_service = nullptr;  // the server goes before the datasets and their rebuilds
+  }
   std::fprintf(stderr, "shotstream_server: stopped (%lld shots sent)\n",
                static_cast<long long>(counters.shots_sent.load()));
   stop_metrics.join();
