@@ -40,6 +40,7 @@
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/impl/codegen/service_type.h"
+#include "server/common/heap_trimmer.h"
 #include "server/common/listen_probe.h"
 #include "server/common/malloc_tuning.h"
 #include "server/config/server_config.h"
@@ -443,7 +444,10 @@ int main(int argc, char** argv) {
   builder.AddListeningPort(cfg.listen, *creds, &port);
   builder.RegisterService(service.get());
   builder.SetMaxSendMessageSize(-1);
-  builder.SetMaxReceiveMessageSize(16 << 20);
+  // Requests are bounded at the transport: a StreamShotsRequest of max_shots_per_request
+  // ids takes at most 10 bytes an id, plus the rest of the message.
+  builder.SetMaxReceiveMessageSize(static_cast<int>(std::min<uint64_t>(
+      INT32_MAX, cfg.max_shots_per_request * 10 + (1 << 20))));
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_FRAME_SIZE, 16 * 1024 * 1024 - 1);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_WRITE_BUFFER_SIZE, 8 * 1024 * 1024);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 64 * 1024 * 1024);
@@ -477,6 +481,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "metrics on http://%s/metrics (port %d)\n", cfg.metrics_listen.c_str(),
                  metrics->port());
   }
+
+  // While no stream runs, freed heap goes back to the system (a burst such as a refused
+  // oversized request would otherwise stay resident: malloc is tuned never to shrink).
+  shotstream::HeapTrimmer trimmer([&] { return counters.active_streams.load() == 0; });
 
   const std::string host = cfg.listen.substr(0, cfg.listen.rfind(':'));
   std::printf("shotstream listening on %s:%d\n", host.c_str(), port);

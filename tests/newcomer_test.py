@@ -252,7 +252,7 @@ auth: {{token_file: {tokens}, default: deny-all}}
                     server.proc.terminate()
                     with self.assertRaises(shotstream.ShotstreamError) as e:
                         for _ in it:
-                            time.sleep(0.05)  # a slow consumer: the stream outlives the grace
+                            time.sleep(0.01)  # slow: the stream outlives the grace
                     self.assertEqual(e.exception.code(), grpc.StatusCode.UNAVAILABLE)
                     self.assertIn("the server is shutting down", e.exception.details())
                     server.proc.wait(timeout=30)
@@ -260,6 +260,38 @@ auth: {{token_file: {tokens}, default: deny-all}}
                     self.assertEqual(server.proc.returncode, 0)
             finally:
                 server.stop()
+
+    def test_refused_oversized_requests_leave_no_memory_behind(self):
+        from shotstream.v1 import shotstream_pb2 as pb
+
+        def rss_mb(pid):
+            with open(f"/proc/{pid}/status") as f:
+                for line in f:
+                    if line.startswith("VmRSS:"):
+                        return int(line.split()[1]) / 1024
+
+        with harness.Server([f"--dataset=d={self.data}/*.sgy"]) as server:
+            ch = grpc.insecure_channel(server.target,
+                                       options=[("grpc.max_send_message_length", -1)])
+            call = ch.unary_stream("/shotstream.v1.ShotStream/StreamShots",
+                                   request_serializer=pb.StreamShotsRequest.SerializeToString,
+                                   response_deserializer=None)
+            self.assertEqual(len(list(call(pb.StreamShotsRequest(dataset="d", shot_ids=[1])))),
+                             1)
+            before = rss_mb(server.proc.pid)
+            huge = pb.StreamShotsRequest(dataset="d", shot_ids=range(1, 10_000_001))
+            for _ in range(3):
+                with self.assertRaises(grpc.RpcError) as e:
+                    list(call(huge))
+                self.assertEqual(e.exception.code(), grpc.StatusCode.RESOURCE_EXHAUSTED)
+            # Freed memory goes back while the server is idle (checked every second).
+            try:
+                wait_for(lambda: rss_mb(server.proc.pid) < before + 16, timeout=10,
+                         what="the server's memory to return")
+            finally:
+                after = rss_mb(server.proc.pid)
+            self.assertLess(after, before + 16, f"RSS {before:.0f} -> {after:.0f} MB")
+            ch.close()
 
     def test_health_is_not_serving_while_no_dataset_is_ready(self):
         with harness.Server([f"--dataset=broken={self.bad}/*.sgy"]) as server:
