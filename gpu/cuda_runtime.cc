@@ -34,7 +34,6 @@ const Probe& GetProbe() {
 #else
     p->description = "built without CUDA (use --config=cuda): using host memory";
 #endif
-    if (!p->available) std::fprintf(stderr, "shotstream: %s\n", p->description.c_str());
     return p;
   }();
   return *probe;
@@ -53,5 +52,13 @@ bool BuiltWithCuda() {
 bool CudaDeviceAvailable() { return GetProbe().available; }
 
 std::string DescribeDevice() { return GetProbe().description; }
+
+void SayHostFallbackOnce() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    const Probe& p = GetProbe();
+    if (!p.available) std::fprintf(stderr, "shotstream: %s\n", p.description.c_str());
+  });
+}
 
 }  // namespace shotstream::gpu

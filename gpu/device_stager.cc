@@ -70,6 +70,7 @@ void DeviceShot::Synchronize() const {
 
 DeviceStager::DeviceStager(Options options)
     : options_(options), on_device_(CudaDeviceAvailable()) {
+  SayHostFallbackOnce();
   const int n = std::max(1, options_.slots);
   for (int i = 0; i < n; ++i) {
     slots_.push_back(std::make_unique<Slot>());

@@ -268,6 +268,68 @@ class PythonClientTest(unittest.TestCase):
                 np.testing.assert_array_equal(shot.samples, samples)
         self.assertEqual(sorted(got), sorted(ids))
 
+    def test_torch_cuda_stager_on_a_cpu_torch_batches_and_worker_errors(self):
+        try:
+            import torch
+        except ImportError:
+            self.skipTest("torch is not installed (Debian: python3-torch)")
+        if torch.cuda.is_available():
+            self.skipTest("a GPU is here: the CPU fallback is not what runs")
+        from shotstream.torch import DeviceStager, ShotBatch, ShotDataset
+        d = os.path.join(self.tmp, "b")
+        os.makedirs(d)
+        synth.write_survey(d, n_shots=4, traces_per_shot=6, n_samples=40, n_files=1, fmt=5)
+        oracle = harness.segyio_shots(glob.glob(os.path.join(d, "*.sgy")))
+        with harness.Server([f"--dataset=d={d}/*.sgy"]) as server:
+            # The README's DeviceStager("cuda") on a CPU-only torch: CPU copies.
+            stager = DeviceStager("cuda")
+            shot = next(iter(shotstream.Client(server.target).stream("d", [2])))
+            x = stager.stage(shot.samples)
+            self.assertEqual(x.device.type, "cpu")
+            np.testing.assert_array_equal(x.numpy(), oracle[2][0])
+            # len() and batches of equal-shaped shots through DataLoader's own collation.
+            ds = ShotDataset(server.target, "d", [1, 2, 3, 4], headers=["offset"])
+            self.assertEqual(len(ds), 4)
+            loader = torch.utils.data.DataLoader(ds, batch_size=2, num_workers=2,
+                                                 multiprocessing_context="spawn")
+            batches = list(loader)
+            self.assertEqual(len(batches), 2)
+            seen = []
+            for b in batches:
+                self.assertIsInstance(b, ShotBatch)
+                self.assertEqual(tuple(b.samples.shape), (2, 6, 40))
+                for i, sid in enumerate(b.shot_ids.tolist()):
+                    seen.append(sid)
+                    np.testing.assert_array_equal(b.samples[i].numpy(), oracle[sid][0])
+                    np.testing.assert_array_equal(b.headers["offset"][i].numpy(),
+                                                  oracle[sid][1]["offset"])
+            self.assertEqual(sorted(seen), [1, 2, 3, 4])
+            # An error in a worker keeps its type and code.
+            bad = ShotDataset(server.target, "d", [1, 99])
+            with self.assertRaises(shotstream.ShotstreamError) as e:
+                list(torch.utils.data.DataLoader(bad, batch_size=None, num_workers=1,
+                                                 multiprocessing_context="spawn"))
+            self.assertEqual(e.exception.code(), grpc.StatusCode.NOT_FOUND)
+            self.assertIn("99", e.exception.details())
+
+    def test_token_from_the_environment(self):
+        tokens = os.path.join(self.tmp, "tokens")
+        with open(tokens, "w") as f:
+            f.write("s3cret\n")
+        harness.write_survey(os.path.join(self.tmp, "e.sgy"), 5, [1], 2, 8)
+        with harness.Server([f"--dataset=d={self.tmp}/e.sgy",
+                             f"--auth_token_file={tokens}"]) as server:
+            os.environ["SHOTSTREAM_TOKEN"] = "s3cret"
+            try:
+                with shotstream.Client(server.target) as c:
+                    self.assertEqual(len(list(c.stream("d", [1]))), 1)
+            finally:
+                del os.environ["SHOTSTREAM_TOKEN"]
+            with shotstream.Client(server.target) as c:
+                with self.assertRaises(shotstream.ShotstreamError) as e:
+                    c.list_datasets()
+                self.assertEqual(e.exception.code(), grpc.StatusCode.UNAUTHENTICATED)
+
     def test_setup_py_builds_an_importable_package(self):
         src = os.path.dirname(harness.runfile("client/python/setup.py"))
         build = os.path.join(self.tmp, "build")

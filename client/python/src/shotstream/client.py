@@ -79,12 +79,21 @@ _CODES = {c.value[0]: c for c in grpc.StatusCode}
 
 
 class ShotstreamError(Exception):
-    """An error from the server or the stream, with the gRPC status code."""
+    """An error from the server or the stream, with the gRPC status code.
 
-    def __init__(self, code, message):
+    Picklable, and rebuilt from its text alone (ShotstreamError("NOT_FOUND: ...")), as
+    PyTorch's DataLoader does with errors raised in its worker processes: the code is
+    found in the text, so `.code()` survives the worker boundary."""
+
+    def __init__(self, code, message=None):
+        if message is None and isinstance(code, str):
+            code, message = _code_from_text(code)
         super().__init__(f"{code.name}: {message}")
         self._code = code
         self._message = message
+
+    def __reduce__(self):
+        return (ShotstreamError, (self._code, self._message))
 
     def code(self):
         """The grpc.StatusCode."""
@@ -93,6 +102,21 @@ class ShotstreamError(Exception):
     def details(self):
         """The server's message."""
         return self._message
+
+
+def _code_from_text(text):
+    """(grpc.StatusCode, message) of an error's text: "CODE: message", or a traceback
+    whose last 'ShotstreamError: CODE: message' line says it; UNKNOWN otherwise."""
+    candidates = [text]
+    marker = "ShotstreamError: "
+    if marker in text:
+        candidates.insert(0, text[text.rindex(marker) + len(marker):])
+    for c in candidates:
+        name, sep, rest = c.partition(": ")
+        code = getattr(grpc.StatusCode, name.strip(), None)
+        if sep and isinstance(code, grpc.StatusCode):
+            return code, rest.strip()
+    return grpc.StatusCode.UNKNOWN, text
 
 
 class DatasetInfo:

@@ -9,6 +9,7 @@ shotstream` does not.
         ...                               # compute on x (the current stream waits for it)
 """
 
+import sys
 import warnings
 
 try:
@@ -22,7 +23,10 @@ from shotstream.client import Client
 
 class ShotDataset(torch.utils.data.IterableDataset):
     """Shots as an IterableDataset. Each worker process (DataLoader num_workers > 1) streams
-    its own share of the shot ids, in order. Yields shotstream.Shot objects."""
+    its own share of the shot ids, in order. Yields shotstream.Shot objects; len() is the
+    number of shots an epoch yields. Batches of shots of one shape: DataLoader(...,
+    batch_size=B) stacks them (see `collate`); errors raised in workers keep their
+    ShotstreamError type and `.code()`."""
 
     def __init__(self, targets, dataset, shot_ids, queue_depth=2, headers=(), **client_kwargs):
         super().__init__()
@@ -32,6 +36,9 @@ class ShotDataset(torch.utils.data.IterableDataset):
         self.queue_depth = queue_depth
         self.headers = list(headers)
         self.client_kwargs = client_kwargs
+
+    def __len__(self):
+        return len(self.shot_ids)
 
     def __iter__(self):
         info = torch.utils.data.get_worker_info()
@@ -43,15 +50,77 @@ class ShotDataset(torch.utils.data.IterableDataset):
                                      headers=self.headers)
 
 
+class ShotBatch:
+    """Shots of one shape stacked: samples float32 tensor (B, n_traces, n_samples),
+    shot_ids int64 tensor (B,), headers name -> float64 tensor (B, n_traces)."""
+
+    __slots__ = ("shot_ids", "samples", "headers", "sample_interval_us")
+
+    def __init__(self, shot_ids, samples, headers, sample_interval_us):
+        self.shot_ids = shot_ids
+        self.samples = samples
+        self.headers = headers
+        self.sample_interval_us = sample_interval_us
+
+    def __len__(self):
+        return len(self.shot_ids)
+
+    def __repr__(self):
+        return f"ShotBatch(shot_ids={self.shot_ids.tolist()}, samples={tuple(self.samples.shape)})"
+
+
+def collate(batch):
+    """Stacks a list of Shots of one shape into a ShotBatch (DataLoader's collate_fn; it is
+    also what DataLoader's default collation does with Shots). Shots of different shapes
+    cannot be stacked: ValueError naming them (use batch_size=None, or a collate of your
+    own that pads)."""
+    shapes = {tuple(s.samples.shape) for s in batch}
+    if len(shapes) > 1:
+        raise ValueError("shots of different shapes cannot be stacked: " + ", ".join(
+            f"shot {s.shot_id} {tuple(s.samples.shape)}" for s in batch))
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+        samples = torch.stack([torch.from_numpy(s.samples) for s in batch])
+        headers = {name: torch.stack([torch.from_numpy(s.headers[name]) for s in batch])
+                   for name in (batch[0].headers if batch else {})}
+    return ShotBatch(torch.tensor([s.shot_id for s in batch], dtype=torch.int64), samples,
+                     headers, batch[0].sample_interval_us if batch else 0.0)
+
+
+def _register_default_collate():
+    """Lets DataLoader's default collation stack Shots (torch >= 1.13 keeps a map from
+    type to collate function)."""
+    try:
+        from torch.utils.data._utils.collate import default_collate_fn_map
+    except ImportError:  # older torch: pass collate_fn=shotstream.torch.collate
+        return
+    from shotstream.client import Shot
+    default_collate_fn_map.setdefault(Shot, lambda batch, **_: collate(batch))
+
+
+_register_default_collate()
+
+
 class DeviceStager:
     """Copies numpy shots to a device through reusable pinned buffers on a side stream.
 
     stage() returns a device tensor whose copy the current stream is made to wait for; the
     pinned buffer is reused only after that copy has completed (an event per buffer)."""
 
+    _said_cpu = False  # the CPU fallback is said once per process
+
     def __init__(self, device="cuda", buffers=2):
         self.device = torch.device(device)
         self.on_gpu = self.device.type == "cuda" and torch.cuda.is_available()
+        if self.device.type == "cuda" and not self.on_gpu:
+            # A CPU-only torch, or no GPU: CPU copies, as the README says.
+            if not DeviceStager._said_cpu:
+                DeviceStager._said_cpu = True
+                why = "torch has no CUDA" if not torch.backends.cuda.is_built() else \
+                    "no CUDA device"
+                print(f"shotstream: DeviceStager({device!r}): {why}; staging to CPU memory",
+                      file=sys.stderr)
+            self.device = torch.device("cpu")
         self.stream = torch.cuda.Stream(self.device) if self.on_gpu else None
         self.buffers = [None] * buffers
         self.events = [None] * buffers
