@@ -16,6 +16,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
@@ -423,6 +424,22 @@ class GrpcShotReader final : public ShotReader {
 
 }  // namespace
 
+absl::Status CheckTarget(absl::string_view target) {
+  if (absl::StartsWith(target, "unix:")) return absl::OkStatus();
+  const size_t colon = target.rfind(':');
+  const absl::string_view port = colon == absl::string_view::npos ? "" : target.substr(colon + 1);
+  int n = 0;
+  const bool bracketed = absl::StartsWith(target, "[");
+  if (target.empty() || colon == absl::string_view::npos || colon == 0 ||
+      !absl::SimpleAtoi(port, &n) || n <= 0 || n > 65535 ||
+      (bracketed && target[colon - 1] != ']')) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "target '", target, "': expected HOST:PORT with a port number (e.g. 127.0.0.1:50051, "
+        "[::1]:50051, dns:///storage-1:50051)"));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::vector<std::string>> ExpandTargets(const std::vector<std::string>& targets) {
   std::vector<std::string> out;
   for (const std::string& t : targets) {
@@ -479,7 +496,7 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(const std::vector<std::s
   auto impl = std::make_unique<Impl>();
   impl->options = options;
   for (const std::string& t : targets) {
-    if (t.empty()) return absl::InvalidArgumentError("empty target; expected HOST:PORT");
+    if (absl::Status s = CheckTarget(t); !s.ok()) return s;
     Target target;
     target.address = t;
     target.channel = grpc::CreateCustomChannel(t, creds, args);

@@ -15,6 +15,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "gpu/pinned_buffer_pool.h"
 
@@ -126,6 +127,10 @@ class Client {
 
 // Targets as given, except that "dns:///NAME:PORT" becomes one target per address.
 absl::StatusOr<std::vector<std::string>> ExpandTargets(const std::vector<std::string>& targets);
+
+// OK for HOST:PORT (a port number given; [IPv6]:PORT) or unix:PATH; INVALID_ARGUMENT
+// naming the target otherwise (a target without a port is not port 0).
+absl::Status CheckTarget(absl::string_view target);
 
 }  // namespace shotstream::client
 

@@ -17,6 +17,7 @@
 #include <fstream>
 #include <sstream>
 #include <chrono>
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <string>
@@ -317,6 +318,12 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string command = args[1];
+  constexpr absl::string_view kCommands[] = {"ls", "info", "fetch", "bench", "plot"};
+  if (std::find(std::begin(kCommands), std::end(kCommands), command) == std::end(kCommands)) {
+    std::cerr << "shotstream: unknown command '" << command
+              << "' (ls, info, fetch, bench, plot); see --help" << std::endl;
+    return 2;
+  }
   shotstream::client::ClientOptions options;
   options.token = absl::GetFlag(FLAGS_token);
   if (options.token.empty() && std::getenv("SHOTSTREAM_TOKEN") != nullptr) {

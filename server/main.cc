@@ -28,6 +28,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
 #include "absl/strings/match.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
@@ -106,24 +107,48 @@ using shotstream::service::DatasetEntry;
 
 constexpr char kServiceName[] = "shotstream.v1.ShotStream";
 
+// The flags that apply to each --dataset flag (not to datasets of --config).
+constexpr absl::string_view kPerDatasetFlags[] = {"shot_key",      "byte_order",
+                                                  "io",            "max_gap_bytes",
+                                                  "max_read_bytes", "check_trace_lengths"};
+
 // --dataset may repeat; absl's vector flags split on commas, which globs may hold, so
-// the occurrences are taken out of argv before absl parses the rest.
-std::vector<std::string> TakeDatasetFlags(int* argc, char** argv) {
-  std::vector<std::string> values;
+// the occurrences are taken out of argv before absl parses the rest. A per-dataset flag
+// given between two --dataset flags is refused: it would apply to both, which is not
+// what its place suggests (different settings per dataset go in --config).
+absl::Status TakeDatasetFlags(int* argc, char** argv, std::vector<std::string>* values) {
   int out = 1;
+  std::string between;  // a per-dataset flag seen after a --dataset flag
   for (int i = 1; i < *argc; ++i) {
     absl::string_view a = argv[i];
-    if (absl::StartsWith(a, "--dataset=")) {
-      values.emplace_back(a.substr(10));
-    } else if (a == "--dataset" && i + 1 < *argc) {
-      values.emplace_back(argv[++i]);
-    } else {
-      argv[out++] = argv[i];
+    const bool dataset = absl::StartsWith(a, "--dataset=") || a == "--dataset";
+    if (dataset && !between.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          between, " stands between --dataset flags, but per-dataset flags apply to every "
+          "--dataset flag alike; give them once, or put datasets with different settings in "
+          "--config"));
     }
+    if (absl::StartsWith(a, "--dataset=")) {
+      values->emplace_back(a.substr(10));
+      continue;
+    }
+    if (a == "--dataset" && i + 1 < *argc) {
+      values->emplace_back(argv[++i]);
+      continue;
+    }
+    if (!values->empty()) {
+      for (absl::string_view f : kPerDatasetFlags) {
+        if (absl::StartsWith(a, absl::StrCat("--", f, "=")) || a == absl::StrCat("--", f) ||
+            a == absl::StrCat("--no", f)) {
+          between = std::string(a);
+        }
+      }
+    }
+    argv[out++] = argv[i];
   }
   *argc = out;
   argv[out] = nullptr;
-  return values;
+  return absl::OkStatus();
 }
 
 int Fail(const std::string& message) {
@@ -336,8 +361,22 @@ int main(int argc, char** argv) {
   shotstream::TuneMallocForLargeBuffers();
   absl::SetProgramUsageMessage(
       "shotstream_server --listen=HOST:PORT --dataset=NAME=GLOB [--dataset=...] [flags]\n"
-      "   or: shotstream_server --config=FILE.yaml [flags]");
-  std::vector<std::string> dataset_flags = TakeDatasetFlags(&argc, argv);
+      "   or: shotstream_server --config=FILE.yaml [flags]\n\n"
+      "--dataset=NAME=GLOB serves the files GLOB matches (sorted by name; several patterns "
+      "with commas). The flags marked 'for --dataset flags' (--shot_key, --byte_order, "
+      "--io, --max_gap_bytes, --max_read_bytes, --check_trace_lengths) apply to every "
+      "--dataset flag alike, not to the datasets of --config; datasets with different "
+      "settings go in --config. Every other flag overrides the same setting of --config.");
+  absl::FlagsUsageConfig usage;
+  usage.contains_help_flags = [](absl::string_view file) {
+    return absl::EndsWith(file, "server/main.cc");
+  };
+  usage.contains_helpshort_flags = usage.contains_help_flags;
+  absl::SetFlagsUsageConfig(usage);
+  std::vector<std::string> dataset_flags;
+  if (absl::Status s = TakeDatasetFlags(&argc, argv, &dataset_flags); !s.ok()) {
+    return Fail(std::string(s.message()));
+  }
   absl::ParseCommandLine(argc, argv);
 
   // Signals are taken by this thread with sigwait; block them before any thread starts.

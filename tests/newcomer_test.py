@@ -327,5 +327,73 @@ datasets:
         self.assertIn("config OK", res.stdout)
 
 
+class WhatAUserHadToGuessTest(unittest.TestCase):
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        cls.data = os.path.join(cls.tmp, "data")
+        synth.write_survey(cls.data, n_shots=3, traces_per_shot=4, n_samples=20, n_files=1,
+                           fmt=5)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def test_server_help_lists_its_flags_and_which_are_per_dataset(self):
+        res = run_server("--help")
+        text = res.stdout + res.stderr
+        self.assertNotIn("No flags matched", text)
+        for flag in ("--listen", "--dataset=NAME=GLOB", "--grace_period", "--io",
+                     "--check_trace_lengths", "--auth_token_file"):
+            self.assertIn(flag, text)
+        self.assertIn("apply to every --dataset flag", text)
+
+    def test_a_per_dataset_flag_between_datasets_is_refused(self):
+        res = run_server(f"--dataset=a={self.data}/*.sgy", "--io=pread",
+                         f"--dataset=b={self.data}/*.sgy", "--listen=127.0.0.1:0")
+        self.assertNotEqual(res.returncode, 0)
+        self.assertIn("--io=pread stands between --dataset flags", res.stderr)
+        # Before or after them all, it applies to every one.
+        res = run_server("--io=pread", f"--dataset=a={self.data}/*.sgy",
+                         f"--dataset=b={self.data}/*.sgy", "--check_config")
+        self.assertEqual(res.returncode, 0, res.stderr)
+
+    def test_addresses_without_a_port_are_errors(self):
+        res = run_server(f"--dataset=a={self.data}/*.sgy", "--listen=127.0.0.1",
+                         "--check_config")
+        self.assertNotEqual(res.returncode, 0)
+        self.assertIn("listen '127.0.0.1': expected HOST:PORT", res.stderr)
+        res = harness.cli("ls", "--target=127.0.0.1", check=False)
+        self.assertNotEqual(res.returncode, 0)
+        self.assertIn("target '127.0.0.1': expected HOST:PORT", res.stderr)
+        with self.assertRaises(ValueError) as e:
+            shotstream.Client("127.0.0.1")
+        self.assertIn("expected HOST:PORT", str(e.exception))
+
+    def test_cli_unknown_command_and_what_it_prints(self):
+        res = harness.cli("lss", "--target=127.0.0.1:1", check=False)
+        self.assertNotEqual(res.returncode, 0)
+        self.assertIn("unknown command 'lss'", res.stderr)
+        with harness.Server([f"--dataset=d={self.data}/*.sgy"]) as server:
+            for args in (["ls"], ["info", "--dataset=d"]):
+                res = harness.cli(*args, f"--target={server.target}")
+                self.assertNotIn("CUDA", res.stderr)  # said only where staging is asked for
+
+    def test_fetch_and_bench_with_nothing_to_do_fail(self):
+        empty = os.path.join(self.tmp, "empty.sgy")
+        with open(empty, "wb") as f:
+            f.write(bytes(3200) + bytes(20) + b"\x00\x14" + bytes(2) + b"\x00\x05" +
+                    bytes(3600 - 3226))  # a valid header, no traces: READY with 0 shots
+        with harness.Server([f"--dataset=none={empty}",
+                             f"--dataset=bad={self.tmp}/nothing-*.sgy"]) as server:
+            for cmd in ("fetch", "bench"):
+                for name, says in (("none", "has no shots"), ("bad", "FAILED_PRECONDITION")):
+                    res = harness.cli(cmd, f"--target={server.target}", f"--dataset={name}",
+                                      f"--out={self.tmp}/out", check=False)
+                    self.assertNotEqual(res.returncode, 0, res.stdout)
+                    self.assertIn(says, res.stderr)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -4,6 +4,7 @@
 #include <set>
 #include <sstream>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "server/dataset/dataset.h"
@@ -218,6 +219,17 @@ absl::Status ValidateServerConfig(const ServerConfig& c) {
   }
   if (c.auth_default_deny && c.auth_token_file.empty()) {
     return absl::InvalidArgumentError("auth.default: deny needs auth.token_file");
+  }
+  for (const auto& [key, value] : {std::pair<const char*, const std::string&>{"listen", c.listen},
+                                   {"metrics_listen", c.metrics_listen}}) {
+    if (value.empty() && std::string(key) == "metrics_listen") continue;
+    const size_t colon = value.rfind(':');
+    int port = -1;
+    if (colon == std::string::npos || !absl::SimpleAtoi(value.substr(colon + 1), &port) ||
+        port < 0 || port > 65535) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          key, " '", value, "': expected HOST:PORT with a port number (0 picks a free one)"));
+    }
   }
   if (c.tls_cert.empty() != c.tls_key.empty()) {
     return absl::InvalidArgumentError("tls: cert and key go together");

@@ -166,6 +166,18 @@ class Shot:
         return f"Shot(shot_id={self.shot_id}, samples={self.samples.shape})"
 
 
+def _check_target(target):
+    """ValueError unless target is HOST:PORT with a port number, [IPv6]:PORT,
+    dns:///NAME:PORT or unix:PATH (a target without a port is not port 0)."""
+    if isinstance(target, str) and target.startswith("unix:"):
+        return
+    host, sep, port = str(target).rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536 or \
+            (host.startswith("[") and not host.endswith("]")):
+        raise ValueError(f"target {target!r}: expected HOST:PORT with a port number "
+                         "(e.g. 127.0.0.1:50051, [::1]:50051, dns:///storage-1:50051)")
+
+
 def expand_targets(targets, resolve=None):
     """Targets as given, except that "dns:///NAME:PORT" becomes one target per address
     NAME resolves to (e.g. a Kubernetes headless Service in front of one server per
@@ -360,6 +372,8 @@ class Client:
             raise ValueError("no target")
         if token is None:
             token = os.environ.get("SHOTSTREAM_TOKEN") or None
+        for t in targets:
+            _check_target(t)
         self._targets = expand_targets(list(targets))
         self._connect_timeout = float(connect_timeout)
         self._reached = set()  # target indices whose channel has connected
