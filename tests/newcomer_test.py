@@ -11,6 +11,7 @@ import sys
 import tempfile
 import time
 import unittest
+import urllib.request
 
 import grpc
 import numpy as np
@@ -393,6 +394,86 @@ class WhatAUserHadToGuessTest(unittest.TestCase):
                                       f"--out={self.tmp}/out", check=False)
                     self.assertNotEqual(res.returncode, 0, res.stdout)
                     self.assertIn(says, res.stderr)
+
+
+class LogsAndMetricsTest(unittest.TestCase):
+
+    def test_refusals_are_logged_and_counted_and_the_counts_add_up(self):
+        tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        try:
+            data = os.path.join(tmp, "data")
+            synth.write_survey(data, n_shots=3, traces_per_shot=4, n_samples=20, n_files=1,
+                               fmt=5)
+            tokens = os.path.join(tmp, "tokens")
+            with open(tokens, "w") as f:
+                f.write("bob b0b\nadmin 4dmin\n")
+            cfg = os.path.join(tmp, "c.yaml")
+            with open(cfg, "w") as f:
+                f.write(f"""
+metrics_listen: 127.0.0.1:0
+datasets:
+  - {{name: line1, files: {data}/*.sgy}}
+  - {{name: secret, files: {data}/*.sgy}}
+auth: {{token_file: {tokens}, allow: {{bob: [line1]}}}}
+""")
+            with harness.Server([f"--config={cfg}"]) as server:
+                with shotstream.Client(server.target, token="b0b") as bob:
+                    self.assertEqual(len(list(bob.stream("line1", [1, 2]))), 2)
+                    refusals = [("lin1", {}, grpc.StatusCode.NOT_FOUND),
+                                ("line1", {"headers": ["ofset"]},
+                                 grpc.StatusCode.INVALID_ARGUMENT),
+                                ("secret", {}, grpc.StatusCode.PERMISSION_DENIED),
+                                ("line1", {"shot_ids": [77]}, grpc.StatusCode.NOT_FOUND)]
+                    for name, kw, code in refusals:
+                        with self.assertRaises(shotstream.ShotstreamError) as e:
+                            list(bob.stream(name, kw.pop("shot_ids", [1]), **kw))
+                        self.assertEqual(e.exception.code(), code)
+                        if name == "lin1":
+                            # Only what bob may see, and the closest name.
+                            self.assertIn("did you mean 'line1'?", e.exception.details())
+                            self.assertIn("(datasets here: line1)", e.exception.details())
+                        if kw.get("headers"):
+                            self.assertIn("did you mean 'offset'?", e.exception.details())
+                    self.assertEqual(len(list(bob.stream("line1", [3]))), 1)
+                with shotstream.Client(server.target, token="wrong") as nobody:
+                    with self.assertRaises(shotstream.ShotstreamError):
+                        list(nobody.stream("line1", [1]))
+                wait_for(lambda: any("metrics on http://" in l for l in server.stderr_lines),
+                         what="the metrics line")
+                line = next(l for l in server.stderr_lines if "metrics on http://" in l)
+                port = int(line.split("(port ")[1].rstrip(")\n"))
+
+                def metrics():
+                    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics",
+                                                  timeout=5).read().decode()
+                    values = {}
+                    for l in text.splitlines():
+                        if l and not l.startswith("#"):
+                            k, v = l.rsplit(" ", 1)
+                            values[k] = float(v)
+                    return values
+
+                wait_for(lambda: metrics()["shotstream_active_streams"] == 0,
+                         what="the streams to finish")
+                m = metrics()
+                finished = sum(v for k, v in m.items()
+                               if k.startswith("shotstream_streams_finished_total{"))
+                self.assertEqual(m["shotstream_streams_started_total"], 2)
+                self.assertEqual(finished, 2)
+                self.assertEqual(m["shotstream_streams_rejected_total"], 5)
+                rejected = {k.split('"')[1]: v for k, v in m.items()
+                            if k.startswith("shotstream_streams_rejected_by_code_total{") and v}
+                self.assertEqual(rejected, {"NOT_FOUND": 2, "INVALID_ARGUMENT": 1,
+                                            "PERMISSION_DENIED": 1, "UNAUTHENTICATED": 1})
+                log = "".join(server.stderr_lines)
+                for code in ("NOT_FOUND", "INVALID_ARGUMENT", "PERMISSION_DENIED",
+                             "UNAUTHENTICATED"):
+                    self.assertIn(f": {code}: ", log)
+                self.assertIn("stream refused: peer ", log)
+                self.assertIn("dataset lin1: NOT_FOUND: unknown dataset 'lin1'", log)
+                self.assertIn(": OK, 2 of 2 shots", log)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -40,14 +40,22 @@ void Metric(std::string* out, const char* name, const char* type, const char* he
 std::string RenderPrometheus(const service::ServiceCounters& c,
                              const std::vector<service::DatasetEntry>& datasets) {
   std::string out;
-  Metric(&out, "shotstream_active_streams", "gauge", "StreamShots calls running now.",
-         c.active_streams.load());
-  Metric(&out, "shotstream_streams_started_total", "counter", "StreamShots calls accepted.",
-         c.streams_started.load());
+  // Finished first, then started: running = started - finished is never negative, and
+  // started = finished + running holds in every scrape.
+  int64_t finished[17];
+  int64_t finished_sum = 0;
+  for (int code = 0; code < 17; ++code) finished_sum += finished[code] = c.finished_by_code[code];
+  const int64_t started = c.streams_started.load();
+  Metric(&out, "shotstream_active_streams", "gauge",
+         "StreamShots calls running now (started and not finished).", started - finished_sum);
+  Metric(&out, "shotstream_streams_started_total", "counter",
+         "StreamShots calls accepted (refused ones are in streams_rejected).", started);
   Metric(&out, "shotstream_streams_cancelled_total", "counter",
          "Streams cancelled by clients or broken.", c.streams_cancelled.load());
   Metric(&out, "shotstream_streams_rejected_total", "counter",
-         "Streams refused by limits or authentication.", c.streams_rejected.load());
+         "StreamShots calls refused before any data: bad request, unknown dataset or shot, "
+         "dataset not ready, limits, authentication, permission, draining.",
+         c.streams_rejected.load());
   Metric(&out, "shotstream_queued_shots", "gauge",
          "Shots read or being read ahead and not yet sent, all streams.", c.shots_held.load());
   Metric(&out, "shotstream_max_queued_shots_one_stream", "gauge",
@@ -87,11 +95,19 @@ std::string RenderPrometheus(const service::ServiceCounters& c,
   absl::StrAppendFormat(&out, "shotstream_shot_read_seconds_sum %.6f\n",
                         c.read_latency_sum_us.load() / 1e6);
   absl::StrAppendFormat(&out, "shotstream_shot_read_seconds_count %d\n", cumulative);
-  out += "# HELP shotstream_streams_finished_total StreamShots calls finished, by status.\n"
+  out += "# HELP shotstream_streams_finished_total Accepted StreamShots calls finished, by "
+         "status.\n"
          "# TYPE shotstream_streams_finished_total counter\n";
   for (int code = 0; code < 17; ++code) {
     absl::StrAppendFormat(&out, "shotstream_streams_finished_total{code=\"%s\"} %d\n",
-                          kCodeNames[code], c.finished_by_code[code].load());
+                          kCodeNames[code], finished[code]);
+  }
+  out += "# HELP shotstream_streams_rejected_by_code_total StreamShots calls refused before "
+         "any data, by status.\n"
+         "# TYPE shotstream_streams_rejected_by_code_total counter\n";
+  for (int code = 0; code < 17; ++code) {
+    absl::StrAppendFormat(&out, "shotstream_streams_rejected_by_code_total{code=\"%s\"} %d\n",
+                          kCodeNames[code], c.rejected_by_code[code].load());
   }
   out += "# HELP shotstream_dataset_ready 1 when the dataset is served, 0 when it failed or "
          "is being rebuilt.\n"

@@ -31,7 +31,7 @@ std::string HttpGet(int port, const std::string& path) {
 
 TEST(MetricsTest, RendersCountersAsPrometheusText) {
   service::ServiceCounters c;
-  c.active_streams = 3;
+  c.streams_started = 7;  // 4 finished below, 3 running
   c.bytes_sent = 12345;
   c.read_latency_count[0] = 2;  // <= 1 ms
   c.read_latency_count[3] = 1;  // <= 10 ms

@@ -1,5 +1,6 @@
 #include "server/segy/trace_header.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "absl/strings/numbers.h"
@@ -153,7 +154,36 @@ double ApplyScalar(double value, int64_t scalar) {
   return value;
 }
 
+// Edit distance (insertions, deletions, substitutions), for "did you mean".
+size_t EditDistance(absl::string_view a, absl::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
 }  // namespace
+
+std::string ClosestName(absl::string_view name, const std::vector<std::string>& known) {
+  std::string best;
+  size_t best_distance = std::max<size_t>(2, name.size() / 3) + 1;
+  for (const std::string& k : known) {
+    const size_t d = EditDistance(name, k);
+    if (d < best_distance) {
+      best_distance = d;
+      best = k;
+    }
+  }
+  return best;
+}
 
 absl::StatusOr<HeaderSelector> ResolveHeader(absl::string_view name) {
   for (const ScaledField& f : kScaledFields) {
@@ -162,9 +192,11 @@ absl::StatusOr<HeaderSelector> ResolveHeader(absl::string_view name) {
   for (const HeaderField& f : StandardTraceHeaderFields()) {
     if (f.name == name) return HeaderSelector{std::string(name), f.byte, f.size};
   }
+  const std::string closest = ClosestName(name, ServableHeaderNames());
   return absl::InvalidArgumentError(absl::StrCat(
-      "unknown trace header field '", name,
-      "' (known: field_record, energy_source_point, inline, crossline, offset, source_x, "
+      "unknown trace header field '", name, "'",
+      closest.empty() ? "" : absl::StrCat(": did you mean '", closest, "'?"),
+      " (known: field_record, energy_source_point, inline, crossline, offset, source_x, "
       "source_y, group_x, group_y, source_elevation, receiver_elevation, and the SEG-Y "
       "rev 1 standard fields, e.g. cdp, trace_number)"));
 }

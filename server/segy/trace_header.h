@@ -44,7 +44,11 @@ struct HeaderSelector {
   enum class Scale { kNone, kCoordinate, kElevation } scale = Scale::kNone;
 };
 
-// Resolves a header name, or NOT_FOUND-style InvalidArgument naming it.
+// The name in `known` closest to `name` by edit distance, if close enough to be a typo
+// (at most max(2, len/3) edits); empty otherwise.
+std::string ClosestName(absl::string_view name, const std::vector<std::string>& known);
+
+// Resolves a header name, or INVALID_ARGUMENT naming it and the closest known name.
 absl::StatusOr<HeaderSelector> ResolveHeader(absl::string_view name);
 
 // The value of `selector` in `header`, with its scalar applied (negative divides, zero

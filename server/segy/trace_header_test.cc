@@ -55,6 +55,14 @@ TEST(TraceHeaderTest, ResolvesContractAndStandardNamesAndRejectsOthers) {
   auto bad = ResolveHeader("nonsense");
   EXPECT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("nonsense"), absl::string_view::npos);
+  EXPECT_EQ(bad.status().message().find("did you mean"), absl::string_view::npos);
+  auto typo = ResolveHeader("ofset");
+  EXPECT_NE(typo.status().message().find("did you mean 'offset'?"), absl::string_view::npos)
+      << typo.status();
+  EXPECT_NE(ResolveHeader("sourcex").status().message().find("did you mean 'source_x'?"),
+            absl::string_view::npos);
+  EXPECT_EQ(ClosestName("line2", {"line1", "part1only"}), "line1");
+  EXPECT_EQ(ClosestName("zzzzzz", {"line1"}), "");
 }
 
 TEST(TraceHeaderTest, StandardFieldsTileTheHeaderWithoutOverlap) {

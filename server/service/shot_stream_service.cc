@@ -10,6 +10,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -113,6 +114,29 @@ void RaiseMax(std::atomic<int64_t>* max, int64_t value) {
   }
 }
 
+// A StreamShots call refused before any data: finished at once, counted by its code
+// (ServiceCounters::rejected_by_code) and logged like a finished stream.
+//
+// Thread-safe: gRPC calls OnDone once, after the Finish made here.
+class RejectReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
+ public:
+  RejectReactor(const grpc::Status& error, ServiceCounters* counters, bool log,
+                const std::string& peer, const std::string& dataset) {
+    counters->rejected_by_code[error.error_code()]++;
+    counters->streams_rejected++;
+    if (log) {
+      std::fprintf(stderr, "stream refused: peer %s dataset %s: %s: %s\n", peer.c_str(),
+                   dataset.c_str(),
+                   std::string(absl::StatusCodeToString(
+                                   static_cast<absl::StatusCode>(error.error_code())))
+                       .c_str(),
+                   error.error_message().c_str());
+    }
+    Finish(error);
+  }
+  void OnDone() override { delete this; }
+};
+
 // One StreamShots call. Reads are submitted to the pool, at most queue_depth shots ahead
 // of the shot being written; writes go one at a time from OnWriteDone or from the read
 // that completes the next shot in request order.
@@ -122,15 +146,6 @@ void RaiseMax(std::atomic<int64_t>* max, int64_t value) {
 class StreamShotsReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
                                  public stream::ByteBudget::Waiter {
  public:
-  // Finishes at once with `error`.
-  StreamShotsReactor(const grpc::Status& error, ServiceCounters* counters) {
-    counters->finished_by_code[error.error_code()]++;
-    counters->streams_rejected += error.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED ||
-                                  error.error_code() == grpc::StatusCode::UNAUTHENTICATED;
-    finished_ = true;
-    Finish(error);
-  }
-
   StreamShotsReactor(StreamPlan plan, stream::ReaderPool* pool)
       : plan_(std::move(plan)), pool_(pool), counters_(plan_.counters), budget_(plan_.budget) {
     if (plan_.registry != nullptr) {
@@ -591,14 +606,12 @@ class ShotStreamServiceImpl final
       reactor->Finish(ToGrpcStatus(auth));
       return reactor;
     }
-    if (absl::Status allowed = Allowed(who, request->name()); !allowed.ok()) {
-      reactor->Finish(ToGrpcStatus(allowed));
-      return reactor;
-    }
     const DatasetEntry* e = Find(request->name());
     uint64_t first = 0;
     if (e == nullptr) {
-      reactor->Finish(ToGrpcStatus(UnknownDataset(request->name())));
+      reactor->Finish(ToGrpcStatus(UnknownDataset(request->name(), who)));
+    } else if (absl::Status allowed = Allowed(who, request->name()); !allowed.ok()) {
+      reactor->Finish(ToGrpcStatus(allowed));
     } else if (e->state() != DatasetEntry::State::kReady) {
       reactor->Finish(ToGrpcStatus(NotReadyError(*e)));
     } else if (!request->page_token().empty() &&
@@ -624,32 +637,26 @@ class ShotStreamServiceImpl final
         }
       }
       if (!parsed.ParseFromString(bytes)) {
-        return new StreamShotsReactor(
-            grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "malformed StreamShotsRequest"),
-            counters_);
+        return Reject(ctx, "?", absl::InvalidArgumentError("malformed StreamShotsRequest"));
       }
     }
     const v1::StreamShotsRequest* request = &parsed;
     std::string who;
-    if (absl::Status auth = Authenticate(ctx, &who); !auth.ok()) {
-      return new StreamShotsReactor(ToGrpcStatus(auth), counters_);
-    }
-    if (absl::Status allowed = Allowed(who, request->dataset()); !allowed.ok()) {
-      return new StreamShotsReactor(ToGrpcStatus(allowed), counters_);
+    const std::string& name = request->dataset();
+    if (absl::Status auth = Authenticate(ctx, &who); !auth.ok()) return Reject(ctx, name, auth);
+    if (Find(name) == nullptr) return Reject(ctx, name, UnknownDataset(name, who));
+    if (absl::Status allowed = Allowed(who, name); !allowed.ok()) {
+      return Reject(ctx, name, allowed);
     }
     if (options_.draining != nullptr && options_.draining->load()) {
-      return new StreamShotsReactor(
-          grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                       "the server is shutting down; no new streams (try another server)"),
-          counters_);
+      return Reject(ctx, name, absl::UnavailableError("the server is shutting down; no new "
+                                                      "streams (try another server)"));
     }
     absl::StatusOr<StreamPlan> plan = Validate(*request);
-    if (!plan.ok()) return new StreamShotsReactor(ToGrpcStatus(plan.status()), counters_);
+    if (!plan.ok()) return Reject(ctx, name, plan.status());
     // Limits last, so that a stream slot is taken only by a request that will run.
     const std::string peer = PeerAddress(ctx->peer());
-    if (absl::Status s = TakeStreamSlot(peer); !s.ok()) {
-      return new StreamShotsReactor(ToGrpcStatus(s), counters_);
-    }
+    if (absl::Status s = TakeStreamSlot(peer); !s.ok()) return Reject(ctx, name, s);
     plan->peer = ctx->peer();
     plan->stream_id = ++counters_->streams_started;
     plan->log = options_.log_streams;
@@ -715,8 +722,25 @@ class ShotStreamServiceImpl final
     if (it != per_peer_.end() && --it->second == 0) per_peer_.erase(it);
   }
 
-  absl::Status UnknownDataset(const std::string& name) const {
-    return absl::NotFoundError(absl::StrCat("unknown dataset '", name, "'"));
+  // NOT_FOUND naming the datasets `who` may read (and the closest, for a typo).
+  absl::Status UnknownDataset(const std::string& name, const std::string& who) const {
+    std::vector<std::string> visible;
+    for (const DatasetEntry& e : *datasets_) {
+      if (Allowed(who, e.name).ok()) visible.push_back(e.name);
+    }
+    const std::string closest = segy::ClosestName(name, visible);
+    return absl::NotFoundError(absl::StrCat(
+        "unknown dataset '", name, "'",
+        closest.empty() ? "" : absl::StrCat(": did you mean '", closest, "'?"),
+        " (datasets here: ", visible.empty() ? "none you may read" : absl::StrJoin(visible, ", "),
+        ")"));
+  }
+
+  grpc::ServerWriteReactor<grpc::ByteBuffer>* Reject(grpc::CallbackServerContext* ctx,
+                                                     const std::string& dataset,
+                                                     const absl::Status& status) {
+    return new RejectReactor(ToGrpcStatus(status), counters_, options_.log_streams,
+                             ctx->peer(), dataset);
   }
 
   // Everything a request can get wrong is found here, before any data is sent.

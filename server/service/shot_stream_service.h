@@ -42,7 +42,9 @@ struct ServiceCounters {
   std::atomic<int64_t> shots_sent{0};
   std::atomic<int64_t> bytes_sent{0};
   std::atomic<int64_t> shots_sent_zero_copy{0};  // of shots_sent: sent from the file mapping
-  std::atomic<int64_t> streams_rejected{0};  // limits or authentication
+  // StreamShots calls refused before any data (any reason), in all and by status code.
+  std::atomic<int64_t> streams_rejected{0};
+  std::atomic<int64_t> rejected_by_code[17] = {};
   // Coalescing: positioned reads issued, bytes read (gaps included), bytes of traces.
   std::atomic<int64_t> reads_issued{0};
   std::atomic<int64_t> bytes_read{0};
@@ -52,7 +54,8 @@ struct ServiceCounters {
                                                0.05,  0.1,   0.2,   0.5,  1.0};
   std::atomic<int64_t> read_latency_count[std::size(kLatencyBuckets) + 1] = {};
   std::atomic<int64_t> read_latency_sum_us{0};
-  // Finished RPCs by gRPC status code (0..16).
+  // Accepted StreamShots calls finished, by gRPC status code (0..16): streams_started is
+  // their sum plus the streams running.
   std::atomic<int64_t> finished_by_code[17] = {};
 };
 
