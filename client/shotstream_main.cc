@@ -27,6 +27,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -67,7 +68,9 @@ ABSL_FLAG(int, warmup_shots, 0,
           "bench: the first N shots are streamed once, untimed, before the timed streams "
           "(connection, buffers and first touches out of the figure)");
 ABSL_FLAG(bool, progress, true, "fetch: progress bar on stderr");
-ABSL_FLAG(int64_t, shot, 0, "plot: the shot id");
+ABSL_FLAG(std::string, shot, "", "plot: the shot id (default: the dataset's first)");
+ABSL_FLAG(double, agc, 0, "plot: automatic gain control over a window of this many ms");
+ABSL_FLAG(std::string, gain, "", "plot: t^N, each sample times time^N (e.g. t^2)");
 ABSL_FLAG(double, clip, 99.0, "plot: clip amplitudes at this percentile of |sample|");
 
 namespace {
@@ -205,18 +208,47 @@ int Fetch(Client& client, const std::string& dataset) {
 }
 
 int Plot(Client& client, const std::string& dataset) {
+  shotstream::client::PlotOptions po;
+  po.clip_percentile = absl::GetFlag(FLAGS_clip);
+  po.agc_window_ms = absl::GetFlag(FLAGS_agc);
+  if (const std::string g = absl::GetFlag(FLAGS_gain); !g.empty()) {
+    auto n = shotstream::client::ParseGain(g);
+    if (!n.ok()) return Fail(n.status());
+    po.gain_power = *n;
+  }
+  int64_t id = 0;
+  if (const std::string flag = absl::GetFlag(FLAGS_shot); !flag.empty()) {
+    if (!absl::SimpleAtoi(flag, &id)) {
+      return Fail(absl::InvalidArgumentError(absl::StrCat("--shot: '", flag, "' is not a shot id")));
+    }
+  } else {
+    auto info = client.GetDataset(dataset);
+    if (!info.ok()) return Fail(info.status());
+    if (info->shot_ids.empty()) {
+      return Fail(absl::FailedPreconditionError(absl::StrCat("dataset '", dataset,
+                                                             "' has no shots to plot")));
+    }
+    id = info->shot_ids.front();
+  }
   shotstream::client::StreamOptions options;
   options.queue_depth = 1;
   options.headers = {"offset"};
-  auto reader = client.Stream(dataset, {absl::GetFlag(FLAGS_shot)}, options);
+  auto reader = client.Stream(dataset, {id}, options);
   Shot shot;
   auto more = reader->Next(&shot);
   if (!more.ok()) return Fail(more.status());
   if (!*more) return Fail(absl::NotFoundError("no shot received"));
-  const std::string out = absl::GetFlag(FLAGS_out) == "." ? absl::StrCat("shot_", shot.shot_id, ".png")
-                                                          : absl::GetFlag(FLAGS_out);
-  shotstream::client::PlotOptions po;
-  po.clip_percentile = absl::GetFlag(FLAGS_clip);
+  // --out: a file name, or a directory (existing, or given with a trailing '/') for
+  // DIR/shot_<id>.png.
+  std::string out = absl::GetFlag(FLAGS_out);
+  struct stat st;
+  const std::string name = absl::StrCat("shot_", shot.shot_id, ".png");
+  if (absl::EndsWith(out, "/")) {
+    ::mkdir(out.c_str(), 0755);
+    out += name;
+  } else if (::stat(out.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    out = absl::StrCat(out, "/", name);
+  }
   absl::Status s = shotstream::client::WriteShotPng(out, shot, po);
   if (!s.ok()) return Fail(s);
   std::printf("wrote %s (shot %lld, %u traces x %u samples)\n", out.c_str(),

@@ -381,6 +381,20 @@ class WhatAUserHadToGuessTest(unittest.TestCase):
                 res = harness.cli(*args, f"--target={server.target}")
                 self.assertNotIn("CUDA", res.stderr)  # said only where staging is asked for
 
+    def test_plot_defaults_to_the_first_shot_and_writes_into_a_directory(self):
+        out = os.path.join(self.tmp, "plots")
+        os.makedirs(out)
+        with harness.Server([f"--dataset=d={self.data}/*.sgy"]) as server:
+            res = harness.cli("plot", f"--target={server.target}", "--dataset=d",
+                              f"--out={out}", "--agc=20", "--gain=t^1")
+            self.assertIn("shot 1,", res.stdout)
+            with open(os.path.join(out, "shot_1.png"), "rb") as f:
+                self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
+            res = harness.cli("plot", f"--target={server.target}", "--dataset=d",
+                              "--gain=2", check=False)
+            self.assertNotEqual(res.returncode, 0)
+            self.assertIn("expected t^N", res.stderr)
+
     def test_fetch_and_bench_with_nothing_to_do_fail(self):
         empty = os.path.join(self.tmp, "empty.sgy")
         with open(empty, "wb") as f:
