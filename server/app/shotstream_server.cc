@@ -1,0 +1,370 @@
+#include "server/app/shotstream_server.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "grpcpp/ext/proto_server_reflection_plugin.h"
+#include "grpcpp/grpcpp.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "grpcpp/impl/codegen/service_type.h"
+#include "server/common/heap_trimmer.h"
+#include "server/common/listen_probe.h"
+#include "server/dataset/dataset.h"
+#include "server/metrics/metrics.h"
+#include "server/segy/segy_file.h"
+#include "server/service/shot_stream_service.h"
+#include "server/service/token_store.h"
+#include "server/stream/reader_pool.h"
+
+namespace shotstream::server {
+namespace {
+
+using config::DatasetConfig;
+using config::ServerConfig;
+using dataset::DatasetEntry;
+
+constexpr char kServiceName[] = "shotstream.v1.ShotStream";
+
+// Token names the configuration refers to: each must be in the token file.
+std::vector<std::string> TokenNamesOf(const ServerConfig& c) {
+  std::vector<std::string> names;
+  for (const auto& [name, sets] : c.auth_allow) names.push_back(name);
+  return names;
+}
+
+// Health: "" and "shotstream.v1.ShotStream" SERVING while any dataset is READY (and the
+// server is not draining); "shotstream.v1.ShotStream/NAME" per dataset.
+void SetHealth(grpc::HealthCheckServiceInterface* health,
+               const std::vector<DatasetEntry>& datasets, bool draining) {
+  bool any_ready = false;
+  for (const DatasetEntry& e : datasets) any_ready |= e.dataset() != nullptr && !draining;
+  health->SetServingStatus(any_ready);  // every name registered so far, "" too
+  health->SetServingStatus(kServiceName, any_ready);
+  for (const DatasetEntry& e : datasets) {
+    health->SetServingStatus(absl::StrCat(kServiceName, "/", e.name),
+                             e.dataset() != nullptr && !draining);
+  }
+}
+
+// --index_only: one summary line per dataset on stdout.
+void PrintSummary(const dataset::Dataset& d, absl::Duration took) {
+  std::vector<uint32_t> per_shot;
+  for (const auto& s : d.catalog().shots()) per_shot.push_back(s.n_traces);
+  std::sort(per_shot.begin(), per_shot.end());
+  uint64_t bytes = 0;
+  for (size_t i = 0; i < d.n_files(); ++i) bytes += d.file(i).size();
+  std::printf("%s: files %zu  traces %llu  shots %zu  traces/shot min %u median %u max %u  "
+              "bytes %llu  seconds %.3f  catalog %s\n",
+              d.name().c_str(), d.n_files(),
+              static_cast<unsigned long long>(d.catalog().n_traces()), per_shot.size(),
+              per_shot.empty() ? 0 : per_shot.front(),
+              per_shot.empty() ? 0 : per_shot[per_shot.size() / 2],
+              per_shot.empty() ? 0 : per_shot.back(), static_cast<unsigned long long>(bytes),
+              absl::ToDoubleSeconds(took), d.catalog_origin().c_str());
+  std::fflush(stdout);
+}
+
+// Loads one dataset into *entry, with its start-up lines on stderr.
+void LoadDataset(const DatasetConfig& dc, const std::string& catalog_dir, bool print_summary,
+                 DatasetEntry* entry) {
+  dataset::DatasetSpec spec;
+  spec.name = dc.name;
+  spec.globs = dc.files;
+  spec.shot_key = *segy::ParseShotKey(dc.shot_key);  // validated
+  if (dc.byte_order == "big") spec.byte_order = segy::ByteOrder::kBigEndian;
+  if (dc.byte_order == "little") spec.byte_order = segy::ByteOrder::kLittleEndian;
+  spec.io = *segy::ParseIoMode(dc.io);  // validated with the config
+  spec.coalesce.max_gap_bytes = dc.max_gap_bytes;
+  spec.coalesce.max_read_bytes = dc.max_read_bytes;
+  spec.catalog_dir = catalog_dir;
+  spec.check_trace_lengths = dc.check_trace_lengths;
+  const absl::Time start = absl::Now();
+  absl::Time last_report = start;
+  auto progress = [&](uint64_t done, uint64_t total) {
+    const absl::Time now = absl::Now();
+    if (now - start < absl::Seconds(1) || (now - last_report < absl::Seconds(1) && done != total)) {
+      return;
+    }
+    last_report = now;
+    const double rate = done / std::max(absl::ToDoubleSeconds(now - start), 1e-9);
+    std::fprintf(stderr, "catalog %s: %llu/%llu traces, %.0f traces/s, ETA %.0f s\n",
+                 spec.name.c_str(), static_cast<unsigned long long>(done),
+                 static_cast<unsigned long long>(total), rate,
+                 (total - done) / std::max(rate, 1.0));
+  };
+  entry->name = spec.name;
+  const absl::Status loaded = entry->Load(spec, progress);
+  if (loaded.ok()) {
+    const std::shared_ptr<const dataset::Dataset> d = entry->dataset();
+    size_t mapped = 0;
+    for (size_t f = 0; f < d->n_files(); ++f) mapped += d->file(f).mapped();
+    const size_t n_files = d->n_files();
+    const std::string io = mapped == n_files ? "mmap"
+                           : mapped == 0     ? "pread"
+                                             : absl::StrCat("mmap ", mapped, ", pread ",
+                                                            n_files - mapped);
+    std::fprintf(stderr,
+                 "dataset %s: %zu files (read by %s), %llu traces, %zu shots; catalog %s "
+                 "(%.2f s)\n",
+                 spec.name.c_str(), n_files, io.c_str(),
+                 static_cast<unsigned long long>(d->catalog().n_traces()),
+                 d->catalog().shots().size(), d->catalog_origin().c_str(),
+                 absl::ToDoubleSeconds(absl::Now() - start));
+    for (const std::string& note : d->notes()) {
+      std::fprintf(stderr, "dataset %s: note: %s\n", spec.name.c_str(), note.c_str());
+    }
+    if (print_summary) PrintSummary(*d, absl::Now() - start);
+  } else {
+    // The server still serves the other datasets; this one reports its error.
+    std::fprintf(stderr, "dataset %s FAILED: %s\n", spec.name.c_str(),
+                 std::string(loaded.message()).c_str());
+  }
+}
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(path + ": cannot read");
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(const ServerConfig& c) {
+  if (c.tls_cert.empty()) return grpc::InsecureServerCredentials();
+  auto cert = ReadFile(c.tls_cert);
+  if (!cert.ok()) return cert.status();
+  auto key = ReadFile(c.tls_key);
+  if (!key.ok()) return key.status();
+  grpc::SslServerCredentialsOptions opts(GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
+  opts.pem_key_cert_pairs.push_back({*key, *cert});
+  if (!c.tls_client_ca.empty()) {
+    auto ca = ReadFile(c.tls_client_ca);
+    if (!ca.ok()) return ca.status();
+    opts.pem_root_certs = *ca;
+    opts.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
+  }
+  return grpc::SslServerCredentials(opts);
+}
+
+// --check_config: every pattern of every dataset matches a file, and every file opens as
+// the format its dataset says (headers only; no catalog is built).
+absl::Status CheckDatasetFiles(const ServerConfig& c) {
+  for (const DatasetConfig& d : c.datasets) {
+    segy::OpenOptions options;
+    if (d.byte_order == "big") options.byte_order = segy::ByteOrder::kBigEndian;
+    if (d.byte_order == "little") options.byte_order = segy::ByteOrder::kLittleEndian;
+    for (const std::string& pattern : d.files) {
+      auto paths = dataset::ExpandGlob(pattern);
+      if (!paths.ok()) {
+        return absl::Status(paths.status().code(),
+                            absl::StrCat("dataset '", d.name, "': ", paths.status().message()));
+      }
+      for (const std::string& path : *paths) {
+        auto file = segy::SegyFile::Open(path, options);
+        if (!file.ok()) {
+          return absl::Status(file.status().code(), absl::StrCat("dataset '", d.name, "': ",
+                                                                 file.status().message()));
+        }
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status CheckConfig(const ServerConfig& config) {
+  if (!config.auth_token_file.empty()) {
+    auto tokens = service::TokenStore::Load(config.auth_token_file, TokenNamesOf(config));
+    if (!tokens.ok()) return tokens.status();
+  }
+  return CheckDatasetFiles(config);
+}
+
+bool ShotStreamServer::IndexOnly(const ServerConfig& config) {
+  if (!config.catalog_dir.empty()) ::mkdir(config.catalog_dir.c_str(), 0755);
+  std::vector<DatasetEntry> datasets(config.datasets.size());
+  bool all = true;
+  for (size_t i = 0; i < config.datasets.size(); ++i) {
+    LoadDataset(config.datasets[i], config.catalog_dir, /*print_summary=*/true, &datasets[i]);
+    all &= datasets[i].dataset() != nullptr;
+  }
+  return all;
+}
+
+absl::StatusOr<std::unique_ptr<ShotStreamServer>> ShotStreamServer::Start(
+    const ServerConfig& cfg, const RunOptions& run) {
+  std::unique_ptr<ShotStreamServer> s(new ShotStreamServer());
+  s->config_ = cfg;
+  s->options_ = run;
+  if (!cfg.auth_token_file.empty()) {
+    auto loaded = service::TokenStore::Load(cfg.auth_token_file, TokenNamesOf(cfg));
+    if (!loaded.ok()) return loaded.status();
+    s->tokens_ = std::move(*loaded);
+  }
+  if (!cfg.catalog_dir.empty() && ::mkdir(cfg.catalog_dir.c_str(), 0755) != 0 &&
+      errno != EEXIST) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "catalog_dir ", cfg.catalog_dir, ": cannot create: ", std::strerror(errno)));
+  }
+  auto creds = Credentials(cfg);
+  if (!creds.ok()) return creds.status();
+
+  // A dataset whose files change under it is rebuilt in the background; each change of
+  // state is said on stderr and moves the health status (once the server runs).
+  s->datasets_ = std::vector<DatasetEntry>(cfg.datasets.size());
+  ShotStreamServer* self = s.get();
+  for (size_t i = 0; i < cfg.datasets.size(); ++i) {
+    s->datasets_[i].set_on_change([self](const DatasetEntry& e) {
+      const absl::Status st = e.status();
+      std::fprintf(stderr, "dataset %s: %s%s\n", e.name.c_str(),
+                   e.state() == DatasetEntry::State::kRebuilding ? ""
+                   : st.ok()                                     ? "READY again, rebuilt"
+                                                                 : "FAILED on rebuild: ",
+                   std::string(st.message()).c_str());
+      absl::MutexLock lock(&self->health_mu_);
+      self->SetHealthLocked();
+    });
+    LoadDataset(cfg.datasets[i], cfg.catalog_dir, /*print_summary=*/false, &s->datasets_[i]);
+  }
+
+  const int readers = cfg.readers > 0
+                          ? cfg.readers
+                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  s->pool_ = std::make_unique<stream::ReaderPool>(readers);
+  s->counters_ = std::make_unique<service::ServiceCounters>();
+  service::ServiceOptions options;
+  options.default_queue_depth = cfg.default_queue_depth;
+  options.max_queue_depth = cfg.max_queue_depth;
+  options.max_chunk_bytes = cfg.max_chunk_bytes;
+  options.max_shots_per_request = cfg.max_shots_per_request;
+  options.max_streams = cfg.max_streams;
+  options.max_streams_per_peer = cfg.max_streams_per_peer;
+  options.max_inflight_bytes = cfg.max_inflight_bytes;
+  options.counters = s->counters_.get();
+  options.tokens = s->tokens_.get();
+  for (const auto& [name, sets] : cfg.auth_allow) {
+    options.access.allow[name] = std::set<std::string>(sets.begin(), sets.end());
+  }
+  options.access.default_deny = cfg.auth_default_deny;
+  options.log_streams = run.log_streams;
+  options.zero_copy = run.zero_copy;
+  options.draining = &s->draining_;
+  options.corrupt_shot_for_testing = run.corrupt_shot_for_testing;
+  s->service_ = service::MakeShotStreamService(&s->datasets_, s->pool_.get(), options);
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(cfg.listen, *creds, &s->port_);
+  builder.RegisterService(s->service_.get());
+  builder.SetMaxSendMessageSize(-1);
+  // Requests are bounded at the transport: a StreamShotsRequest of max_shots_per_request
+  // ids takes at most 10 bytes an id, plus the rest of the message.
+  builder.SetMaxReceiveMessageSize(static_cast<int>(std::min<uint64_t>(
+      INT32_MAX, cfg.max_shots_per_request * 10 + (1 << 20))));
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_FRAME_SIZE, 16 * 1024 * 1024 - 1);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_WRITE_BUFFER_SIZE, 8 * 1024 * 1024);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 64 * 1024 * 1024);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS,
+                             static_cast<int>(absl::ToInt64Milliseconds(cfg.keepalive_time)));
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS,
+                             static_cast<int>(absl::ToInt64Milliseconds(cfg.keepalive_timeout)));
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5000);
+  // Exclusive: gRPC turns SO_REUSEPORT on by default, and a second server on the same
+  // port would then start and silently take half the connections.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  s->server_ = builder.BuildAndStart();
+  if (s->server_ == nullptr || s->port_ == 0) {
+    absl::Status why = ProbeListen(cfg.listen);
+    s->drained_ = true;
+    return why.ok() ? absl::UnavailableError("cannot listen on " + cfg.listen) : why;
+  }
+  {
+    absl::MutexLock lock(&s->health_mu_);
+    s->health_ = s->server_->GetHealthCheckService();
+    s->SetHealthLocked();
+  }
+  if (!cfg.metrics_listen.empty()) {
+    auto started = metrics::MetricsHttpServer::Start(cfg.metrics_listen, [self] {
+      return metrics::RenderPrometheus(*self->counters_, self->datasets_);
+    });
+    if (!started.ok()) {
+      s->Drain();
+      return started.status();
+    }
+    s->metrics_ = std::move(*started);
+    std::fprintf(stderr, "metrics on http://%s/metrics (port %d)\n", cfg.metrics_listen.c_str(),
+                 s->metrics_->port());
+  }
+  // While no stream runs, freed heap goes back to the system (a burst such as a refused
+  // oversized request would otherwise stay resident: malloc is tuned never to shrink).
+  s->trimmer_ = std::make_unique<HeapTrimmer>(
+      [self] { return self->counters_->active_streams.load() == 0; });
+  return s;
+}
+
+ShotStreamServer::~ShotStreamServer() {
+  if (!drained_) Drain();
+}
+
+std::string ShotStreamServer::address() const {
+  return absl::StrCat(config_.listen.substr(0, config_.listen.rfind(':')), ":", port_);
+}
+
+absl::Status ShotStreamServer::ReloadTokens() {
+  return tokens_ == nullptr ? absl::OkStatus() : tokens_->Reload();
+}
+
+size_t ShotStreamServer::token_count() const { return tokens_ == nullptr ? 0 : tokens_->size(); }
+
+int64_t ShotStreamServer::shots_sent() const { return counters_->shots_sent.load(); }
+
+void ShotStreamServer::SetHealthLocked() {
+  if (health_ != nullptr) SetHealth(health_, datasets_, draining_.load());
+}
+
+void ShotStreamServer::Drain() {
+  if (drained_ || server_ == nullptr) return;  // drained, or never started
+  drained_ = true;
+  {
+    absl::MutexLock lock(&health_mu_);
+    draining_ = true;
+    SetHealthLocked();
+  }
+  absl::SleepFor(options_.drain_delay);
+  // Running streams get the grace period; then they are finished with a status that says
+  // why (clients with retries resume elsewhere), and gRPC cancels whatever is left.
+  absl::Notification shut_down;
+  std::thread cutter([&] {
+    if (shut_down.WaitForNotificationWithTimeout(config_.grace_period)) return;
+    service::CutAllStreams(service_.get(),
+                           absl::UnavailableError("the server is shutting down (its grace "
+                                                  "period is over); resume on another server"));
+  });
+  server_->Shutdown(std::chrono::system_clock::now() +
+                    absl::ToChronoMilliseconds(config_.grace_period + absl::Milliseconds(900)));
+  shut_down.Notify();
+  cutter.join();
+  std::thread stop_metrics([&] { metrics_.reset(); });  // civetweb takes up to a second
+  server_->Wait();
+  {
+    absl::MutexLock lock(&health_mu_);
+    health_ = nullptr;  // the server goes before the datasets and their rebuilds
+  }
+  stop_metrics.join();
+}
+
+}  // namespace shotstream::server

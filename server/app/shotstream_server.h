@@ -1,0 +1,118 @@
+// The shotstream server as a library: a ServerConfig in, datasets loaded, the gRPC
+// service listening with health, metrics and the heap trimmer; SIGHUP's token reload and
+// SIGTERM's drain as calls. server/main.cc is flags and signals around it; tests can run
+// it in-process.
+//
+// Thread-safe: every method may be called from any thread (Drain once).
+#ifndef SHOTSTREAM_SERVER_APP_SHOTSTREAM_SERVER_H_
+#define SHOTSTREAM_SERVER_APP_SHOTSTREAM_SERVER_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "server/config/server_config.h"
+#include "server/dataset/dataset_entry.h"
+
+namespace grpc {
+class HealthCheckServiceInterface;
+class Server;
+class Service;
+}  // namespace grpc
+
+namespace shotstream {
+class HeapTrimmer;
+namespace metrics {
+class MetricsHttpServer;
+}
+namespace service {
+class TokenStore;
+struct ServiceCounters;
+}
+namespace stream {
+class ReaderPool;
+}
+
+namespace server {
+
+// Settings of a run that the YAML config does not hold (yet).
+struct RunOptions {
+  // On Drain: how long health says NOT_SERVING before the listener closes.
+  absl::Duration drain_delay = absl::Seconds(1);
+  bool zero_copy = true;
+  bool log_streams = true;
+  std::optional<int64_t> corrupt_shot_for_testing;
+};
+
+// --check_config beyond the settings: the token file (with every name auth.allow gives),
+// and every pattern of every dataset matches files that open as their dataset says.
+absl::Status CheckConfig(const config::ServerConfig& config);
+
+class ShotStreamServer {
+ public:
+  // Loads every dataset (start-up lines on stderr; a failed one is served as FAILED) and
+  // starts listening. Errors: the token file, TLS files, catalog_dir, the listener
+  // ("HOST:PORT: address in use").
+  static absl::StatusOr<std::unique_ptr<ShotStreamServer>> Start(
+      const config::ServerConfig& config, const RunOptions& options = {});
+
+  // --index_only: loads every dataset (building or checking catalogs), prints a summary
+  // line each on stdout; true when all loaded.
+  static bool IndexOnly(const config::ServerConfig& config);
+
+  ~ShotStreamServer();  // drains first if Drain was not called
+  ShotStreamServer(const ShotStreamServer&) = delete;
+  ShotStreamServer& operator=(const ShotStreamServer&) = delete;
+
+  int port() const { return port_; }
+  // HOST:PORT as printed in the "shotstream listening on" line.
+  std::string address() const;
+
+  // SIGHUP: re-reads the token file; on error the old tokens stay and the error is
+  // returned. OK without authentication.
+  absl::Status ReloadTokens();
+  size_t token_count() const;
+
+  // SIGTERM: health NOT_SERVING and new streams refused for drain_delay, then running
+  // streams get the grace period, then they are finished with UNAVAILABLE "the server is
+  // shutting down", and the server stops. Returns once stopped.
+  void Drain();
+
+  int64_t shots_sent() const;
+
+ private:
+  ShotStreamServer() = default;
+  void SetHealthLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(health_mu_);
+
+  config::ServerConfig config_;
+  RunOptions options_;
+  int port_ = 0;
+  bool drained_ = false;
+  std::atomic<bool> draining_{false};
+  // The health service while the server lives; dataset rebuilds set health under the
+  // lock from their own threads.
+  absl::Mutex health_mu_;
+  grpc::HealthCheckServiceInterface* health_ ABSL_GUARDED_BY(health_mu_) = nullptr;
+  // In this order: what serves is destroyed before what it serves from.
+  std::vector<dataset::DatasetEntry> datasets_;
+  std::unique_ptr<service::TokenStore> tokens_;
+  std::unique_ptr<stream::ReaderPool> pool_;
+  std::unique_ptr<service::ServiceCounters> counters_;
+  std::unique_ptr<grpc::Service> service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<metrics::MetricsHttpServer> metrics_;
+  std::unique_ptr<HeapTrimmer> trimmer_;
+};
+
+}  // namespace server
+}  // namespace shotstream
+
+#endif  // SHOTSTREAM_SERVER_APP_SHOTSTREAM_SERVER_H_
