@@ -4,8 +4,8 @@
 #include <cstring>
 #include <string>
 
-#include "server/common/crc32.h"
-#include "server/segy/sample_format.h"
+#include "common/crc32.h"
+#include "segy/sample_format.h"
 
 namespace shotstream::client {
 namespace {

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "server/service/chunk_wire.h"
+#include "wire/chunk_wire.h"
 
 namespace shotstream::client {
 namespace {

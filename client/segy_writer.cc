@@ -8,8 +8,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "server/segy/sample_format.h"
-#include "server/segy/trace_header.h"
+#include "segy/sample_format.h"
+#include "segy/trace_header.h"
 
 namespace shotstream::client {
 namespace {

@@ -34,7 +34,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "client/grpc_tuning.h"
-#include "server/common/malloc_tuning.h"
+#include "common/malloc_tuning.h"
 #include "client/client.h"
 #include "client/npy.h"
 #include "client/plot.h"

@@ -407,7 +407,7 @@ def reliability(fuzz_seconds, load_seconds):
 def decode_per_core():
     """Google Benchmark's figures for decoding one 7.68 MB shot to float32 on one core,
     next to a memcpy of the same bytes (the limit)."""
-    tool = harness.runfile("server/segy/sample_format_benchmark")
+    tool = harness.runfile("segy/sample_format_benchmark")
     res = subprocess.run([tool, "--benchmark_format=json", "--benchmark_repetitions=5",
                           "--benchmark_report_aggregates_only=true"],
                          capture_output=True, text=True, check=True)
@@ -807,7 +807,7 @@ def render(r):
         lines += ["", f"![{name}]({name})"]
     if dec:
         lines += ["", "### Decoding one shot to float32, one core "
-                  "(`bazel run -c opt //server/segy:sample_format_benchmark`)", "",
+                  "(`bazel run -c opt //segy:sample_format_benchmark`)", "",
                   "Output bytes per second (float32), median of 5; the limit is a memcpy of "
                   "the same 7.68 MB.", "", "| decode | throughput | / memcpy |",
                   "| --- | --- | ---: |"]

@@ -29,9 +29,9 @@
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/impl/codegen/client_unary_call.h"
 #include "grpcpp/impl/codegen/sync_stream.h"
-#include "server/common/crc32.h"
-#include "server/common/malloc_tuning.h"
-#include "server/service/chunk_wire.h"
+#include "common/crc32.h"
+#include "common/malloc_tuning.h"
+#include "wire/chunk_wire.h"
 #include "shotstream/v1/shotstream.grpc.pb.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:0", "serve: address to listen on");

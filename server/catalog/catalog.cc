@@ -11,7 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "server/common/status_macros.h"
+#include "common/status_macros.h"
 
 namespace shotstream::catalog {
 namespace {

@@ -14,7 +14,7 @@
 #include "absl/types/span.h"
 #include "server/io/coalescing_reader.h"
 #include "server/segy/segy_file.h"
-#include "server/segy/trace_header.h"
+#include "segy/trace_header.h"
 
 namespace shotstream::catalog {
 

@@ -8,9 +8,9 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "server/common/crc32.h"
-#include "server/common/status_macros.h"
-#include "server/segy/trace_header.h"
+#include "common/crc32.h"
+#include "common/status_macros.h"
+#include "segy/trace_header.h"
 
 namespace shotstream::catalog {
 namespace {

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "server/common/malloc_tuning.h"
+#include "common/malloc_tuning.h"
 
 namespace shotstream {
 namespace {

@@ -9,7 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "server/dataset/dataset.h"
 #include "server/segy/segy_file.h"
-#include "server/segy/trace_header.h"
+#include "segy/trace_header.h"
 #include "yaml-cpp/yaml.h"
 
 namespace shotstream::config {

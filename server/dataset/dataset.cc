@@ -10,9 +10,9 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "server/catalog/catalog_store.h"
-#include "server/common/crc32.h"
+#include "common/crc32.h"
 #include "server/common/mapping_guard.h"
-#include "server/common/status_macros.h"
+#include "common/status_macros.h"
 
 namespace shotstream::dataset {
 namespace {

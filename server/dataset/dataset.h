@@ -15,10 +15,10 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "server/catalog/catalog.h"
-#include "server/common/sample_buffer.h"
+#include "common/sample_buffer.h"
 #include "server/io/coalescing_reader.h"
 #include "server/segy/segy_file.h"
-#include "server/segy/trace_header.h"
+#include "segy/trace_header.h"
 
 namespace shotstream::dataset {
 

@@ -5,8 +5,8 @@
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
-#include "server/common/crc32.h"
-#include "server/common/status_macros.h"
+#include "common/crc32.h"
+#include "common/status_macros.h"
 
 namespace shotstream::io {
 

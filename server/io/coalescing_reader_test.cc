@@ -11,7 +11,7 @@
 
 #include "gtest/gtest.h"
 #include "server/segy/test_writer.h"
-#include "server/segy/trace_header.h"
+#include "segy/trace_header.h"
 
 namespace shotstream::io {
 namespace {

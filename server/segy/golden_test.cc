@@ -12,7 +12,7 @@
 #include "nlohmann/json.hpp"
 #include "server/io/coalescing_reader.h"
 #include "server/segy/segy_file.h"
-#include "server/segy/trace_header.h"
+#include "segy/trace_header.h"
 #include "testdata_dir.h"
 
 namespace shotstream::segy {

@@ -15,8 +15,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "server/common/mapping_guard.h"
-#include "server/common/status_macros.h"
-#include "server/segy/trace_header.h"
+#include "common/status_macros.h"
+#include "segy/trace_header.h"
 
 namespace shotstream::segy {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "server/segy/sample_format.h"
+#include "segy/sample_format.h"
 
 namespace shotstream::segy {
 

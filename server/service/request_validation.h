@@ -14,7 +14,7 @@
 #include "absl/status/statusor.h"
 #include "server/dataset/dataset.h"
 #include "server/dataset/dataset_entry.h"
-#include "server/segy/trace_header.h"
+#include "segy/trace_header.h"
 #include "shotstream/v1/shotstream.pb.h"
 
 namespace shotstream::service {

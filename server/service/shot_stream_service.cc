@@ -15,7 +15,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "grpcpp/grpcpp.h"
-#include "server/service/chunk_wire.h"
+#include "wire/chunk_wire.h"
 #include "server/service/grpc_status.h"
 #include "server/stream/byte_budget.h"
 #include "shotstream/v1/shotstream.grpc.pb.h"

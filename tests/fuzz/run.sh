@@ -12,7 +12,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 out=${FUZZ_OUT:-$(mktemp -d)}
 CXX=${CXX_FUZZ:-$(command -v clang++ || command -v clang++-14)}
-srcs=(server/segy/segy_file.cc server/segy/sample_format.cc server/segy/trace_header.cc
+srcs=(server/segy/segy_file.cc segy/sample_format.cc segy/trace_header.cc
       server/common/mapping_guard.cc)
 extra=()
 case $name in

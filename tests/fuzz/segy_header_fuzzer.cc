@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "server/segy/segy_file.h"
-#include "server/segy/trace_header.h"
+#include "segy/trace_header.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace shotstream::segy;

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <vector>
 
-#include "server/segy/sample_format.h"
+#include "segy/sample_format.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace shotstream::segy;

@@ -41,7 +41,7 @@
 #include "client/client.h"
 #include "client/grpc_tuning.h"
 #include "gpu/pinned_buffer_pool.h"
-#include "server/common/malloc_tuning.h"
+#include "common/malloc_tuning.h"
 
 namespace {
 

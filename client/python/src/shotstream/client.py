@@ -33,7 +33,7 @@ _RETRYABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED)
 
 def _find_crc32():
     """CRC-32 of a buffer, continuing a previous value: ISA-L's kernel when libisal is on
-    the machine (same CRC, over 10x zlib's speed: //server/common:crc32_benchmark; Debian:
+    the machine (same CRC, over 10x zlib's speed: //common:crc32_benchmark; Debian:
     libisal2), else zlib.crc32."""
     for name in ("libisal.so.2", ctypes.util.find_library("isal")):
         if not name:

@@ -1,4 +1,4 @@
-#include "server/segy/sample_format.h"
+#include "segy/sample_format.h"
 
 #include <cmath>
 #include <cstring>

@@ -1,4 +1,4 @@
-#include "server/segy/trace_header.h"
+#include "segy/trace_header.h"
 
 #include <cstring>
 

@@ -1,4 +1,4 @@
-#include "server/service/chunk_wire.h"
+#include "wire/chunk_wire.h"
 
 #include <vector>
 

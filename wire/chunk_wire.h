@@ -10,7 +10,7 @@
 
 #include "absl/types/span.h"
 #include "grpcpp/support/byte_buffer.h"
-#include "server/common/sample_buffer.h"
+#include "common/sample_buffer.h"
 #include "shotstream/v1/shotstream.pb.h"
 
 namespace shotstream::service {

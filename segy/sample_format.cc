@@ -1,4 +1,4 @@
-#include "server/segy/sample_format.h"
+#include "segy/sample_format.h"
 
 #include <algorithm>
 #include <cmath>
@@ -22,7 +22,7 @@ inline uint32_t Load24(const uint8_t* p, ByteOrder order) {
 
 // The hot loops are written so that the compiler vectorises them (no branches, no
 // table lookups), and compiled twice: for AVX2 and for the x86-64 baseline, picked at
-// load time (GCC target_clones). Measured with //server/segy:sample_format_benchmark.
+// load time (GCC target_clones). Measured with //segy:sample_format_benchmark.
 // Not under TSan: its instrumentation of the clones' resolver runs before the TSan
 // runtime is up (the binary dies in the dynamic loader).
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \

@@ -10,7 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "server/segy/sample_format.h"
+#include "segy/sample_format.h"
 
 namespace shotstream::segy {
 

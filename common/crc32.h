@@ -1,6 +1,6 @@
 // CRC-32 (the zlib/gzip polynomial, so zlib.crc32 in Python agrees) computed with
 // ISA-L's folding kernels (PCLMULQDQ, VPCLMULQDQ on AVX-512), picked at run time. On a
-// 7.68 MB shot, `bazel run -c opt //server/common:crc32_benchmark`: 39 GB/s, zlib 3.1.
+// 7.68 MB shot, `bazel run -c opt //common:crc32_benchmark`: 39 GB/s, zlib 3.1.
 #ifndef SHOTSTREAM_SERVER_COMMON_CRC32_H_
 #define SHOTSTREAM_SERVER_COMMON_CRC32_H_
 

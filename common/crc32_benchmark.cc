@@ -1,12 +1,12 @@
 // CRC-32 throughput on one 7.68 MB shot: ISA-L (what shotstream uses) against zlib.
-//   bazel run -c opt //server/common:crc32_benchmark
+//   bazel run -c opt //common:crc32_benchmark
 #include <zlib.h>
 
 #include <random>
 #include <vector>
 
 #include "benchmark/benchmark.h"
-#include "server/common/crc32.h"
+#include "common/crc32.h"
 
 namespace shotstream {
 namespace {

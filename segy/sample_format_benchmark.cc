@@ -1,11 +1,11 @@
 // Decode throughput per core against a plain memcpy of the same bytes (the limit).
-//   bazel run -c opt //server/segy:sample_format_benchmark
+//   bazel run -c opt //segy:sample_format_benchmark
 #include <cstring>
 #include <random>
 #include <vector>
 
 #include "benchmark/benchmark.h"
-#include "server/segy/sample_format.h"
+#include "segy/sample_format.h"
 
 namespace shotstream::segy {
 namespace {
