@@ -330,6 +330,58 @@ class PythonClientTest(unittest.TestCase):
                     c.list_datasets()
                 self.assertEqual(e.exception.code(), grpc.StatusCode.UNAUTHENTICATED)
 
+    def test_pip_installs_an_sdist_into_a_fresh_venv_outside_the_repository(self):
+        # The repository's layout, copied: client/python and the .proto only.
+        repo = os.path.join(self.tmp, "repo")
+        src = os.path.dirname(harness.runfile("client/python/setup.py"))
+        shutil.copytree(src, os.path.join(repo, "client", "python"), symlinks=False,
+                        ignore=shutil.ignore_patterns("*.so", "build", "*.egg-info", "native"))
+        os.makedirs(os.path.join(repo, "proto", "shotstream", "v1"))
+        shutil.copy(harness.runfile("proto/shotstream/v1/shotstream.proto"),
+                    os.path.join(repo, "proto", "shotstream", "v1"))
+        dist = os.path.join(self.tmp, "dist")
+        res = subprocess.run([sys.executable, "setup.py", "-q", "sdist", "-d", dist],
+                             cwd=os.path.join(repo, "client", "python"), capture_output=True,
+                             text=True)
+        if res.returncode != 0 and "setuptools" in res.stderr:
+            self.skipTest("python3-setuptools not installed")
+        self.assertEqual(res.returncode, 0, res.stderr)
+        sdist = glob.glob(os.path.join(dist, "shotstream-*.tar.gz"))
+        self.assertEqual(len(sdist), 1, os.listdir(dist))
+        import tarfile
+        with tarfile.open(sdist[0]) as t:
+            names = t.getnames()
+        self.assertTrue(any(n.endswith("/pyproject.toml") for n in names), names)
+        self.assertTrue(any(n.endswith("/proto/shotstream/v1/shotstream.proto") for n in names))
+        shutil.rmtree(repo)  # the sdist builds on its own
+        venv = os.path.join(self.tmp, "venv")
+        res = subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", venv],
+                             capture_output=True, text=True)
+        if res.returncode != 0:
+            self.skipTest(f"python3-venv not usable: {res.stderr[-300:]}")
+        py = os.path.join(venv, "bin", "python")
+        res = subprocess.run([py, "-m", "pip", "install", "-q", "--no-build-isolation",
+                              "--no-index", sdist[0]], capture_output=True, text=True,
+                             cwd=self.tmp, timeout=300)
+        self.assertEqual(res.returncode, 0, res.stdout + res.stderr)
+        harness.write_survey(os.path.join(self.tmp, "v.sgy"), 5, [4, 5], 6, 30)
+        want = harness.segyio_shots([os.path.join(self.tmp, "v.sgy")])
+        with harness.Server([f"--dataset=d={self.tmp}/v.sgy"]) as server:
+            code = ("import sys, shotstream; c = shotstream.Client(sys.argv[1]); "
+                    "print(shotstream.__file__); "
+                    "[print(s.shot_id, repr(s.samples.astype('float64').sum())) "
+                    "for s in c.stream('d', [5, 4])]")
+            env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+            res = subprocess.run([py, "-c", code, server.target], capture_output=True,
+                                 text=True, cwd=self.tmp, env=env, timeout=120)
+        self.assertEqual(res.returncode, 0, res.stderr)
+        lines = res.stdout.split("\n")
+        self.assertIn(os.path.join(venv, "lib"), lines[0])  # the installed copy streamed
+        for line, sid in zip(lines[1:3], (5, 4)):
+            got_id, got_sum = line.split()
+            self.assertEqual(int(got_id), sid)
+            self.assertEqual(float(got_sum), float(want[sid][0].astype("float64").sum()))
+
     def test_setup_py_builds_an_importable_package(self):
         src = os.path.dirname(harness.runfile("client/python/setup.py"))
         build = os.path.join(self.tmp, "build")
