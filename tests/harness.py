@@ -53,6 +53,13 @@ def server_is_asan():
         return b"__asan_init" in f.read()
 
 
+def client_paths():
+    """The Python client's paths this build can test: native (the C++ extension) and
+    grpcio; sanitizer builds ship no extension (python3 cannot load their objects)."""
+    import shotstream.client
+    return (True, False) if shotstream.client._native is not None else (False,)
+
+
 def preload_env(shim, **extra):
     """The environment for a process run under an LD_PRELOAD shim. ASan builds insist on
     coming first in the library list; the shim only wraps libc calls, so that check is
