@@ -23,7 +23,7 @@ namespace shotstream::client {
 
 struct DatasetSummary {
   std::string name;
-  std::string state;  // READY or FAILED
+  std::string state;  // READY, FAILED or REBUILDING
   std::string error;
   uint64_t n_traces = 0;
   uint64_t n_shots = 0;
