@@ -177,6 +177,11 @@ class GrpcShotReader final : public ShotReader {
     return reconnects_;
   }
 
+  uint64_t checksums_verified() const override {
+    absl::MutexLock lock(&mu_);
+    return checksums_verified_;
+  }
+
  private:
   // Target index per shot: a server that holds it, spreading shots held by several.
   absl::StatusOr<std::vector<size_t>> Route() {
@@ -388,6 +393,7 @@ class GrpcShotReader final : public ShotReader {
       }
       shot.index = static_cast<uint32_t>(*delivered);
       absl::MutexLock lock(&mu_);
+      ++checksums_verified_;  // the shot's CRC-32 matched what the server sent
       auto room = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
         return ready_.size() < depth_ || cancelled_;
       };
@@ -416,6 +422,7 @@ class GrpcShotReader final : public ShotReader {
   absl::Status end_status_ ABSL_GUARDED_BY(mu_);
   grpc::ClientContext* context_ ABSL_GUARDED_BY(mu_) = nullptr;  // the running call
   int reconnects_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t checksums_verified_ ABSL_GUARDED_BY(mu_) = 0;
   // The receive thread's own: which targets hold each shot (several targets only), and
   // the targets given up on in this stream.
   std::map<int64_t, std::vector<size_t>> holders_;

@@ -95,6 +95,8 @@ class ShotReader {
   virtual void Cancel() = 0;
   // Streams resumed after a break so far.
   virtual int reconnects() const = 0;
+  // Shots whose CRC-32 was computed over the received samples and matched the server's.
+  virtual uint64_t checksums_verified() const = 0;
 };
 
 class Client {

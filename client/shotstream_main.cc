@@ -277,6 +277,7 @@ int Bench(Client& client, const std::string& dataset) {
   }
   std::atomic<uint64_t> shots{0}, bytes{0}, out_of_order{0};
   std::atomic<int> reconnects{0};
+  std::atomic<uint64_t> verified{0};  // counted by the readers, not by this loop
   std::vector<absl::Status> errors(streams);
   std::vector<double> stream_seconds(streams);
   const auto start = std::chrono::steady_clock::now();
@@ -303,6 +304,7 @@ int Bench(Client& client, const std::string& dataset) {
           errors[s] = absl::DataLossError(absl::StrCat("got ", k, " of ", ids->size(), " shots"));
         }
         reconnects += reader->reconnects();
+        verified += reader->checksums_verified();
       }
       stream_seconds[s] =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -328,7 +330,7 @@ int Bench(Client& client, const std::string& dataset) {
       "\"buffer_allocations\": %llu}\n",
       static_cast<unsigned long long>(shots.load()), static_cast<unsigned long long>(bytes.load()),
       seconds, bytes.load() / seconds / 1e9, streams, options.queue_depth, repeat,
-      static_cast<unsigned long long>(shots.load()), slowest, fastest,
+      static_cast<unsigned long long>(verified.load()), slowest, fastest,
       out_of_order.load() == 0 ? "true" : "false", reconnects.load(),
       absl::GetFlag(FLAGS_buffers).c_str(), client.pool().pinned() ? "true" : "false",
       static_cast<unsigned long long>(pool.allocations));
