@@ -9,7 +9,7 @@
 // as it is wholly free (M_TRIM_THRESHOLD does not cover that), so shots' slices faulted
 // their pages in again: streaming 1.5 GB from tools/grpc_ceiling, five runs alternated,
 // 12-14 K page faults against 17-26 K and 0.81-0.92 against 0.90-1.19 CPU seconds
-// (README, "C++ client and GPU staging", gives the command). A
+// (docs/clients.md, "C++ client and GPU staging", gives the command). A
 // MALLOC_ARENA_MAX or GLIBC_TUNABLES the user has set is left as it is.
 //
 // For binaries (and the Python extension's init), not libraries: call once at the top of
