@@ -156,7 +156,7 @@ class HardeningTest(unittest.TestCase):
             with shotstream.Client(server.target) as c:
                 ref = {s.shot_id: (s.samples.copy()) for s in c.stream("d", list(range(1, 25)))}
             shot_bytes = 60 * 1000 * 4
-            rss0 = rss_kb(server.proc.pid)
+            rss0 = harness.rss_kb(server.proc.pid)
             peak = [rss0]
             stop = time.time() + LOAD_SECONDS
             totals = {"shots": 0, "bytes": 0, "cancels": 0, "streams": 0}
@@ -194,7 +194,7 @@ class HardeningTest(unittest.TestCase):
             for t in threads:
                 t.start()
             while any(t.is_alive() for t in threads):
-                peak.append(rss_kb(server.proc.pid))
+                peak.append(harness.rss_kb(server.proc.pid))
                 time.sleep(0.2)
             for t in threads:
                 t.join()
@@ -217,14 +217,6 @@ class HardeningTest(unittest.TestCase):
             with shotstream.Client(server.target) as c:  # still serving, still exact
                 for s in c.stream("d", [5, 6]):
                     np.testing.assert_array_equal(s.samples, ref[s.shot_id])
-
-
-def rss_kb(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
 
 
 if __name__ == "__main__":

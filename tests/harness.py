@@ -53,6 +53,29 @@ def server_is_asan():
         return b"__asan_init" in f.read()
 
 
+def rss_kb(pid):
+    """Resident memory of process `pid` in KiB (VmRSS), 0 if it is gone."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def wait_for(predicate, timeout=30, what="condition"):
+    """Polls `predicate` (an event seen through a process's output or an RPC) until it
+    holds; fails after `timeout` seconds."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if predicate():
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
 def client_paths():
     """The Python client's paths this build can test: native (the C++ extension) and
     grpcio; sanitizer builds ship no extension (python3 cannot load their objects)."""

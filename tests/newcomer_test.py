@@ -21,18 +21,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 import shotstream  # noqa: E402
 import synth  # noqa: E402
-from harness import NOT_SERVING, SERVING, health  # noqa: E402
-
-
-def wait_for(predicate, timeout=30, what="condition"):
-    """Polls `predicate` (an event observed through a process's output or an RPC) until
-    it holds; fails after `timeout` seconds."""
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if predicate():
-            return
-        time.sleep(0.02)
-    raise AssertionError(f"timed out waiting for {what}")
+from harness import NOT_SERVING, SERVING, health, wait_for  # noqa: E402
 
 
 def run_server(*args, timeout=60):
@@ -272,10 +261,7 @@ auth: {{token_file: {tokens}, default: deny-all}}
         from shotstream.v1 import shotstream_pb2 as pb
 
         def rss_mb(pid):
-            with open(f"/proc/{pid}/status") as f:
-                for line in f:
-                    if line.startswith("VmRSS:"):
-                        return int(line.split()[1]) / 1024
+            return harness.rss_kb(pid) / 1024
 
         with harness.Server([f"--dataset=d={self.data}/*.sgy"]) as server:
             ch = grpc.insecure_channel(server.target,
