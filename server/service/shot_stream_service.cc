@@ -211,7 +211,7 @@ class StreamShotsReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffe
 
   void OnCancel() override {
     bool act = false;
-    if (counters_ != nullptr) counters_->streams_cancelled++;
+    counters_->streams_cancelled++;
     {
       absl::MutexLock lock(&mu_);
       cancelled_ = true;
@@ -258,7 +258,6 @@ class StreamShotsReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffe
       absl::MutexLock lock(&plan_.registry->mu);
       plan_.registry->live.erase(this);
     }
-    if (counters_ == nullptr) return;
     counters_->active_streams--;
     counters_->shots_held -= static_cast<int64_t>(window_.size());
     const uint64_t held = held_bytes_;  // includes a shot still on the wire
@@ -486,7 +485,7 @@ class StreamShotsReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffe
       if (is_finish) finish = pending_finish_;
     }
     if (is_finish) {
-      if (counters_ != nullptr) counters_->finished_by_code[finish.error_code()]++;
+      counters_->finished_by_code[finish.error_code()]++;
       {
         absl::MutexLock lock(&mu_);
         grpc_status_name_ = absl::StatusCodeToString(
@@ -529,7 +528,7 @@ class StreamShotsReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffe
 
   const StreamPlan plan_;
   stream::ReaderPool* const pool_ = nullptr;
-  ServiceCounters* const counters_ = nullptr;
+  ServiceCounters* const counters_ = nullptr;  // never null (the service always counts)
   stream::ByteBudget* const budget_ = nullptr;
 
   absl::Mutex mu_;
