@@ -1,7 +1,8 @@
 """One-line C++ and Python gRPC code generation with Debian's protoc and plugins."""
 
 def shotstream_proto(name, src, visibility = None):
-    """Generates `<name>_cc` (cc_library) and `<name>_py_srcs` (the *_pb2*.py files).
+    """Generates `<name>_pb_cc` (messages), `<name>_cc` (messages and services) and
+    `<name>_py_srcs` (the *_pb2*.py files).
 
     The import path of `src` is its path from the workspace root minus a leading
     "proto/", so `proto/shotstream/v1/x.proto` is imported as `shotstream/v1/x.proto`
@@ -26,13 +27,24 @@ def shotstream_proto(name, src, visibility = None):
         cmd = ("protoc -Iproto --python_out=$(GENDIR)/proto --grpc_python_out=$(GENDIR)/proto " +
                "--plugin=protoc-gen-grpc_python=/usr/bin/grpc_python_plugin proto/%s/%s") % (rel, src),
     )
+    # The messages alone (protobuf, no gRPC), for code that builds or reads them without
+    # a transport (the stream window); the services on top.
     native.cc_library(
-        name = name + "_cc",
-        srcs = [base + ".pb.cc", base + ".grpc.pb.cc"],
-        hdrs = [base + ".pb.h", base + ".grpc.pb.h"],
+        name = name + "_pb_cc",
+        srcs = [base + ".pb.cc"],
+        hdrs = [base + ".pb.h"],
         include_prefix = rel,
         strip_include_prefix = "",
-        deps = ["@system//:grpc"],
+        deps = ["@system//:protobuf"],
+        visibility = visibility,
+    )
+    native.cc_library(
+        name = name + "_cc",
+        srcs = [base + ".grpc.pb.cc"],
+        hdrs = [base + ".grpc.pb.h"],
+        include_prefix = rel,
+        strip_include_prefix = "",
+        deps = [":" + name + "_pb_cc", "@system//:grpc"],
         visibility = visibility,
     )
     native.filegroup(

@@ -17,6 +17,7 @@
 #include "server/catalog/catalog.h"
 #include "common/sample_buffer.h"
 #include "server/io/coalescing_reader.h"
+#include "server/dataset/shot_data.h"
 #include "server/segy/segy_file.h"
 #include "segy/trace_header.h"
 
@@ -43,41 +44,6 @@ struct DatasetSpec {
   // sample count than the binary header's. Off, such counts are reported in notes().
   bool check_trace_lengths = false;
 };
-
-// One shot: samples split into chunks of whole traces (float32, trace-major), the header
-// columns asked for, and the CRC-32 of all sample bytes as they will be sent.
-//
-// Either decoded (little-endian, in `chunks`, crc32 set), or, where the stored bytes need
-// no decoding, located: `stored[i]` points at trace i's samples inside the mapping of file
-// `stored_file[i]` (which lives as long as the Dataset), sent without a copy,
-// traces_per_chunk traces a chunk, big-endian when `big_endian`; their CRC-32 is taken
-// when they are sent (Dataset::StoredCrc), so that the kernel's copy to the socket finds
-// them in cache, and crc32 is left 0.
-struct ShotData {
-  int64_t shot_id = 0;
-  uint32_t n_traces = 0;
-  uint32_t n_samples = 0;
-  uint64_t total_bytes = 0;
-  std::vector<SampleBuffer> chunks;
-  std::vector<const uint8_t*> stored;
-  std::vector<uint32_t> stored_file;
-  uint32_t traces_per_chunk = 0;
-  bool big_endian = false;
-  std::vector<std::pair<std::string, std::vector<double>>> headers;
-  // With raw_trace_headers: n_traces * 240 bytes, each trace header big-endian.
-  std::string trace_headers;
-  uint32_t crc32 = 0;
-
-  size_t n_chunks() const {
-    return stored.empty() ? chunks.size()
-                          : (stored.size() + traces_per_chunk - 1) / traces_per_chunk;
-  }
-};
-
-// Which shots ReadShot may leave as stored (see ShotData) rather than decode: those whose
-// traces are all in mapped files of IEEE float32, little-endian ones only, or of either
-// byte order (for clients that accept big-endian samples).
-enum class ZeroCopy { kOff, kLittleEndian, kAnyByteOrder };
 
 // The files one glob pattern matches, sorted by name; NOT_FOUND naming the pattern when
 // it matches none (unless may_match_nothing).

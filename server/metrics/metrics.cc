@@ -38,7 +38,7 @@ void Metric(std::string* out, const char* name, const char* type, const char* he
 }  // namespace
 
 std::string RenderPrometheus(const service::ServiceCounters& c,
-                             const std::vector<service::DatasetEntry>& datasets) {
+                             const std::vector<dataset::DatasetEntry>& datasets) {
   std::string out;
   // Finished first, then started: running = started - finished is never negative, and
   // started = finished + running holds in every scrape.

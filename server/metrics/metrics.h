@@ -9,13 +9,14 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "server/service/shot_stream_service.h"
+#include "server/dataset/dataset_entry.h"
+#include "server/service/service_counters.h"
 
 namespace shotstream::metrics {
 
 // Thread-safe: reads atomics and immutable dataset state.
 std::string RenderPrometheus(const service::ServiceCounters& counters,
-                             const std::vector<service::DatasetEntry>& datasets);
+                             const std::vector<dataset::DatasetEntry>& datasets);
 
 // Serves `render()` as text/plain on GET /metrics (and "ok" on /healthz). The render
 // function is called on civetweb's threads and must be thread-safe.

@@ -36,7 +36,7 @@ TEST(MetricsTest, RendersCountersAsPrometheusText) {
   c.read_latency_count[0] = 2;  // <= 1 ms
   c.read_latency_count[3] = 1;  // <= 10 ms
   c.finished_by_code[5] = 4;    // NOT_FOUND
-  std::vector<service::DatasetEntry> datasets(1);
+  std::vector<dataset::DatasetEntry> datasets(1);
   datasets[0].name = "bad";
   datasets[0].SetFailed(absl::NotFoundError("x"));
   const std::string text = RenderPrometheus(c, datasets);

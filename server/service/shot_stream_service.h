@@ -1,25 +1,22 @@
 // The gRPC ShotStream service: a thin adapter over datasets and the reader pool.
 //
-// StreamShots runs on the callback API: no thread per stream. Each stream keeps a window
-// of at most `queue_depth` shots (read ahead by the reader pool while earlier shots are on
-// the wire); the next write starts only when the previous one is done.
+// StreamShots runs on the callback API: no thread per stream. Each stream is a
+// stream::ShotWindow (at most `queue_depth` shots read ahead by the reader pool while
+// earlier shots are on the wire) behind a reactor that writes one chunk at a time.
 #ifndef SHOTSTREAM_SERVER_SERVICE_SHOT_STREAM_SERVICE_H_
 #define SHOTSTREAM_SERVER_SERVICE_SHOT_STREAM_SERVICE_H_
 
-#include <cstdint>
 #include <atomic>
-#include <iterator>
-#include <map>
-#include <set>
+#include <cstdint>
 #include <memory>
 #include <optional>
-#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "server/dataset/dataset.h"
 #include "server/service/access_policy.h"
 #include "server/service/request_validation.h"
+#include "server/service/service_counters.h"
 #include "server/service/token_store.h"
 #include "server/stream/reader_pool.h"
 
@@ -28,36 +25,6 @@ class Service;
 }
 
 namespace shotstream::service {
-
-// What the service is doing now and has done; every field is safe to read at any time.
-struct ServiceCounters {
-  std::atomic<int64_t> active_streams{0};
-  std::atomic<int64_t> streams_started{0};
-  std::atomic<int64_t> streams_cancelled{0};
-  std::atomic<int64_t> shots_held{0};            // read or being read, not yet fully sent
-  std::atomic<int64_t> inflight_bytes{0};        // decoded bytes held (the budget in use)
-  std::atomic<int64_t> inflight_bytes_peak{0};
-  std::atomic<int64_t> max_shots_held_by_one_stream{0};
-  std::atomic<int64_t> reads_in_flight{0};
-  std::atomic<int64_t> shots_sent{0};
-  std::atomic<int64_t> bytes_sent{0};
-  std::atomic<int64_t> shots_sent_zero_copy{0};  // of shots_sent: sent from the file mapping
-  // StreamShots calls refused before any data (any reason), in all and by status code.
-  std::atomic<int64_t> streams_rejected{0};
-  std::atomic<int64_t> rejected_by_code[17] = {};
-  // Coalescing: positioned reads issued, bytes read (gaps included), bytes of traces.
-  std::atomic<int64_t> reads_issued{0};
-  std::atomic<int64_t> bytes_read{0};
-  std::atomic<int64_t> bytes_wanted{0};
-  // Shot read latency histogram (seconds, cumulative buckets as Prometheus has them).
-  static constexpr double kLatencyBuckets[] = {0.001, 0.002, 0.005, 0.01, 0.02,
-                                               0.05,  0.1,   0.2,   0.5,  1.0};
-  std::atomic<int64_t> read_latency_count[std::size(kLatencyBuckets) + 1] = {};
-  std::atomic<int64_t> read_latency_sum_us{0};
-  // Accepted StreamShots calls finished, by gRPC status code (0..16): streams_started is
-  // their sum plus the streams running.
-  std::atomic<int64_t> finished_by_code[17] = {};
-};
 
 struct ServiceOptions {
   uint32_t default_queue_depth = 2;

@@ -12,17 +12,18 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "server/stream/executor.h"
 
 namespace shotstream::stream {
 
-class ReaderPool {
+class ReaderPool final : public Executor {
  public:
   explicit ReaderPool(int threads);
-  ~ReaderPool();
+  ~ReaderPool() override;
   ReaderPool(const ReaderPool&) = delete;
   ReaderPool& operator=(const ReaderPool&) = delete;
 
-  void Submit(std::function<void()> task) ABSL_LOCKS_EXCLUDED(mu_);
+  void Submit(std::function<void()> task) override ABSL_LOCKS_EXCLUDED(mu_);
   int threads() const { return static_cast<int>(threads_.size()); }
 
  private:

@@ -1,0 +1,170 @@
+#include "server/service/internal/stream_reactor.h"
+
+#include <cstdio>
+#include <memory>
+#include <utility>
+
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "server/service/grpc_status.h"
+#include "wire/chunk_wire.h"
+
+namespace shotstream::service {
+
+void StreamRegistry::Add(StreamReactor* r) {
+  absl::MutexLock lock(&mu_);
+  live_.insert(r);
+}
+
+void StreamRegistry::Remove(StreamReactor* r) {
+  absl::MutexLock lock(&mu_);
+  live_.erase(r);
+}
+
+namespace {
+
+std::string CodeName(absl::StatusCode code) { return absl::StatusCodeToString(code); }
+
+}  // namespace
+
+// One StreamShots call. The window decides what is sent; this writes it.
+//
+// Thread-safe: Pump runs from gRPC's reactions and from the window's on_ready (on the
+// executor); mu_ makes one of them the writer. Deleted after OnDone, once the window is
+// closed (no on_ready running or to come).
+class StreamReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
+ public:
+  StreamReactor(stream::WindowPlan plan, stream::Executor* executor, StreamContext context)
+      : context_(std::move(context)),
+        n_shots_(plan.shot_ids.size()),
+        queue_depth_(plan.queue_depth),
+        start_(absl::Now()),
+        window_(stream::ShotWindow::Create(std::move(plan), executor, [this] { Pump(); })) {
+    context_.registry->Add(this);
+    context_.counters->active_streams++;
+    if (context_.log) {
+      std::fprintf(stderr, "stream %lld: peer %s dataset %s shots %zu queue_depth %u\n",
+                   static_cast<long long>(context_.stream_id), context_.peer.c_str(),
+                   context_.dataset.c_str(), n_shots_, queue_depth_);
+    }
+    window_->Start();
+    Pump();
+  }
+
+  ~StreamReactor() override {
+    context_.registry->Remove(this);
+    context_.counters->active_streams--;
+    if (context_.on_gone) context_.on_gone();
+    if (context_.log) {
+      const double secs = absl::ToDoubleSeconds(absl::Now() - start_);
+      std::fprintf(stderr, "stream %lld: %s, %zu of %zu shots, %.1f MB in %.2f s%s%s\n",
+                   static_cast<long long>(context_.stream_id), CodeName(end_.code()).c_str(),
+                   window_->shots_sent(), n_shots_, window_->bytes_sent() / 1e6, secs,
+                   end_.message().empty() ? "" : ": ", std::string(end_.message()).c_str());
+    }
+  }
+
+  // The server is shutting down: no more reads, and the finish with `status` comes once
+  // no write is on the wire. Called under the registry's lock (so the reactor is alive).
+  void Cut(const absl::Status& status) { window_->Stop(status); }
+
+  void OnWriteDone(bool ok) override {
+    window_->Sent();
+    if (!ok) window_->Stop(absl::CancelledError("stream broken"));  // the client is gone
+    {
+      absl::MutexLock lock(&mu_);
+      writing_ = false;
+    }
+    Pump();
+  }
+
+  void OnCancel() override {
+    context_.counters->streams_cancelled++;
+    window_->Stop(absl::CancelledError("cancelled by the client"));
+    Pump();
+  }
+
+  void OnDone() override {
+    window_->Close();
+    delete this;
+  }
+
+ private:
+  // Writes the window's next chunk, or finishes with its end, unless a write is on the
+  // wire or the call is finished.
+  void Pump() ABSL_LOCKS_EXCLUDED(mu_) {
+    stream::OutgoingChunk chunk;
+    absl::Status end;
+    stream::ShotWindow::Pull pull;
+    {
+      absl::MutexLock lock(&mu_);
+      if (writing_ || finished_) return;
+      pull = window_->Next(&chunk, &end);
+      if (pull == stream::ShotWindow::Pull::kNotReady) return;
+      if (pull == stream::ShotWindow::Pull::kChunk) {
+        writing_ = true;
+      } else {
+        finished_ = true;
+      }
+    }
+    // This call set writing_ or finished_: it alone owns msg_ and end_ now.
+    if (pull == stream::ShotWindow::Pull::kEnd) {
+      end_ = end;
+      context_.counters->finished_by_code[static_cast<int>(end.code())]++;
+      Finish(ToGrpcStatus(end));
+      return;
+    }
+    msg_ = chunk.stored.empty() ? EncodeShotChunk(chunk.meta, std::move(chunk.samples))
+                                : EncodeStoredChunk(chunk.meta, chunk.stored, chunk.trace_bytes);
+    StartWrite(&msg_);
+  }
+
+  const StreamContext context_;
+  const size_t n_shots_;
+  const uint32_t queue_depth_;
+  const absl::Time start_;
+  const std::shared_ptr<stream::ShotWindow> window_;
+  absl::Mutex mu_;
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;   // msg_ is gRPC's until OnWriteDone
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;  // Finish called (or about to be)
+  grpc::ByteBuffer msg_;                        // the message on the wire
+  absl::Status end_ = absl::CancelledError("");  // how the call finished, for the log
+};
+
+void StreamRegistry::CutAll(const absl::Status& status) {
+  absl::MutexLock lock(&mu_);
+  for (StreamReactor* r : live_) r->Cut(status);
+}
+
+namespace {
+
+// Thread-safe: gRPC calls OnDone once, after the Finish made here.
+class RejectReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
+ public:
+  explicit RejectReactor(const grpc::Status& error) { Finish(error); }
+  void OnDone() override { delete this; }
+};
+
+}  // namespace
+
+grpc::ServerWriteReactor<grpc::ByteBuffer>* StartStream(stream::WindowPlan plan,
+                                                        stream::Executor* executor,
+                                                        StreamContext context) {
+  return new StreamReactor(std::move(plan), executor, std::move(context));
+}
+
+grpc::ServerWriteReactor<grpc::ByteBuffer>* RejectStream(const absl::Status& error,
+                                                         ServiceCounters* counters, bool log,
+                                                         const std::string& peer,
+                                                         const std::string& dataset) {
+  counters->rejected_by_code[static_cast<int>(error.code())]++;
+  counters->streams_rejected++;
+  if (log) {
+    std::fprintf(stderr, "stream refused: peer %s dataset %s: %s: %s\n", peer.c_str(),
+                 dataset.c_str(), CodeName(error.code()).c_str(),
+                 std::string(error.message()).c_str());
+  }
+  return new RejectReactor(ToGrpcStatus(error));
+}
+
+}  // namespace shotstream::service

@@ -1,0 +1,64 @@
+// The StreamShots reactors: a thin gRPC adapter over a ShotWindow (encode each chunk with
+// the wire codec, write one at a time, finish once), and the reactor of a call refused
+// before any data. Private to the service.
+#ifndef SHOTSTREAM_SERVER_SERVICE_INTERNAL_STREAM_REACTOR_H_
+#define SHOTSTREAM_SERVER_SERVICE_INTERNAL_STREAM_REACTOR_H_
+
+#include <cstdint>
+#include <functional>
+#include <set>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "grpcpp/support/byte_buffer.h"
+#include "grpcpp/support/server_callback.h"
+#include "server/service/service_counters.h"
+#include "server/stream/shot_window.h"
+
+namespace shotstream::service {
+
+class StreamReactor;
+
+// The running streams, so that a shutdown can finish them with its own status.
+// Thread-safe.
+class StreamRegistry {
+ public:
+  void Add(StreamReactor* r) ABSL_LOCKS_EXCLUDED(mu_);
+  void Remove(StreamReactor* r) ABSL_LOCKS_EXCLUDED(mu_);
+  // Every stream running now finishes with `status` once no write of its is on the wire.
+  void CutAll(const absl::Status& status) ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  absl::Mutex mu_;
+  std::set<StreamReactor*> live_ ABSL_GUARDED_BY(mu_);
+};
+
+// Who a stream is for, for its log lines, counters and admission.
+struct StreamContext {
+  ServiceCounters* counters = nullptr;  // never null
+  StreamRegistry* registry = nullptr;   // never null
+  std::string peer;
+  std::string dataset;
+  int64_t stream_id = 0;
+  bool log = false;
+  std::function<void()> on_gone;  // called once, when the stream is gone
+};
+
+// Starts one StreamShots call over `plan`; reads and ready callbacks run on `executor`.
+// The reactor deletes itself after gRPC's OnDone.
+grpc::ServerWriteReactor<grpc::ByteBuffer>* StartStream(stream::WindowPlan plan,
+                                                        stream::Executor* executor,
+                                                        StreamContext context);
+
+// A call refused before any data: finished at once with `error`, counted by its code
+// (ServiceCounters::rejected_by_code) and logged.
+grpc::ServerWriteReactor<grpc::ByteBuffer>* RejectStream(const absl::Status& error,
+                                                         ServiceCounters* counters, bool log,
+                                                         const std::string& peer,
+                                                         const std::string& dataset);
+
+}  // namespace shotstream::service
+
+#endif  // SHOTSTREAM_SERVER_SERVICE_INTERNAL_STREAM_REACTOR_H_

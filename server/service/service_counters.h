@@ -1,0 +1,28 @@
+// ServiceCounters: what the service is doing now and has done, for /metrics, the health
+// log and the tests. Every field is an atomic, safe to read at any time.
+#ifndef SHOTSTREAM_SERVER_SERVICE_SERVICE_COUNTERS_H_
+#define SHOTSTREAM_SERVER_SERVICE_SERVICE_COUNTERS_H_
+
+#include <atomic>
+#include <cstdint>
+
+#include "server/stream/window_counters.h"
+
+namespace shotstream::service {
+
+// The windows' counters (shots held and sent, reads, latency), and the streams'.
+struct ServiceCounters : stream::WindowCounters {
+  std::atomic<int64_t> active_streams{0};
+  std::atomic<int64_t> streams_started{0};
+  std::atomic<int64_t> streams_cancelled{0};
+  // StreamShots calls refused before any data (any reason), in all and by status code.
+  std::atomic<int64_t> streams_rejected{0};
+  std::atomic<int64_t> rejected_by_code[17] = {};
+  // Accepted StreamShots calls finished, by gRPC status code (0..16): streams_started is
+  // their sum plus the streams running.
+  std::atomic<int64_t> finished_by_code[17] = {};
+};
+
+}  // namespace shotstream::service
+
+#endif  // SHOTSTREAM_SERVER_SERVICE_SERVICE_COUNTERS_H_

@@ -1,0 +1,52 @@
+// ShotSource: what a stream window reads shots from. The server's is a dataset
+// (MakeDatasetShotSource); the window's tests use a fake.
+//
+// Implementations must be thread-safe: reads of one stream run on several reader threads.
+#ifndef SHOTSTREAM_SERVER_STREAM_SHOT_SOURCE_H_
+#define SHOTSTREAM_SERVER_STREAM_SHOT_SOURCE_H_
+
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "server/dataset/shot_data.h"
+#include "segy/trace_header.h"
+
+namespace shotstream::stream {
+
+// How one stream wants its shots read.
+struct ShotReadOptions {
+  absl::Span<const segy::HeaderSelector> headers;  // header columns
+  uint64_t max_chunk_bytes = 1 << 20;               // chunks of whole traces up to this
+  dataset::ZeroCopy zero_copy = dataset::ZeroCopy::kOff;
+  bool raw_trace_headers = false;  // the 240-byte trace headers too
+};
+
+// What a read cost on disk (coalescing: reads issued, bytes read with gaps, bytes wanted).
+struct ShotReadCost {
+  uint64_t reads = 0;
+  uint64_t bytes_read = 0;
+  uint64_t bytes_wanted = 0;
+};
+
+class ShotSource {
+ public:
+  virtual ~ShotSource() = default;
+  virtual double sample_interval_us() const = 0;
+  // Decoded bytes of shot `shot_id` (n_traces x n_samples x 4): what the byte budget
+  // holds for it. REQUIRES: the shot exists (the request was validated).
+  virtual uint64_t ShotBytes(int64_t shot_id) const = 0;
+  virtual absl::StatusOr<dataset::ShotData> ReadShot(int64_t shot_id,
+                                                     const ShotReadOptions& options,
+                                                     ShotReadCost* cost) const = 0;
+  // The CRC-32 of a stored shot's traces (ShotData::stored, stored_file) continued from
+  // `crc`; this first touch of the stored pages may fail (the file was truncated).
+  virtual absl::StatusOr<uint32_t> StoredCrc(int64_t shot_id,
+                                             absl::Span<const uint8_t* const> traces,
+                                             absl::Span<const uint32_t> files,
+                                             uint32_t crc) const = 0;
+};
+
+}  // namespace shotstream::stream
+
+#endif  // SHOTSTREAM_SERVER_STREAM_SHOT_SOURCE_H_

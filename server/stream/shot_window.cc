@@ -1,0 +1,291 @@
+#include "server/stream/shot_window.h"
+
+#include <algorithm>
+#include <iterator>
+#include <utility>
+
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+
+namespace shotstream::stream {
+namespace {
+
+void ObserveLatency(WindowCounters* c, double seconds) {
+  size_t b = 0;
+  while (b < std::size(WindowCounters::kLatencyBuckets) &&
+         seconds > WindowCounters::kLatencyBuckets[b]) {
+    ++b;
+  }
+  c->read_latency_count[b]++;
+  c->read_latency_sum_us += static_cast<int64_t>(seconds * 1e6);
+}
+
+void RaiseMax(std::atomic<int64_t>* max, int64_t value) {
+  int64_t seen = max->load(std::memory_order_relaxed);
+  while (value > seen && !max->compare_exchange_weak(seen, value)) {
+  }
+}
+
+}  // namespace
+
+std::shared_ptr<ShotWindow> ShotWindow::Create(WindowPlan plan, Executor* executor,
+                                               std::function<void()> on_ready) {
+  return std::shared_ptr<ShotWindow>(
+      new ShotWindow(std::move(plan), executor, std::move(on_ready)));
+}
+
+void ShotWindow::Start() {
+  absl::MutexLock lock(&mu_);
+  SubmitReadsLocked();
+}
+
+ShotWindow::ShotWindow(WindowPlan plan, Executor* executor, std::function<void()> on_ready)
+    : plan_(std::move(plan)),
+      read_options_{plan_.headers, plan_.max_chunk_bytes, plan_.zero_copy,
+                    plan_.raw_trace_headers},
+      executor_(executor),
+      on_ready_(std::move(on_ready)),
+      counters_(plan_.counters),
+      budget_(plan_.budget) {}
+
+ShotWindow::~ShotWindow() {
+  counters_->shots_held -= static_cast<int64_t>(window_.size());
+  counters_->inflight_bytes -= static_cast<int64_t>(held_bytes_);
+  if (budget_ != nullptr && held_bytes_ > 0) budget_->Release(held_bytes_);
+}
+
+void ShotWindow::HoldLocked(uint64_t bytes) {
+  held_bytes_ += bytes;
+  counters_->inflight_bytes += static_cast<int64_t>(bytes);
+  RaiseMax(&counters_->inflight_bytes_peak, counters_->inflight_bytes.load());
+}
+
+void ShotWindow::SubmitReadsLocked() {
+  while (!stopped_ && !waiting_ && next_submit_ < plan_.shot_ids.size() &&
+         next_submit_ - window_base_ < plan_.queue_depth) {
+    if (budget_ != nullptr) {
+      const uint64_t bytes = plan_.source->ShotBytes(plan_.shot_ids[next_submit_]);
+      if (!budget_->TryAcquire(bytes, held_bytes_ == 0, this)) {
+        waiting_ = true;
+        waiting_bytes_ = bytes;
+        self_while_waiting_ = shared_from_this();
+        return;
+      }
+      HoldLocked(bytes);
+    }
+    SubmitOneLocked();
+  }
+}
+
+void ShotWindow::SubmitOneLocked() {
+  const size_t index = next_submit_++;
+  window_.emplace_back();
+  counters_->reads_in_flight++;
+  counters_->shots_held++;
+  RaiseMax(&counters_->max_shots_held_by_one_stream, static_cast<int64_t>(window_.size()));
+  executor_->Submit([self = shared_from_this(), index] { self->Read(index); });
+}
+
+void ShotWindow::Wake() {
+  std::shared_ptr<ShotWindow> self;  // dropped after the lock
+  uint64_t give_back = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    waiting_ = false;
+    self = std::move(self_while_waiting_);
+    if (stopped_) {
+      give_back = waiting_bytes_;
+    } else {
+      HoldLocked(waiting_bytes_);
+      SubmitOneLocked();
+      SubmitReadsLocked();
+    }
+  }
+  if (give_back > 0) budget_->Release(give_back);
+}
+
+absl::StatusOr<dataset::ShotData> ShotWindow::ReadAndPrepare(size_t index) const {
+  const int64_t id = plan_.shot_ids[index];
+  const bool corrupt = plan_.corrupt_shot == id;
+  ShotReadOptions options = read_options_;
+  if (corrupt) options.zero_copy = dataset::ZeroCopy::kOff;  // its bytes get flipped
+  ShotReadCost cost;
+  const absl::Time t0 = absl::Now();
+  absl::StatusOr<dataset::ShotData> shot = plan_.source->ReadShot(id, options, &cost);
+  ObserveLatency(counters_, absl::ToDoubleSeconds(absl::Now() - t0));
+  counters_->reads_issued += static_cast<int64_t>(cost.reads);
+  counters_->bytes_read += static_cast<int64_t>(cost.bytes_read);
+  counters_->bytes_wanted += static_cast<int64_t>(cost.bytes_wanted);
+  if (!shot.ok()) return shot;
+  if (!shot->stored.empty()) {
+    // The first touch of the mapped pages: here on the executor, not in the writer.
+    absl::StatusOr<uint32_t> crc =
+        plan_.source->StoredCrc(id, shot->stored, shot->stored_file, 0);
+    if (!crc.ok()) return crc.status();
+    shot->crc32 = *crc;
+  }
+  if (corrupt && !shot->chunks.empty() && !shot->chunks[0].empty()) {
+    shot->chunks[0].data()[0] ^= 0x01;
+  }
+  return shot;
+}
+
+void ShotWindow::Read(size_t index) {
+  bool skip;
+  {
+    absl::MutexLock lock(&mu_);
+    skip = stopped_.has_value();
+  }
+  absl::StatusOr<dataset::ShotData> shot =
+      skip ? absl::CancelledError("stream stopped") : ReadAndPrepare(index);
+  bool notify = false;
+  {
+    absl::MutexLock lock(&mu_);
+    counters_->reads_in_flight--;
+    if (!stopped_) {
+      Slot& slot = window_[index - window_base_];
+      slot.shot = std::move(shot);
+      slot.ready = true;
+      notify = index == window_base_;
+    }
+  }
+  if (notify) Notify();
+}
+
+ShotWindow::Pull ShotWindow::Next(OutgoingChunk* chunk, absl::Status* end) {
+  absl::MutexLock lock(&mu_);
+  if (stopped_) {
+    *end = *stopped_;
+    return Pull::kEnd;
+  }
+  if (window_.empty()) {
+    if (window_base_ < plan_.shot_ids.size()) return Pull::kNotReady;
+    *end = absl::OkStatus();
+    return Pull::kEnd;
+  }
+  Slot& slot = window_.front();
+  if (!slot.ready) return Pull::kNotReady;
+  if (!slot.shot.ok()) {
+    stopped_ = slot.shot.status();
+    *end = *stopped_;
+    return Pull::kEnd;
+  }
+  FillChunkLocked(slot, chunk);
+  return Pull::kChunk;
+}
+
+void ShotWindow::FillChunkLocked(Slot& slot, OutgoingChunk* chunk) {
+  dataset::ShotData& shot = *slot.shot;
+  const size_t c = slot.next_chunk++;
+  v1::ShotChunk& meta = chunk->meta;
+  meta.Clear();
+  meta.set_index(static_cast<uint32_t>(window_base_));
+  meta.set_shot_id(shot.shot_id);
+  meta.set_n_traces(shot.n_traces);
+  meta.set_n_samples(shot.n_samples);
+  meta.set_sample_interval_us(plan_.source->sample_interval_us());
+  meta.set_offset(chunk_offset_);
+  meta.set_total_bytes(shot.total_bytes);
+  if (c == 0) {
+    for (auto& [name, values] : shot.headers) {
+      v1::HeaderColumn* col = meta.add_headers();
+      col->set_name(name);
+      col->mutable_values()->Add(values.begin(), values.end());
+    }
+    if (!shot.trace_headers.empty()) meta.set_trace_headers(std::move(shot.trace_headers));
+  }
+  meta.set_big_endian(shot.big_endian);
+  const bool last = slot.next_chunk == shot.n_chunks();
+  if (last) {
+    meta.set_last(true);
+    meta.set_crc32(shot.crc32);
+  }
+  chunk->samples = SampleBuffer();
+  chunk->stored.clear();
+  chunk->trace_bytes = 0;
+  if (!shot.stored.empty()) {
+    const size_t first = c * shot.traces_per_chunk;
+    const size_t n = std::min<size_t>(shot.traces_per_chunk, shot.stored.size() - first);
+    chunk->stored.assign(shot.stored.begin() + first, shot.stored.begin() + first + n);
+    chunk->trace_bytes = size_t{shot.n_samples} * sizeof(float);
+  } else {
+    chunk->samples = std::move(shot.chunks[c]);
+  }
+  const uint64_t size = chunk->sample_bytes();
+  chunk_offset_ += size;
+  bytes_sent_ += size;
+  counters_->bytes_sent += static_cast<int64_t>(size);
+  if (last) {
+    if (!shot.stored.empty()) counters_->shots_sent_zero_copy++;
+    if (budget_ != nullptr) release_after_sent_ += plan_.source->ShotBytes(shot.shot_id);
+    counters_->shots_sent++;
+    counters_->shots_held--;
+    window_.pop_front();
+    ++window_base_;
+    chunk_offset_ = 0;
+  }
+}
+
+void ShotWindow::Sent() {
+  uint64_t release;
+  {
+    absl::MutexLock lock(&mu_);
+    release = release_after_sent_;
+    release_after_sent_ = 0;
+    held_bytes_ -= release;
+    counters_->inflight_bytes -= static_cast<int64_t>(release);
+  }
+  // Outside the lock: releasing may wake other windows (or this one).
+  if (release > 0) budget_->Release(release);
+  absl::MutexLock lock(&mu_);
+  SubmitReadsLocked();
+}
+
+void ShotWindow::Stop(const absl::Status& why) {
+  std::shared_ptr<ShotWindow> self;  // dropped after the lock
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopped_) return;  // the writer hears (or heard) the first reason
+    stopped_ = why;
+    if (waiting_ && budget_->Cancel(this)) {
+      waiting_ = false;
+      self = std::move(self_while_waiting_);
+    }
+  }
+  executor_->Submit([w = shared_from_this()] { w->Notify(); });
+}
+
+void ShotWindow::Notify() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (closed_) return;
+    ++callbacks_running_;
+  }
+  on_ready_();
+  absl::MutexLock lock(&mu_);
+  --callbacks_running_;
+}
+
+void ShotWindow::Close() {
+  std::shared_ptr<ShotWindow> self;  // dropped after the lock
+  absl::MutexLock lock(&mu_);
+  if (!stopped_) stopped_ = absl::CancelledError("stream closed");
+  closed_ = true;
+  if (waiting_ && budget_->Cancel(this)) {
+    waiting_ = false;
+    self = std::move(self_while_waiting_);
+  }
+  mu_.Await(absl::Condition(this, &ShotWindow::NoCallbackRunning));
+}
+
+size_t ShotWindow::shots_sent() const {
+  absl::MutexLock lock(&mu_);
+  return window_base_;
+}
+
+uint64_t ShotWindow::bytes_sent() const {
+  absl::MutexLock lock(&mu_);
+  return bytes_sent_;
+}
+
+}  // namespace shotstream::stream

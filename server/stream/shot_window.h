@@ -1,0 +1,145 @@
+// ShotWindow: one stream's read-ahead window, with no transport in it.
+//
+// A window reads the shots of a request ahead of the writer, at most `queue_depth` shots
+// held (read, being read, or waiting to be sent), each shot's decoded bytes taken from the
+// shared ByteBudget before its read. Reads, and the CRC-32 of shots sent from the file
+// mapping (their first touch, which may mean disk I/O), run on the executor. The writer
+// pulls chunks in request order with Next(); when Next() said kNotReady, the window calls
+// `on_ready` (from the executor) once something changed.
+//
+// Thread-safe: Next/Sent are for one writer at a time; Stop and Close may be called from
+// any thread. Create() returns shared ownership: the executor's tasks keep the window
+// alive, so a window may outlive its writer, and frees what it holds when the last goes.
+// The writer must Close() it when done (a window queued in the budget holds itself).
+#ifndef SHOTSTREAM_SERVER_STREAM_SHOT_WINDOW_H_
+#define SHOTSTREAM_SERVER_STREAM_SHOT_WINDOW_H_
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "common/sample_buffer.h"
+#include "server/stream/byte_budget.h"
+#include "server/stream/executor.h"
+#include "server/stream/shot_source.h"
+#include "server/stream/window_counters.h"
+#include "shotstream/v1/shotstream.pb.h"
+
+namespace shotstream::stream {
+
+// What one stream reads: a validated request.
+struct WindowPlan {
+  std::shared_ptr<const ShotSource> source;
+  std::vector<int64_t> shot_ids;  // in the order they are sent
+  std::vector<segy::HeaderSelector> headers;
+  uint32_t queue_depth = 2;  // >= 1
+  uint64_t max_chunk_bytes = 1 << 20;
+  dataset::ZeroCopy zero_copy = dataset::ZeroCopy::kOff;
+  bool raw_trace_headers = false;
+  // Testing only: flip one sample byte of this shot's first chunk after its checksum was
+  // computed (the shot is decoded, never sent as stored), to test clients' verification.
+  std::optional<int64_t> corrupt_shot;
+  WindowCounters* counters = nullptr;  // never null
+  ByteBudget* budget = nullptr;        // null: no budget
+};
+
+// One chunk to encode: `meta` is a ShotChunk without samples; the samples are either
+// decoded (`samples`) or stored traces (`stored`, `trace_bytes` each, in a file mapping
+// that lives as long as the plan's source).
+struct OutgoingChunk {
+  v1::ShotChunk meta;
+  SampleBuffer samples;
+  std::vector<const uint8_t*> stored;
+  size_t trace_bytes = 0;
+  uint64_t sample_bytes() const {
+    return stored.empty() ? samples.size() : uint64_t{trace_bytes} * stored.size();
+  }
+};
+
+class ShotWindow final : public ByteBudget::Waiter,
+                         public std::enable_shared_from_this<ShotWindow> {
+ public:
+  enum class Pull { kChunk, kNotReady, kEnd };
+
+  // A window that reads nothing yet. `executor` must outlive every task it is given.
+  static std::shared_ptr<ShotWindow> Create(WindowPlan plan, Executor* executor,
+                                            std::function<void()> on_ready);
+  ~ShotWindow() override;
+
+  // Submits the first reads (on_ready may come from here on). Once.
+  void Start() ABSL_LOCKS_EXCLUDED(mu_);
+
+  // The next chunk in request order (kChunk, `*chunk` filled), none yet (kNotReady:
+  // on_ready follows), or the end (kEnd, `*end`: OK after the last chunk, a read's error,
+  // or what Stop was given). Call Sent() once the returned chunk is off the wire, then
+  // Next() again.
+  Pull Next(OutgoingChunk* chunk, absl::Status* end) ABSL_LOCKS_EXCLUDED(mu_);
+  // The chunk from the last Next() is written: a shot fully written gives its bytes back
+  // to the budget, and the window reads ahead again.
+  void Sent() ABSL_LOCKS_EXCLUDED(mu_);
+  // No more reads; Next() answers kEnd with `why`, and on_ready is called so that a
+  // writer waiting for a chunk hears it. Once stopped (or ended by an error), later
+  // Stops change nothing.
+  void Stop(const absl::Status& why) ABSL_LOCKS_EXCLUDED(mu_);
+  // Stops, and returns once on_ready is not running and will not be called again.
+  void Close() ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Shots and sample bytes handed out by Next() so far.
+  size_t shots_sent() const ABSL_LOCKS_EXCLUDED(mu_);
+  uint64_t bytes_sent() const ABSL_LOCKS_EXCLUDED(mu_);
+
+  // ByteBudget::Waiter: the bytes of the shot this window waited for are granted.
+  void Wake() override ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  struct Slot {
+    bool ready = false;
+    absl::StatusOr<dataset::ShotData> shot;
+    size_t next_chunk = 0;
+  };
+
+  ShotWindow(WindowPlan plan, Executor* executor, std::function<void()> on_ready);
+  void SubmitReadsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void SubmitOneLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void HoldLocked(uint64_t bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Read(size_t index) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<dataset::ShotData> ReadAndPrepare(size_t index) const;
+  void Notify() ABSL_LOCKS_EXCLUDED(mu_);
+  void FillChunkLocked(Slot& slot, OutgoingChunk* chunk) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool NoCallbackRunning() const ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+    return callbacks_running_ == 0;
+  }
+
+  const WindowPlan plan_;
+  const ShotReadOptions read_options_;
+  Executor* const executor_;
+  const std::function<void()> on_ready_;
+  WindowCounters* const counters_;
+  ByteBudget* const budget_;
+
+  mutable absl::Mutex mu_;
+  std::deque<Slot> window_ ABSL_GUARDED_BY(mu_);  // shots window_base_.. in request order
+  size_t window_base_ ABSL_GUARDED_BY(mu_) = 0;   // request index of window_.front()
+  size_t next_submit_ ABSL_GUARDED_BY(mu_) = 0;   // request index of the next read
+  uint64_t chunk_offset_ ABSL_GUARDED_BY(mu_) = 0;  // byte offset within the front shot
+  uint64_t held_bytes_ ABSL_GUARDED_BY(mu_) = 0;    // taken from the budget, not given back
+  uint64_t release_after_sent_ ABSL_GUARDED_BY(mu_) = 0;  // bytes of a shot on the wire
+  bool waiting_ ABSL_GUARDED_BY(mu_) = false;             // queued in the byte budget
+  uint64_t waiting_bytes_ ABSL_GUARDED_BY(mu_) = 0;       // what it asked the budget for
+  // While waiting_: the window itself, so that the budget's Wake finds it alive.
+  std::shared_ptr<ShotWindow> self_while_waiting_ ABSL_GUARDED_BY(mu_);
+  std::optional<absl::Status> stopped_ ABSL_GUARDED_BY(mu_);  // why no more reads
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;                  // on_ready no more
+  int callbacks_running_ ABSL_GUARDED_BY(mu_) = 0;            // on_ready calls now
+  uint64_t bytes_sent_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace shotstream::stream
+
+#endif  // SHOTSTREAM_SERVER_STREAM_SHOT_WINDOW_H_

@@ -1,0 +1,466 @@
+// The stream window on its own: a manual executor runs its tasks when the test says, and
+// a fake source serves shots from memory, so every interleaving here is deterministic.
+#include "server/stream/shot_window.h"
+
+#include <atomic>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "common/crc32.h"
+#include "gtest/gtest.h"
+#include "server/stream/reader_pool.h"
+
+namespace shotstream::stream {
+namespace {
+
+// Runs tasks only when told, in the order the test chooses.
+class ManualExecutor final : public Executor {
+ public:
+  void Submit(std::function<void()> task) override { tasks_.push_back(std::move(task)); }
+  size_t pending() const { return tasks_.size(); }
+  bool running() const { return running_; }
+  void RunFirst() { Run(/*last=*/false); }
+  void RunLast() { Run(/*last=*/true); }
+  void RunAll() {
+    while (!tasks_.empty()) RunFirst();
+  }
+
+ private:
+  void Run(bool last) {
+    ASSERT_FALSE(tasks_.empty());
+    std::function<void()> task = last ? std::move(tasks_.back()) : std::move(tasks_.front());
+    if (last) {
+      tasks_.pop_back();
+    } else {
+      tasks_.pop_front();
+    }
+    running_ = true;
+    task();
+    running_ = false;
+  }
+  std::deque<std::function<void()>> tasks_;
+  bool running_ = false;
+};
+
+// Shots 1..n_shots of n_traces x n_samples float32, sample value shot*1000 + trace; stored
+// (sent from "the mapping", the source's own memory) when zero copy is asked for.
+class FakeSource final : public ShotSource {
+ public:
+  FakeSource(int n_shots, uint32_t n_traces, uint32_t n_samples, const ManualExecutor* executor)
+      : n_traces_(n_traces), n_samples_(n_samples), executor_(executor) {
+    for (int s = 1; s <= n_shots; ++s) {
+      std::vector<float>& v = samples_[s];
+      for (uint32_t t = 0; t < n_traces; ++t) v.insert(v.end(), n_samples, s * 1000.0f + t);
+    }
+  }
+  uint64_t trace_bytes() const { return uint64_t{n_samples_} * 4; }
+  uint64_t shot_bytes() const { return trace_bytes() * n_traces_; }
+  const uint8_t* bytes_of(int64_t id) const {
+    return reinterpret_cast<const uint8_t*>(samples_.at(id).data());
+  }
+  std::set<int64_t> fail_read, fail_crc;
+  mutable std::atomic<int> reads{0};
+  mutable std::atomic<int> crcs_off_the_executor{0};
+
+  double sample_interval_us() const override { return 2000; }
+  uint64_t ShotBytes(int64_t) const override { return shot_bytes(); }
+
+  absl::StatusOr<dataset::ShotData> ReadShot(int64_t id, const ShotReadOptions& options,
+                                             ShotReadCost* cost) const override {
+    ++reads;
+    cost->reads = 1;
+    if (fail_read.count(id)) return absl::DataLossError("shot " + std::to_string(id) + " lost");
+    dataset::ShotData shot;
+    shot.shot_id = id;
+    shot.n_traces = n_traces_;
+    shot.n_samples = n_samples_;
+    shot.total_bytes = shot_bytes();
+    shot.traces_per_chunk =
+        static_cast<uint32_t>(std::max<uint64_t>(1, options.max_chunk_bytes / trace_bytes()));
+    const uint8_t* base = bytes_of(id);
+    if (options.zero_copy != dataset::ZeroCopy::kOff) {
+      for (uint32_t t = 0; t < n_traces_; ++t) {
+        shot.stored.push_back(base + t * trace_bytes());
+        shot.stored_file.push_back(0);
+      }
+      return shot;
+    }
+    for (uint32_t t = 0; t < n_traces_; t += shot.traces_per_chunk) {
+      const uint32_t n = std::min(shot.traces_per_chunk, n_traces_ - t);
+      shot.chunks.push_back(SampleBuffer::CopyOf(std::string_view(
+          reinterpret_cast<const char*>(base + t * trace_bytes()), n * trace_bytes())));
+    }
+    shot.crc32 = Crc32(0, base, shot_bytes());
+    return shot;
+  }
+
+  absl::StatusOr<uint32_t> StoredCrc(int64_t id, absl::Span<const uint8_t* const> traces,
+                                     absl::Span<const uint32_t>, uint32_t crc) const override {
+    if (executor_ != nullptr && !executor_->running()) ++crcs_off_the_executor;
+    if (fail_crc.count(id)) return absl::DataLossError("file truncated under shot");
+    for (const uint8_t* t : traces) crc = Crc32(crc, t, trace_bytes());
+    return crc;
+  }
+
+ private:
+  const uint32_t n_traces_, n_samples_;
+  const ManualExecutor* executor_;  // null: any thread may read
+  std::map<int64_t, std::vector<float>> samples_;
+};
+
+class ShotWindowTest : public ::testing::Test {
+ protected:
+  WindowPlan Plan(std::vector<int64_t> ids, uint32_t depth = 2) {
+    WindowPlan plan;
+    plan.source = source_;
+    plan.shot_ids = std::move(ids);
+    plan.queue_depth = depth;
+    plan.max_chunk_bytes = 2 * source_->trace_bytes();  // 2 traces a chunk: 3 chunks a shot
+    plan.counters = &counters_;
+    return plan;
+  }
+  std::shared_ptr<ShotWindow> Make(WindowPlan plan) {
+    const size_t before = executor_.pending();
+    auto w = ShotWindow::Create(std::move(plan), &executor_, [this] {
+      ++ready_calls_;
+      EXPECT_TRUE(executor_.running()) << "on_ready must come from the executor";
+    });
+    EXPECT_EQ(executor_.pending(), before) << "Create reads nothing";
+    w->Start();
+    return w;
+  }
+  // The chunk Next gives now, which must be one.
+  OutgoingChunk MustChunk(ShotWindow& w) {
+    OutgoingChunk c;
+    absl::Status end;
+    EXPECT_EQ(w.Next(&c, &end), ShotWindow::Pull::kChunk) << end;
+    return c;
+  }
+  absl::Status MustEnd(ShotWindow& w) {
+    OutgoingChunk c;
+    absl::Status end;
+    EXPECT_EQ(w.Next(&c, &end), ShotWindow::Pull::kEnd);
+    return end;
+  }
+  void ExpectNothingHeld() {
+    EXPECT_EQ(counters_.shots_held.load(), 0);
+    EXPECT_EQ(counters_.inflight_bytes.load(), 0);
+    EXPECT_EQ(counters_.reads_in_flight.load(), 0);
+  }
+
+  ManualExecutor executor_;
+  std::shared_ptr<FakeSource> source_ = std::make_shared<FakeSource>(6, 5, 8, &executor_);
+  WindowCounters counters_;
+  int ready_calls_ = 0;
+};
+
+TEST_F(ShotWindowTest, SendsShotsInRequestOrderInChunksOfWholeTracesWithTheirCrc) {
+  auto w = Make(Plan({3, 1, 2}, /*depth=*/3));
+  ASSERT_EQ(executor_.pending(), 3u);
+  // Reads finish last first; the writer still gets request order.
+  while (executor_.pending() > 0) executor_.RunLast();
+  for (uint32_t index = 0; index < 3; ++index) {
+    const int64_t id = std::vector<int64_t>{3, 1, 2}[index];
+    std::string bytes;
+    uint32_t crc = 0;
+    for (int c = 0; c < 3; ++c) {
+      OutgoingChunk chunk = MustChunk(*w);
+      EXPECT_EQ(chunk.meta.index(), index);
+      EXPECT_EQ(chunk.meta.shot_id(), id);
+      EXPECT_EQ(chunk.meta.offset(), bytes.size());
+      EXPECT_EQ(chunk.meta.total_bytes(), source_->shot_bytes());
+      EXPECT_EQ(chunk.meta.sample_interval_us(), 2000);
+      EXPECT_EQ(chunk.meta.last(), c == 2);
+      EXPECT_EQ(chunk.samples.size(), (c < 2 ? 2 : 1) * source_->trace_bytes());
+      bytes += chunk.samples.view();
+      if (chunk.meta.last()) crc = chunk.meta.crc32();
+      w->Sent();
+    }
+    EXPECT_EQ(std::memcmp(bytes.data(), source_->bytes_of(id), bytes.size()), 0);
+    EXPECT_EQ(crc, Crc32(0, bytes.data(), bytes.size()));
+  }
+  EXPECT_TRUE(MustEnd(*w).ok());
+  EXPECT_EQ(w->shots_sent(), 3u);
+  EXPECT_EQ(w->bytes_sent(), 3 * source_->shot_bytes());
+  EXPECT_EQ(counters_.shots_sent.load(), 3);
+  EXPECT_EQ(counters_.reads_issued.load(), 3);
+  w.reset();
+  ExpectNothingHeld();
+}
+
+TEST_F(ShotWindowTest, ReadsAtMostQueueDepthAheadAndMoreOnlyOnceAShotIsSent) {
+  auto w = Make(Plan({1, 2, 3, 4, 5}, /*depth=*/2));
+  EXPECT_EQ(executor_.pending(), 2u);
+  executor_.RunAll();
+  EXPECT_EQ(executor_.pending(), 0u) << "no read beyond the queue depth";
+  for (int c = 0; c < 3; ++c) {
+    MustChunk(*w);
+    if (c < 2) {
+      w->Sent();
+      EXPECT_EQ(executor_.pending(), 0u) << "the shot is not fully sent yet";
+    }
+  }
+  EXPECT_EQ(executor_.pending(), 0u) << "the last chunk is not written yet";
+  w->Sent();
+  EXPECT_EQ(executor_.pending(), 1u);
+  EXPECT_EQ(counters_.max_shots_held_by_one_stream.load(), 2);
+}
+
+TEST_F(ShotWindowTest, NotReadyUntilTheFrontShotIsReadThenOnReadyFromTheExecutor) {
+  auto w = Make(Plan({1, 2}));
+  OutgoingChunk c;
+  absl::Status end;
+  EXPECT_EQ(w->Next(&c, &end), ShotWindow::Pull::kNotReady);
+  executor_.RunLast();  // shot 2: not the front, nothing to say
+  EXPECT_EQ(ready_calls_, 0);
+  EXPECT_EQ(w->Next(&c, &end), ShotWindow::Pull::kNotReady);
+  executor_.RunFirst();  // shot 1
+  EXPECT_EQ(ready_calls_, 1);
+  EXPECT_EQ(MustChunk(*w).meta.shot_id(), 1);
+}
+
+TEST_F(ShotWindowTest, AReadErrorEndsTheStreamAfterTheShotsBeforeIt) {
+  source_->fail_read = {2};
+  auto w = Make(Plan({1, 2, 3}, /*depth=*/3));
+  executor_.RunAll();
+  for (int c = 0; c < 3; ++c) {
+    EXPECT_EQ(MustChunk(*w).meta.shot_id(), 1);
+    w->Sent();
+  }
+  const absl::Status end = MustEnd(*w);
+  EXPECT_EQ(end.code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(end.message(), "shot 2 lost");
+  EXPECT_EQ(MustEnd(*w), end) << "the end is said once and stays";
+  executor_.RunAll();
+  w.reset();
+  ExpectNothingHeld();
+}
+
+TEST_F(ShotWindowTest, TheBudgetHoldsBackReadsUntilASentShotGivesItsBytesBack) {
+  ByteBudget budget(2 * source_->shot_bytes());
+  WindowPlan plan = Plan({1, 2, 3, 4}, /*depth=*/3);
+  plan.budget = &budget;
+  auto w = Make(std::move(plan));
+  EXPECT_EQ(executor_.pending(), 2u) << "the third read waits for the budget";
+  EXPECT_EQ(budget.in_use(), 2 * source_->shot_bytes());
+  EXPECT_EQ(counters_.inflight_bytes.load(), static_cast<int64_t>(budget.in_use()));
+  executor_.RunAll();
+  for (int c = 0; c < 3; ++c) MustChunk(*w);
+  EXPECT_EQ(executor_.pending(), 0u) << "bytes go back only once the shot is written";
+  w->Sent();
+  EXPECT_EQ(executor_.pending(), 1u) << "the waiting read was woken by the release";
+  EXPECT_EQ(budget.in_use(), 2 * source_->shot_bytes());
+
+  // A second window holding nothing gets its first shot although the budget is full.
+  WindowPlan other_plan = Plan({5, 6}, /*depth=*/2);
+  other_plan.budget = &budget;
+  auto other = Make(std::move(other_plan));
+  EXPECT_EQ(executor_.pending(), 2u);  // w's woken read and the other's first
+  EXPECT_EQ(budget.in_use(), 3 * source_->shot_bytes());
+  executor_.RunAll();
+  other->Close();
+  other.reset();
+  w->Close();
+  w.reset();
+  executor_.RunAll();
+  EXPECT_EQ(budget.in_use(), 0u);
+  ExpectNothingHeld();
+}
+
+TEST_F(ShotWindowTest, StopWhileWaitingForTheBudgetFreesEverything) {
+  ByteBudget budget(source_->shot_bytes());
+  WindowPlan plan = Plan({1, 2, 3}, /*depth=*/2);
+  plan.budget = &budget;
+  auto w = Make(std::move(plan));
+  ASSERT_EQ(executor_.pending(), 1u) << "waiting for the budget";
+  std::weak_ptr<ShotWindow> alive = w;
+  w->Stop(absl::CancelledError("cancelled by the client"));
+  EXPECT_EQ(MustEnd(*w).code(), absl::StatusCode::kCancelled);
+  w->Close();
+  w.reset();
+  EXPECT_FALSE(alive.expired()) << "its read is still queued";
+  executor_.RunAll();
+  EXPECT_TRUE(alive.expired());
+  EXPECT_EQ(budget.in_use(), 0u);
+  EXPECT_EQ(source_->reads, 0) << "a stopped window reads nothing more";
+  EXPECT_EQ(ready_calls_, 0) << "closed: no more on_ready";
+  ExpectNothingHeld();
+}
+
+TEST_F(ShotWindowTest, AWaitingWindowIsWokenWhenAnotherWindowsReleaseMakesRoom) {
+  ByteBudget budget(source_->shot_bytes());
+  WindowPlan a_plan = Plan({1, 2}, /*depth=*/2);
+  a_plan.budget = &budget;
+  auto a = Make(std::move(a_plan));  // shot 1, then waits for shot 2's bytes
+  WindowPlan b_plan = Plan({3, 4}, /*depth=*/1);
+  b_plan.budget = &budget;
+  auto b = Make(std::move(b_plan));  // holds nothing: gets shot 3 all the same
+  ASSERT_EQ(executor_.pending(), 2u);
+  executor_.RunAll();
+  for (int c = 0; c < 3; ++c) MustChunk(*a);
+  a->Sent();  // a holds nothing now, but b's shot 3 fills the budget: a still waits
+  EXPECT_EQ(executor_.pending(), 0u);
+  for (int c = 0; c < 3; ++c) MustChunk(*b);
+  b->Sent();  // the release wakes a (first in the queue), then b takes shot 4
+  ASSERT_EQ(executor_.pending(), 2u);
+  executor_.RunFirst();
+  EXPECT_EQ(MustChunk(*a).meta.shot_id(), 2);
+  a->Close();
+  a.reset();
+  b->Close();
+  b.reset();
+  executor_.RunAll();
+  EXPECT_EQ(budget.in_use(), 0u);
+  ExpectNothingHeld();
+}
+
+TEST_F(ShotWindowTest, StopEndsWithItsStatusAndTellsAWaitingWriter) {
+  auto w = Make(Plan({1, 2}));
+  OutgoingChunk c;
+  absl::Status end;
+  ASSERT_EQ(w->Next(&c, &end), ShotWindow::Pull::kNotReady);
+  w->Stop(absl::UnavailableError("the server is shutting down"));
+  w->Stop(absl::CancelledError("later"));  // the first reason stays
+  EXPECT_EQ(ready_calls_, 0) << "not from the caller's thread";
+  executor_.RunAll();
+  EXPECT_EQ(ready_calls_, 1);
+  EXPECT_EQ(MustEnd(*w), absl::UnavailableError("the server is shutting down"));
+}
+
+TEST_F(ShotWindowTest, CloseWithReadsInFlightKeepsTheWindowUntilTheyRun) {
+  auto w = Make(Plan({1, 2, 3}, /*depth=*/3));
+  std::weak_ptr<ShotWindow> alive = w;
+  w->Close();
+  w.reset();
+  EXPECT_FALSE(alive.expired());
+  executor_.RunAll();
+  EXPECT_TRUE(alive.expired());
+  EXPECT_EQ(ready_calls_, 0);
+  ExpectNothingHeld();
+}
+
+TEST_F(ShotWindowTest, StoredShotsTakeTheirCrcOnTheExecutorAndAreSentFromWhereTheyAre) {
+  WindowPlan plan = Plan({2, 4});
+  plan.zero_copy = dataset::ZeroCopy::kLittleEndian;
+  auto w = Make(std::move(plan));
+  executor_.RunAll();
+  EXPECT_EQ(source_->crcs_off_the_executor, 0);
+  for (int64_t id : {2, 4}) {
+    for (int c = 0; c < 3; ++c) {
+      OutgoingChunk chunk = MustChunk(*w);
+      EXPECT_TRUE(chunk.samples.empty());
+      ASSERT_EQ(chunk.stored.size(), c < 2 ? 2u : 1u);
+      EXPECT_EQ(chunk.trace_bytes, source_->trace_bytes());
+      EXPECT_EQ(chunk.stored[0], source_->bytes_of(id) + 2 * c * source_->trace_bytes());
+      if (chunk.meta.last()) {
+        EXPECT_EQ(chunk.meta.crc32(), Crc32(0, source_->bytes_of(id), source_->shot_bytes()));
+      }
+      w->Sent();
+    }
+  }
+  EXPECT_TRUE(MustEnd(*w).ok());
+  EXPECT_EQ(counters_.shots_sent_zero_copy.load(), 2);
+}
+
+TEST_F(ShotWindowTest, AStoredShotWhoseCrcCannotBeReadEndsTheStream) {
+  source_->fail_crc = {1};
+  WindowPlan plan = Plan({1, 2});
+  plan.zero_copy = dataset::ZeroCopy::kLittleEndian;
+  auto w = Make(std::move(plan));
+  executor_.RunAll();
+  EXPECT_EQ(MustEnd(*w), absl::DataLossError("file truncated under shot"));
+}
+
+TEST_F(ShotWindowTest, TheTestHookCorruptsOneByteAfterTheCrcOfADecodedShot) {
+  WindowPlan plan = Plan({1});
+  plan.zero_copy = dataset::ZeroCopy::kLittleEndian;
+  plan.corrupt_shot = 1;
+  auto w = Make(std::move(plan));
+  executor_.RunAll();
+  std::string bytes;
+  uint32_t crc = 0;
+  for (int c = 0; c < 3; ++c) {
+    OutgoingChunk chunk = MustChunk(*w);
+    ASSERT_TRUE(chunk.stored.empty()) << "a corrupted shot is decoded";
+    bytes += chunk.samples.view();
+    crc = chunk.meta.crc32();
+    w->Sent();
+  }
+  EXPECT_EQ(crc, Crc32(0, source_->bytes_of(1), source_->shot_bytes()));
+  EXPECT_NE(crc, Crc32(0, bytes.data(), bytes.size()));
+}
+
+// The same window on real threads (run under TSan too): writers on their own threads,
+// reads on a reader pool, one budget for all, some streams stopped midway.
+TEST(ShotWindowThreadsTest, ManyWindowsOnARealPoolShareABudgetAndFreeEverything) {
+  constexpr int kWindows = 8;
+  auto source = std::make_shared<FakeSource>(20, 7, 64, nullptr);
+  WindowCounters counters;
+  ByteBudget budget(3 * source->shot_bytes());
+  {
+    ReaderPool pool(4);
+    std::vector<std::thread> writers;
+    for (int k = 0; k < kWindows; ++k) {
+      writers.emplace_back([&, k] {
+        absl::Mutex mu;
+        int ready = 0;  // on_ready calls not yet seen by this writer
+        WindowPlan plan;
+        plan.source = source;
+        for (int64_t id = 1; id <= 20; ++id) plan.shot_ids.push_back(id);
+        plan.queue_depth = 1 + k % 4;
+        plan.max_chunk_bytes = 3 * source->trace_bytes();
+        plan.zero_copy = k % 2 ? dataset::ZeroCopy::kLittleEndian : dataset::ZeroCopy::kOff;
+        plan.counters = &counters;
+        plan.budget = &budget;
+        auto w = ShotWindow::Create(std::move(plan), &pool, [&] {
+          absl::MutexLock lock(&mu);
+          ++ready;
+        });
+        w->Start();
+        int shots = 0;
+        const int stop_after = k % 3 == 0 ? 5 : -1;
+        for (;;) {
+          OutgoingChunk chunk;
+          absl::Status end;
+          const ShotWindow::Pull pull = w->Next(&chunk, &end);
+          if (pull == ShotWindow::Pull::kEnd) {
+            EXPECT_EQ(end.ok(), stop_after < 0) << end;
+            break;
+          }
+          if (pull == ShotWindow::Pull::kNotReady) {
+            absl::MutexLock lock(&mu);
+            mu.Await(absl::Condition(+[](int* n) { return *n > 0; }, &ready));
+            ready = 0;
+            continue;
+          }
+          EXPECT_EQ(chunk.meta.shot_id(), shots + 1);
+          if (chunk.meta.last()) {
+            EXPECT_EQ(chunk.meta.crc32(),
+                      Crc32(0, source->bytes_of(shots + 1), source->shot_bytes()));
+            if (++shots == stop_after) w->Stop(absl::CancelledError("stopped"));
+          }
+          w->Sent();
+        }
+        if (stop_after < 0) EXPECT_EQ(shots, 20);
+        w->Close();
+      });
+    }
+    for (std::thread& t : writers) t.join();
+  }  // the pool finishes its queued tasks: every window is gone
+  EXPECT_EQ(budget.in_use(), 0u);
+  EXPECT_EQ(counters.shots_held.load(), 0);
+  EXPECT_EQ(counters.inflight_bytes.load(), 0);
+  EXPECT_LE(counters.inflight_bytes_peak.load(),
+            static_cast<int64_t>((3 + kWindows) * source->shot_bytes()));
+}
+
+}  // namespace
+}  // namespace shotstream::stream
