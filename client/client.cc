@@ -20,8 +20,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
-#include "client/chunk_reader.h"
 #include "client/grpc_tuning.h"
+#include "wire/chunk_codec.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/impl/codegen/sync_stream.h"
 #include "shotstream/v1/shotstream.grpc.pb.h"
@@ -341,7 +341,7 @@ class GrpcShotReader final : public ShotReader {
   absl::Status ReadChunks(grpc::ClientReader<grpc::ByteBuffer>* reader, size_t* delivered,
                           bool* broke_inside_shot) {
     grpc::ByteBuffer bb;
-    RawChunk raw;
+    wire::ReceivedChunk raw;
     Shot shot;
     uint32_t crc = 0;
     bool in_shot = false;

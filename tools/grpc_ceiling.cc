@@ -24,14 +24,13 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
-#include "client/chunk_reader.h"
 #include "client/grpc_tuning.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/impl/codegen/client_unary_call.h"
 #include "grpcpp/impl/codegen/sync_stream.h"
 #include "common/crc32.h"
 #include "common/malloc_tuning.h"
-#include "wire/chunk_wire.h"
+#include "wire/chunk_codec.h"
 #include "shotstream/v1/shotstream.grpc.pb.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:0", "serve: address to listen on");
@@ -99,7 +98,7 @@ class CeilingReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
     }
     // One slice over the shot's bytes, as the server sends a stored trace.
     const uint8_t* base = reinterpret_cast<const uint8_t*>(shot_->samples.data()) + offset_;
-    msg_ = shotstream::service::EncodeStoredChunk(meta, {&base, 1}, n);
+    msg_ = shotstream::wire::EncodeStoredChunk(meta, {&base, 1}, n);
     offset_ = last ? 0 : offset_ + n;
     index_ += last;
     StartWrite(&msg_);
@@ -169,7 +168,7 @@ bool StreamOnce(grpc::Channel* channel, const std::vector<int64_t>& ids, bool co
                 std::vector<uint8_t>* dst, uint64_t* bytes) {
   StreamShotsRequest request;
   request.set_dataset(absl::GetFlag(FLAGS_dataset));
-  request.set_accept_big_endian(true);  // RawChunk swaps in its copy, as the client does
+  request.set_accept_big_endian(true);  // ReceivedChunk swaps in its copy, as the client does
   for (int64_t id : ids) request.add_shot_ids(id);
   const std::string raw = request.SerializeAsString();
   grpc::Slice slice(raw);
@@ -181,7 +180,7 @@ bool StreamOnce(grpc::Channel* channel, const std::vector<int64_t>& ids, bool co
       grpc::internal::ClientReaderFactory<grpc::ByteBuffer>::Create(channel, method, &ctx,
                                                                     raw_request));
   grpc::ByteBuffer bb;
-  shotstream::client::RawChunk chunk;
+  shotstream::wire::ReceivedChunk chunk;
   uint32_t crc = 0;
   bool ok = true;
   while (reader->Read(&bb)) {

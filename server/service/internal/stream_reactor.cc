@@ -7,7 +7,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "server/service/grpc_status.h"
-#include "wire/chunk_wire.h"
+#include "wire/chunk_codec.h"
 
 namespace shotstream::service {
 
@@ -114,8 +114,9 @@ class StreamReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
       Finish(ToGrpcStatus(end));
       return;
     }
-    msg_ = chunk.stored.empty() ? EncodeShotChunk(chunk.meta, std::move(chunk.samples))
-                                : EncodeStoredChunk(chunk.meta, chunk.stored, chunk.trace_bytes);
+    msg_ = chunk.stored.empty()
+               ? wire::EncodeShotChunk(chunk.meta, std::move(chunk.samples))
+               : wire::EncodeStoredChunk(chunk.meta, chunk.stored, chunk.trace_bytes);
     StartWrite(&msg_);
   }
 

@@ -1,4 +1,4 @@
-#include "client/chunk_reader.h"
+#include "wire/chunk_codec.h"
 
 #include <zlib.h>
 
@@ -7,12 +7,55 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "wire/chunk_wire.h"
 
-namespace shotstream::client {
+namespace shotstream::wire {
 namespace {
 
-TEST(ChunkReaderTest, ReadsWhatTheServerEncodesAndWhatProtobufSerializes) {
+std::string Flatten(const grpc::ByteBuffer& bb) {
+  std::vector<grpc::Slice> slices;
+  EXPECT_TRUE(bb.Dump(&slices).ok());
+  std::string out;
+  for (const grpc::Slice& s : slices) out.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  return out;
+}
+
+TEST(ChunkEncodeTest, BytesAreAStandardShotChunkAndSamplesAreNotCopied) {
+  v1::ShotChunk meta;
+  meta.set_index(3);
+  meta.set_shot_id(-42);
+  meta.set_n_traces(2);
+  meta.set_n_samples(300);
+  meta.set_offset(4800);
+  meta.set_total_bytes(2400);
+  meta.set_last(true);
+  meta.set_crc32(0xdeadbeef);
+  auto* col = meta.add_headers();
+  col->set_name("offset");
+  col->add_values(1.5);
+  col->add_values(-2);
+  std::string samples(2 * 300 * 4, '\0');
+  for (size_t i = 0; i < samples.size(); ++i) samples[i] = static_cast<char>(i * 7);
+  const std::string expect_samples = samples;
+  SampleBuffer buffer = SampleBuffer::CopyOf(samples);
+  const char* data = reinterpret_cast<const char*>(buffer.data());
+  grpc::ByteBuffer bb = EncodeShotChunk(meta, std::move(buffer));
+  std::vector<grpc::Slice> slices;
+  ASSERT_TRUE(bb.Dump(&slices).ok());
+  ASSERT_EQ(slices.size(), 2u);
+  EXPECT_EQ(reinterpret_cast<const char*>(slices[1].begin()), data);  // the same buffer
+  v1::ShotChunk parsed;
+  ASSERT_TRUE(parsed.ParseFromString(Flatten(bb)));
+  EXPECT_EQ(parsed.shot_id(), -42);
+  EXPECT_EQ(parsed.crc32(), 0xdeadbeefu);
+  EXPECT_EQ(parsed.headers(0).values(0), 1.5);
+  EXPECT_EQ(parsed.samples(), expect_samples);
+  v1::ShotChunk no_samples;
+  no_samples.set_shot_id(1);
+  ASSERT_TRUE(parsed.ParseFromString(Flatten(EncodeShotChunk(no_samples, SampleBuffer()))));
+  EXPECT_EQ(parsed.shot_id(), 1);
+}
+
+TEST(ChunkDecodeTest, ReadsWhatTheServerEncodesAndWhatProtobufSerializes) {
   v1::ShotChunk meta;
   meta.set_shot_id(7);
   meta.set_n_traces(3);
@@ -29,7 +72,7 @@ TEST(ChunkReaderTest, ReadsWhatTheServerEncodesAndWhatProtobufSerializes) {
       crc32_z(0, reinterpret_cast<const Bytef*>(samples.data()), samples.size()));
 
   // 1. The server's zero-copy encoding (two slices).
-  grpc::ByteBuffer a = service::EncodeShotChunk(meta, SampleBuffer::CopyOf(samples));
+  grpc::ByteBuffer a = EncodeShotChunk(meta, SampleBuffer::CopyOf(samples));
   // 2. A plain protobuf serialization in one slice (what the Python baseline sends).
   v1::ShotChunk full = meta;
   full.set_samples(samples);
@@ -37,7 +80,7 @@ TEST(ChunkReaderTest, ReadsWhatTheServerEncodesAndWhatProtobufSerializes) {
   grpc::Slice one(bytes);
   grpc::ByteBuffer b(&one, 1);
   for (grpc::ByteBuffer* bb : {&a, &b}) {
-    RawChunk raw;
+    ReceivedChunk raw;
     ASSERT_TRUE(raw.Parse(bb).ok());
     EXPECT_EQ(raw.meta().shot_id(), 7);
     EXPECT_EQ(raw.meta().crc32(), 99u);
@@ -53,7 +96,7 @@ TEST(ChunkReaderTest, ReadsWhatTheServerEncodesAndWhatProtobufSerializes) {
 // Big-endian IEEE samples sent as stored (one slice per trace over file bytes) are
 // swapped in the copy, also where the receiver's slices split a sample, and their CRC-32
 // is that of the bytes as sent.
-TEST(ChunkReaderTest, BigEndianSamplesAreSwappedAcrossAnySliceSplit) {
+TEST(ChunkDecodeTest, BigEndianSamplesAreSwappedAcrossAnySliceSplit) {
   constexpr int kTraces = 5, kSamples = 40001;  // odd: pieces and slices fall mid-sample
   std::vector<float> want(kTraces * kSamples);
   std::vector<std::string> file_traces(kTraces);  // trace bytes as SEG-Y stores them
@@ -74,7 +117,7 @@ TEST(ChunkReaderTest, BigEndianSamplesAreSwappedAcrossAnySliceSplit) {
   meta.set_big_endian(true);
   std::vector<const uint8_t*> traces;
   for (const std::string& t : file_traces) traces.push_back(reinterpret_cast<const uint8_t*>(t.data()));
-  grpc::ByteBuffer sent = service::EncodeStoredChunk(meta, traces, kSamples * 4);
+  grpc::ByteBuffer sent = EncodeStoredChunk(meta, traces, kSamples * 4);
   // What protobuf sees: the samples of every trace, in order, as stored.
   std::vector<grpc::Slice> parts;
   ASSERT_TRUE(sent.Dump(&parts).ok());
@@ -94,7 +137,7 @@ TEST(ChunkReaderTest, BigEndianSamplesAreSwappedAcrossAnySliceSplit) {
       received.emplace_back(bytes.substr(at, cut));
     }
     grpc::ByteBuffer bb(received.data(), received.size());
-    RawChunk raw;
+    ReceivedChunk raw;
     ASSERT_TRUE(raw.Parse(&bb).ok()) << cut;
     ASSERT_EQ(raw.samples_size(), wire_samples.size());
     std::vector<float> out(want.size(), -1.0f);
@@ -103,15 +146,15 @@ TEST(ChunkReaderTest, BigEndianSamplesAreSwappedAcrossAnySliceSplit) {
   }
 }
 
-TEST(ChunkReaderTest, MalformedMessagesAreDataLoss) {
+TEST(ChunkDecodeTest, MalformedMessagesAreDataLoss) {
   for (const std::string& bad : {std::string("\x7a\xff", 2), std::string("\x08", 1),
                                 std::string("\x7a\x10" "abc", 5), std::string("\x0f", 1)}) {
     grpc::Slice s(bad);
     grpc::ByteBuffer bb(&s, 1);
-    RawChunk raw;
+    ReceivedChunk raw;
     EXPECT_EQ(raw.Parse(&bb).code(), absl::StatusCode::kDataLoss);
   }
 }
 
 }  // namespace
-}  // namespace shotstream::client
+}  // namespace shotstream::wire

@@ -1,16 +1,25 @@
-#include "client/chunk_reader.h"
+#include "wire/chunk_codec.h"
 
 #include <algorithm>
 #include <cstring>
-#include <string>
+#include <vector>
 
 #include "common/crc32.h"
 #include "segy/sample_format.h"
 
-namespace shotstream::client {
+namespace shotstream::wire {
 namespace {
 
-constexpr int kSamplesField = 15;
+constexpr int kSamplesField = 15;  // ShotChunk.samples: the highest field number
+
+
+void AppendVarint(uint64_t v, std::string* out) {
+  while (v >= 0x80) {
+    out->push_back(static_cast<char>(v | 0x80));
+    v >>= 7;
+  }
+  out->push_back(static_cast<char>(v));
+}
 
 // A read position across slices.
 class Cursor {
@@ -60,21 +69,46 @@ class Cursor {
   size_t offset_ = 0;
 };
 
-void AppendVarint(uint64_t v, std::string* out) {
-  while (v >= 0x80) {
-    out->push_back(static_cast<char>(v | 0x80));
-    v >>= 7;
-  }
-  out->push_back(static_cast<char>(v));
-}
-
 absl::Status Malformed(const char* what) {
   return absl::DataLossError(std::string("malformed ShotChunk: ") + what);
 }
 
+void DestroyBytes(void* p) { delete[] static_cast<uint8_t*>(p); }
+
+// The serialized metadata followed by the samples field's tag and length.
+std::string Prefix(const v1::ShotChunk& meta, uint64_t samples_size) {
+  std::string prefix;
+  meta.SerializeToString(&prefix);  // fields 1..11, in field order, before field 15
+  if (samples_size == 0) return prefix;
+  AppendVarint((kSamplesField << 3) | 2, &prefix);  // length-delimited
+  AppendVarint(samples_size, &prefix);
+  return prefix;
+}
+
 }  // namespace
 
-absl::Status RawChunk::Parse(grpc::ByteBuffer* bb) {
+grpc::ByteBuffer EncodeShotChunk(const v1::ShotChunk& meta, SampleBuffer samples) {
+  const std::string prefix = Prefix(meta, samples.size());
+  if (samples.empty()) {
+    grpc::Slice only(prefix);
+    return grpc::ByteBuffer(&only, 1);
+  }
+  const size_t size = samples.size();
+  uint8_t* owned = samples.release();  // freed by gRPC through DestroyBytes
+  grpc::Slice slices[2] = {grpc::Slice(prefix), grpc::Slice(owned, size, &DestroyBytes, owned)};
+  return grpc::ByteBuffer(slices, 2);
+}
+
+grpc::ByteBuffer EncodeStoredChunk(const v1::ShotChunk& meta,
+                                   absl::Span<const uint8_t* const> traces, size_t trace_bytes) {
+  std::vector<grpc::Slice> slices;
+  slices.reserve(traces.size() + 1);
+  slices.emplace_back(Prefix(meta, uint64_t{trace_bytes} * traces.size()));
+  for (const uint8_t* t : traces) slices.emplace_back(t, trace_bytes, grpc::Slice::STATIC_SLICE);
+  return grpc::ByteBuffer(slices.data(), slices.size());
+}
+
+absl::Status ReceivedChunk::Parse(grpc::ByteBuffer* bb) {
   slices_.clear();
   meta_.Clear();
   samples_size_ = 0;
@@ -124,7 +158,7 @@ absl::Status RawChunk::Parse(grpc::ByteBuffer* bb) {
   return absl::OkStatus();
 }
 
-uint32_t RawChunk::CopySamples(uint8_t* dst, uint32_t crc) const {
+uint32_t ReceivedChunk::CopySamples(uint8_t* dst, uint32_t crc) const {
   constexpr size_t kPiece = 64 * 1024;  // CRC then copy while the piece is in cache
   const bool swap = meta_.big_endian();
   uint8_t carry[4];  // big-endian: a sample split between two slices
@@ -171,4 +205,4 @@ uint32_t RawChunk::CopySamples(uint8_t* dst, uint32_t crc) const {
   return crc;
 }
 
-}  // namespace shotstream::client
+}  // namespace shotstream::wire

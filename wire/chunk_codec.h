@@ -1,0 +1,60 @@
+// The ShotChunk wire codec, both ways, without copying samples more than once.
+//
+// Encoding: the metadata is serialized by protobuf into a small first slice that ends
+// with the samples field's tag and length, and the samples follow as slices of their own
+// (a decoded buffer handed to gRPC, or stored traces in a file mapping). The bytes are
+// exactly a serialized ShotChunk, so any protobuf client (the Python stubs) decodes them.
+//
+// Decoding (ReceivedChunk): the metadata is parsed by protobuf, the samples are copied
+// once, from gRPC's slices into the caller's buffer, with their CRC-32 computed on the
+// way (while each piece is in cache); big-endian samples are byte-swapped in that copy.
+//
+// Functions are thread-safe; ReceivedChunk is thread-compatible.
+#ifndef SHOTSTREAM_WIRE_CHUNK_CODEC_H_
+#define SHOTSTREAM_WIRE_CHUNK_CODEC_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/types/span.h"
+#include "grpcpp/support/byte_buffer.h"
+#include "grpcpp/support/slice.h"
+#include "common/sample_buffer.h"
+#include "shotstream/v1/shotstream.pb.h"
+
+namespace shotstream::wire {
+
+// REQUIRES: meta.samples() is empty (the samples go in `samples`).
+grpc::ByteBuffer EncodeShotChunk(const v1::ShotChunk& meta, SampleBuffer samples);
+
+// The same, with the samples of `traces` (each `trace_bytes` long, in order) sent from
+// where they are, one slice per trace and no copy: the memory must outlive the message
+// (file mappings, which live as long as their dataset).
+grpc::ByteBuffer EncodeStoredChunk(const v1::ShotChunk& meta,
+                                   absl::Span<const uint8_t* const> traces, size_t trace_bytes);
+
+// A received ShotChunk, read straight from gRPC's slices.
+class ReceivedChunk {
+ public:
+  // Splits `bb` into the metadata (parsed into meta()) and the place of the samples.
+  absl::Status Parse(grpc::ByteBuffer* bb);
+  const v1::ShotChunk& meta() const { return meta_; }
+  uint64_t samples_size() const { return samples_size_; }
+  // Copies the samples to `dst` as float32 little-endian (byte-swapping them on the way
+  // when meta().big_endian()) and returns the CRC-32 of the bytes as received, continued
+  // from `crc`. REQUIRES: dst is 4-byte aligned; samples_size() is a multiple of 4.
+  uint32_t CopySamples(uint8_t* dst, uint32_t crc) const;
+
+ private:
+  std::vector<grpc::Slice> slices_;
+  v1::ShotChunk meta_;
+  size_t samples_slice_ = 0;   // where the samples start
+  size_t samples_offset_ = 0;
+  uint64_t samples_size_ = 0;
+};
+
+}  // namespace shotstream::wire
+
+#endif  // SHOTSTREAM_WIRE_CHUNK_CODEC_H_
