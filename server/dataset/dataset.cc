@@ -301,22 +301,17 @@ absl::Status Dataset::CheckShotKeys(int64_t shot_id, absl::Span<const io::TraceR
   return absl::OkStatus();
 }
 
-absl::StatusOr<uint32_t> Dataset::StoredCrc(int64_t shot_id,
-                                            absl::Span<const uint8_t* const> traces,
-                                            absl::Span<const uint32_t> files,
-                                            uint32_t crc) const {
+absl::Status Dataset::ForEachStoredRun(
+    int64_t shot_id, absl::Span<const uint8_t* const> traces, absl::Span<const uint32_t> files,
+    absl::FunctionRef<void(size_t first, size_t count, size_t span)> run) const {
   const size_t sample_bytes = size_t{n_samples_} * sizeof(float);
-  // Runs of traces that follow each other in one file are read under one guard.
   for (size_t i = 0; i < traces.size();) {
     const segy::SegyFile& file = *files_[files[i]];
     const uint64_t step = file.layout().trace_bytes;
     size_t j = i + 1;
     while (j < traces.size() && files[j] == files[i] && traces[j] == traces[j - 1] + step) ++j;
     const size_t span = (j - i - 1) * step + sample_bytes;
-    const bool ok = RunGuardingMapping(traces[i], span, [&] {
-      for (size_t k = i; k < j; ++k) crc = Crc32(crc, traces[k], sample_bytes);
-    });
-    if (!ok) {
+    if (!RunGuardingMapping(traces[i], span, [&] { run(i, j - i, span); })) {
       return absl::DataLossError(absl::StrCat(
           file.path(), ": ", span, " bytes at byte offset ", file.MappedOffset(traces[i]),
           " (shot ", shot_id, ") vanished while being sent (file truncated or replaced "
@@ -324,7 +319,29 @@ absl::StatusOr<uint32_t> Dataset::StoredCrc(int64_t shot_id,
     }
     i = j;
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<uint32_t> Dataset::StoredCrc(int64_t shot_id,
+                                            absl::Span<const uint8_t* const> traces,
+                                            absl::Span<const uint32_t> files,
+                                            uint32_t crc) const {
+  const size_t sample_bytes = size_t{n_samples_} * sizeof(float);
+  SS_RETURN_IF_ERROR(ForEachStoredRun(shot_id, traces, files, [&](size_t first, size_t n, size_t) {
+    for (size_t k = first; k < first + n; ++k) crc = Crc32(crc, traces[k], sample_bytes);
+  }));
   return crc;
+}
+
+absl::Status Dataset::TouchStored(int64_t shot_id, absl::Span<const uint8_t* const> traces,
+                                  absl::Span<const uint32_t> files) const {
+  return ForEachStoredRun(shot_id, traces, files, [&](size_t first, size_t, size_t span) {
+    const volatile uint8_t* p = traces[first];
+    uint8_t sink = 0;
+    for (size_t off = 0; off < span; off += 4096) sink ^= p[off];
+    sink ^= p[span - 1];
+    (void)sink;
+  });
 }
 
 std::optional<bool> Dataset::StoredByteOrder(absl::Span<const io::TraceRef> traces,

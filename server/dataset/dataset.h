@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "server/catalog/catalog.h"
@@ -85,6 +86,10 @@ class Dataset {
   // naming the file and byte offset when it was truncated since it was opened.
   absl::StatusOr<uint32_t> StoredCrc(int64_t shot_id, absl::Span<const uint8_t* const> traces,
                                      absl::Span<const uint32_t> files, uint32_t crc) const;
+  // Reads one byte of every page of those traces, under the same guard and with the same
+  // error: their first touch, where a page not in memory is read from disk.
+  absl::Status TouchStored(int64_t shot_id, absl::Span<const uint8_t* const> traces,
+                           absl::Span<const uint32_t> files) const;
 
   // Reads one shot. Chunks hold at most max(1, max_chunk_bytes / trace bytes) traces.
   // NOT_FOUND for an unknown shot id. Never serves stale data: each file of the shot is
@@ -111,6 +116,12 @@ class Dataset {
   absl::Status CheckShotKeys(int64_t shot_id, absl::Span<const io::TraceRef> traces,
                              const uint8_t* raw_headers) const;
   absl::Status FilesChanged(absl::Status why) const;
+  // Calls `run(first, count, span)` for each run of stored traces that follow each other
+  // in one file (`span` bytes from traces[first]) under the mapping's SIGBUS guard.
+  absl::Status ForEachStoredRun(
+      int64_t shot_id, absl::Span<const uint8_t* const> traces,
+      absl::Span<const uint32_t> files,
+      absl::FunctionRef<void(size_t first, size_t count, size_t span)> run) const;
 
   DatasetSpec spec_;
   std::vector<std::unique_ptr<segy::SegyFile>> files_;

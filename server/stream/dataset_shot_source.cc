@@ -31,6 +31,11 @@ class DatasetShotSource final : public ShotSource {
     return shot;
   }
 
+  absl::Status TouchStored(int64_t shot_id, absl::Span<const uint8_t* const> traces,
+                           absl::Span<const uint32_t> files) const override {
+    return dataset_->TouchStored(shot_id, traces, files);
+  }
+
   absl::StatusOr<uint32_t> StoredCrc(int64_t shot_id, absl::Span<const uint8_t* const> traces,
                                      absl::Span<const uint32_t> files,
                                      uint32_t crc) const override {

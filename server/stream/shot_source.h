@@ -39,8 +39,11 @@ class ShotSource {
   virtual absl::StatusOr<dataset::ShotData> ReadShot(int64_t shot_id,
                                                      const ShotReadOptions& options,
                                                      ShotReadCost* cost) const = 0;
-  // The CRC-32 of a stored shot's traces (ShotData::stored, stored_file) continued from
-  // `crc`; this first touch of the stored pages may fail (the file was truncated).
+  // The first touch of a stored shot's traces (ShotData::stored, stored_file): every page
+  // brought into memory (from disk if need be). Fails when the file was truncated.
+  virtual absl::Status TouchStored(int64_t shot_id, absl::Span<const uint8_t* const> traces,
+                                   absl::Span<const uint32_t> files) const = 0;
+  // The CRC-32 of stored traces continued from `crc`; fails as TouchStored does.
   virtual absl::StatusOr<uint32_t> StoredCrc(int64_t shot_id,
                                              absl::Span<const uint8_t* const> traces,
                                              absl::Span<const uint32_t> files,

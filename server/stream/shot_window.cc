@@ -104,7 +104,7 @@ void ShotWindow::Wake() {
   if (give_back > 0) budget_->Release(give_back);
 }
 
-absl::StatusOr<dataset::ShotData> ShotWindow::ReadAndPrepare(size_t index) const {
+absl::StatusOr<dataset::ShotData> ShotWindow::ReadShot(size_t index) const {
   const int64_t id = plan_.shot_ids[index];
   const bool corrupt = plan_.corrupt_shot == id;
   ShotReadOptions options = read_options_;
@@ -112,20 +112,19 @@ absl::StatusOr<dataset::ShotData> ShotWindow::ReadAndPrepare(size_t index) const
   ShotReadCost cost;
   const absl::Time t0 = absl::Now();
   absl::StatusOr<dataset::ShotData> shot = plan_.source->ReadShot(id, options, &cost);
+  if (shot.ok() && !shot->stored.empty()) {
+    // The first touch of the mapped pages, here on the executor, not in the writer.
+    if (absl::Status touched = plan_.source->TouchStored(id, shot->stored, shot->stored_file);
+        !touched.ok()) {
+      shot = touched;
+    }
+  }
   ObserveLatency(counters_, absl::ToDoubleSeconds(absl::Now() - t0));
   counters_->reads_issued += static_cast<int64_t>(cost.reads);
   counters_->bytes_read += static_cast<int64_t>(cost.bytes_read);
   counters_->bytes_wanted += static_cast<int64_t>(cost.bytes_wanted);
-  if (!shot.ok()) return shot;
-  if (!shot->stored.empty()) {
-    // The first touch of the mapped pages: here on the executor, not in the writer.
-    absl::StatusOr<uint32_t> crc =
-        plan_.source->StoredCrc(id, shot->stored, shot->stored_file, 0);
-    if (!crc.ok()) return crc.status();
-    shot->crc32 = *crc;
-  }
-  if (corrupt && !shot->chunks.empty() && !shot->chunks[0].empty()) {
-    shot->chunks[0].data()[0] ^= 0x01;
+  if (shot.ok() && corrupt && !shot->chunks.empty() && !shot->chunks[0].empty()) {
+    shot->chunks[0].data()[0] ^= 0x01;  // after its CRC-32 was taken
   }
   return shot;
 }
@@ -137,7 +136,7 @@ void ShotWindow::Read(size_t index) {
     skip = stopped_.has_value();
   }
   absl::StatusOr<dataset::ShotData> shot =
-      skip ? absl::CancelledError("stream stopped") : ReadAndPrepare(index);
+      skip ? absl::CancelledError("stream stopped") : ReadShot(index);
   bool notify = false;
   {
     absl::MutexLock lock(&mu_);
@@ -153,28 +152,47 @@ void ShotWindow::Read(size_t index) {
 }
 
 ShotWindow::Pull ShotWindow::Next(OutgoingChunk* chunk, absl::Status* end) {
+  std::vector<uint32_t> files;  // of a stored chunk's traces
+  uint32_t crc_before;
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopped_) {
+      *end = *stopped_;
+      return Pull::kEnd;
+    }
+    if (window_.empty()) {
+      if (window_base_ < plan_.shot_ids.size()) return Pull::kNotReady;
+      *end = absl::OkStatus();
+      return Pull::kEnd;
+    }
+    Slot& slot = window_.front();
+    if (!slot.ready) return Pull::kNotReady;
+    if (!slot.shot.ok()) {
+      stopped_ = slot.shot.status();
+      *end = *stopped_;
+      return Pull::kEnd;
+    }
+    crc_before = chunk_offset_ == 0 ? 0 : stored_crc_;
+    FillChunkLocked(slot, chunk, &files);
+    if (chunk->stored.empty()) return Pull::kChunk;
+  }
+  // A stored chunk's CRC-32, taken by the writer without the lock (the pages were
+  // touched on the executor). Only the writer reads or writes stored_crc_.
+  absl::StatusOr<uint32_t> crc =
+      plan_.source->StoredCrc(chunk->meta.shot_id(), chunk->stored, files, crc_before);
   absl::MutexLock lock(&mu_);
-  if (stopped_) {
+  if (!crc.ok()) {
+    if (!stopped_) stopped_ = crc.status();
     *end = *stopped_;
     return Pull::kEnd;
   }
-  if (window_.empty()) {
-    if (window_base_ < plan_.shot_ids.size()) return Pull::kNotReady;
-    *end = absl::OkStatus();
-    return Pull::kEnd;
-  }
-  Slot& slot = window_.front();
-  if (!slot.ready) return Pull::kNotReady;
-  if (!slot.shot.ok()) {
-    stopped_ = slot.shot.status();
-    *end = *stopped_;
-    return Pull::kEnd;
-  }
-  FillChunkLocked(slot, chunk);
+  stored_crc_ = *crc;
+  if (chunk->meta.last()) chunk->meta.set_crc32(*crc);
   return Pull::kChunk;
 }
 
-void ShotWindow::FillChunkLocked(Slot& slot, OutgoingChunk* chunk) {
+void ShotWindow::FillChunkLocked(Slot& slot, OutgoingChunk* chunk,
+                                 std::vector<uint32_t>* files) {
   dataset::ShotData& shot = *slot.shot;
   const size_t c = slot.next_chunk++;
   v1::ShotChunk& meta = chunk->meta;
@@ -207,6 +225,7 @@ void ShotWindow::FillChunkLocked(Slot& slot, OutgoingChunk* chunk) {
     const size_t first = c * shot.traces_per_chunk;
     const size_t n = std::min<size_t>(shot.traces_per_chunk, shot.stored.size() - first);
     chunk->stored.assign(shot.stored.begin() + first, shot.stored.begin() + first + n);
+    files->assign(shot.stored_file.begin() + first, shot.stored_file.begin() + first + n);
     chunk->trace_bytes = size_t{shot.n_samples} * sizeof(float);
   } else {
     chunk->samples = std::move(shot.chunks[c]);

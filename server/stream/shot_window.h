@@ -2,10 +2,12 @@
 //
 // A window reads the shots of a request ahead of the writer, at most `queue_depth` shots
 // held (read, being read, or waiting to be sent), each shot's decoded bytes taken from the
-// shared ByteBudget before its read. Reads, and the CRC-32 of shots sent from the file
-// mapping (their first touch, which may mean disk I/O), run on the executor. The writer
-// pulls chunks in request order with Next(); when Next() said kNotReady, the window calls
-// `on_ready` (from the executor) once something changed.
+// shared ByteBudget before its read. Reads run on the executor, and so does the first
+// touch of shots sent from the file mapping (every page brought into memory, from disk if
+// need be). The writer pulls chunks in request order with Next(); when Next() said
+// kNotReady, the window calls `on_ready` (from the executor) once something changed.
+// Next() takes a stored chunk's CRC-32 on the writer's thread, just before the chunk is
+// sent, so that the kernel's copy to the socket finds it in cache (docs/server.md).
 //
 // Thread-safe: Next/Sent are for one writer at a time; Stop and Close may be called from
 // any thread. Create() returns shared ownership: the executor's tasks keep the window
@@ -109,9 +111,10 @@ class ShotWindow final : public ByteBudget::Waiter,
   void SubmitOneLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void HoldLocked(uint64_t bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Read(size_t index) ABSL_LOCKS_EXCLUDED(mu_);
-  absl::StatusOr<dataset::ShotData> ReadAndPrepare(size_t index) const;
+  absl::StatusOr<dataset::ShotData> ReadShot(size_t index) const;
   void Notify() ABSL_LOCKS_EXCLUDED(mu_);
-  void FillChunkLocked(Slot& slot, OutgoingChunk* chunk) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void FillChunkLocked(Slot& slot, OutgoingChunk* chunk, std::vector<uint32_t>* files)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool NoCallbackRunning() const ABSL_SHARED_LOCKS_REQUIRED(mu_) {
     return callbacks_running_ == 0;
   }
@@ -128,6 +131,7 @@ class ShotWindow final : public ByteBudget::Waiter,
   size_t window_base_ ABSL_GUARDED_BY(mu_) = 0;   // request index of window_.front()
   size_t next_submit_ ABSL_GUARDED_BY(mu_) = 0;   // request index of the next read
   uint64_t chunk_offset_ ABSL_GUARDED_BY(mu_) = 0;  // byte offset within the front shot
+  uint32_t stored_crc_ ABSL_GUARDED_BY(mu_) = 0;    // of the front shot's stored chunks so far
   uint64_t held_bytes_ ABSL_GUARDED_BY(mu_) = 0;    // taken from the budget, not given back
   uint64_t release_after_sent_ ABSL_GUARDED_BY(mu_) = 0;  // bytes of a shot on the wire
   bool waiting_ ABSL_GUARDED_BY(mu_) = false;             // queued in the byte budget

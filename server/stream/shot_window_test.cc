@@ -66,9 +66,10 @@ class FakeSource final : public ShotSource {
   const uint8_t* bytes_of(int64_t id) const {
     return reinterpret_cast<const uint8_t*>(samples_.at(id).data());
   }
-  std::set<int64_t> fail_read, fail_crc;
+  std::set<int64_t> fail_read, fail_touch, fail_crc;
   mutable std::atomic<int> reads{0};
-  mutable std::atomic<int> crcs_off_the_executor{0};
+  mutable std::atomic<int> touches_off_the_executor{0};
+  mutable std::atomic<int> crcs_on_the_executor{0};
 
   double sample_interval_us() const override { return 2000; }
   uint64_t ShotBytes(int64_t) const override { return shot_bytes(); }
@@ -102,9 +103,16 @@ class FakeSource final : public ShotSource {
     return shot;
   }
 
+  absl::Status TouchStored(int64_t id, absl::Span<const uint8_t* const>,
+                           absl::Span<const uint32_t>) const override {
+    if (executor_ != nullptr && !executor_->running()) ++touches_off_the_executor;
+    if (fail_touch.count(id)) return absl::DataLossError("file truncated before the touch");
+    return absl::OkStatus();
+  }
+
   absl::StatusOr<uint32_t> StoredCrc(int64_t id, absl::Span<const uint8_t* const> traces,
                                      absl::Span<const uint32_t>, uint32_t crc) const override {
-    if (executor_ != nullptr && !executor_->running()) ++crcs_off_the_executor;
+    if (executor_ != nullptr && executor_->running()) ++crcs_on_the_executor;
     if (fail_crc.count(id)) return absl::DataLossError("file truncated under shot");
     for (const uint8_t* t : traces) crc = Crc32(crc, t, trace_bytes());
     return crc;
@@ -347,12 +355,14 @@ TEST_F(ShotWindowTest, CloseWithReadsInFlightKeepsTheWindowUntilTheyRun) {
   ExpectNothingHeld();
 }
 
-TEST_F(ShotWindowTest, StoredShotsTakeTheirCrcOnTheExecutorAndAreSentFromWhereTheyAre) {
+// Stored shots: touched on the executor with their read; each chunk's CRC-32 taken by the
+// writer in Next(), just before the chunk is sent.
+TEST_F(ShotWindowTest, StoredShotsAreTouchedOnTheExecutorAndSentFromWhereTheyAre) {
   WindowPlan plan = Plan({2, 4});
   plan.zero_copy = dataset::ZeroCopy::kLittleEndian;
   auto w = Make(std::move(plan));
   executor_.RunAll();
-  EXPECT_EQ(source_->crcs_off_the_executor, 0);
+  EXPECT_EQ(source_->touches_off_the_executor.load(), 0);
   for (int64_t id : {2, 4}) {
     for (int c = 0; c < 3; ++c) {
       OutgoingChunk chunk = MustChunk(*w);
@@ -367,15 +377,30 @@ TEST_F(ShotWindowTest, StoredShotsTakeTheirCrcOnTheExecutorAndAreSentFromWhereTh
     }
   }
   EXPECT_TRUE(MustEnd(*w).ok());
+  EXPECT_EQ(source_->crcs_on_the_executor.load(), 0);
   EXPECT_EQ(counters_.shots_sent_zero_copy.load(), 2);
 }
 
-TEST_F(ShotWindowTest, AStoredShotWhoseCrcCannotBeReadEndsTheStream) {
+TEST_F(ShotWindowTest, AStoredShotThatCannotBeTouchedEndsTheStreamAfterTheShotsBefore) {
+  source_->fail_touch = {2};
+  WindowPlan plan = Plan({1, 2});
+  plan.zero_copy = dataset::ZeroCopy::kLittleEndian;
+  auto w = Make(std::move(plan));
+  executor_.RunAll();
+  for (int c = 0; c < 3; ++c) {
+    EXPECT_EQ(MustChunk(*w).meta.shot_id(), 1);
+    w->Sent();
+  }
+  EXPECT_EQ(MustEnd(*w), absl::DataLossError("file truncated before the touch"));
+}
+
+TEST_F(ShotWindowTest, AStoredChunkWhoseCrcCannotBeReadEndsTheStream) {
   source_->fail_crc = {1};
   WindowPlan plan = Plan({1, 2});
   plan.zero_copy = dataset::ZeroCopy::kLittleEndian;
   auto w = Make(std::move(plan));
   executor_.RunAll();
+  EXPECT_EQ(MustEnd(*w), absl::DataLossError("file truncated under shot"));
   EXPECT_EQ(MustEnd(*w), absl::DataLossError("file truncated under shot"));
 }
 
