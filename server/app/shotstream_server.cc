@@ -246,10 +246,11 @@ absl::StatusOr<std::unique_ptr<ShotStreamServer>> ShotStreamServer::Start(
   s->pool_ = std::make_unique<stream::ReaderPool>(readers);
   s->counters_ = std::make_unique<service::ServiceCounters>();
   service::ServiceOptions options;
-  options.default_queue_depth = cfg.default_queue_depth;
-  options.max_queue_depth = cfg.max_queue_depth;
-  options.max_chunk_bytes = cfg.max_chunk_bytes;
-  options.max_shots_per_request = cfg.max_shots_per_request;
+  options.limits.default_queue_depth = cfg.default_queue_depth;
+  options.limits.max_queue_depth = cfg.max_queue_depth;
+  options.limits.default_chunk_bytes = config::ResolvedDefaultChunkBytes(cfg);
+  options.limits.max_chunk_bytes = cfg.max_chunk_bytes;
+  options.limits.max_shots_per_request = cfg.max_shots_per_request;
   options.max_streams = cfg.max_streams;
   options.max_streams_per_peer = cfg.max_streams_per_peer;
   options.max_inflight_bytes = cfg.max_inflight_bytes;
@@ -259,8 +260,8 @@ absl::StatusOr<std::unique_ptr<ShotStreamServer>> ShotStreamServer::Start(
     options.access.allow[name] = std::set<std::string>(sets.begin(), sets.end());
   }
   options.access.default_deny = cfg.auth_default_deny;
-  options.log_streams = run.log_streams;
-  options.zero_copy = run.zero_copy;
+  options.log_streams = cfg.log_streams;
+  options.zero_copy = cfg.zero_copy;
   options.draining = &s->draining_;
   options.corrupt_shot_for_testing = run.corrupt_shot_for_testing;
   s->service_ = service::MakeShotStreamService(&s->datasets_, s->pool_.get(), options);
@@ -344,7 +345,7 @@ void ShotStreamServer::Drain() {
     draining_ = true;
     SetHealthLocked();
   }
-  absl::SleepFor(options_.drain_delay);
+  absl::SleepFor(config_.drain_delay);
   // Running streams get the grace period; then they are finished with a status that says
   // why (clients with retries resume elsewhere), and gRPC cancels whatever is left.
   absl::Notification shut_down;

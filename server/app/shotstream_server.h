@@ -43,12 +43,8 @@ class ReaderPool;
 
 namespace server {
 
-// Settings of a run that the YAML config does not hold (yet).
+// What a run takes besides its configuration: test hooks only.
 struct RunOptions {
-  // On Drain: how long health says NOT_SERVING before the listener closes.
-  absl::Duration drain_delay = absl::Seconds(1);
-  bool zero_copy = true;
-  bool log_streams = true;
   std::optional<int64_t> corrupt_shot_for_testing;
 };
 

@@ -29,6 +29,8 @@ config::ServerConfig OneDataset(const std::string& path) {
   config::ServerConfig c;
   c.listen = "127.0.0.1:0";
   c.grace_period = absl::Seconds(1);
+  c.drain_delay = absl::ZeroDuration();
+  c.log_streams = false;
   config::DatasetConfig d;
   d.name = "d";
   d.files = {path};
@@ -37,10 +39,7 @@ config::ServerConfig OneDataset(const std::string& path) {
 }
 
 TEST(ShotStreamServerTest, ServesInProcessAndDrains) {
-  RunOptions run;
-  run.drain_delay = absl::ZeroDuration();
-  run.log_streams = false;
-  auto server = ShotStreamServer::Start(OneDataset(TempPath("inproc.sgy")), run);
+  auto server = ShotStreamServer::Start(OneDataset(TempPath("inproc.sgy")));
   ASSERT_TRUE(server.ok()) << server.status();
   ASSERT_GT((*server)->port(), 0);
   EXPECT_EQ((*server)->address(), absl::StrCat("127.0.0.1:", (*server)->port()));

@@ -1,5 +1,6 @@
 #include "server/config/server_config.h"
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -78,12 +79,16 @@ absl::StatusOr<ServerConfig> ParseServerConfig(const std::string& yaml, const st
   if (!root || root.IsNull()) return c;
   SS_CFG(CheckKeys(root, source, "",
                    {"listen", "catalog_dir", "metrics_listen", "readers", "limits", "tls",
-                    "auth", "datasets", "grace_period", "keepalive"}));
+                    "auth", "datasets", "grace_period", "drain_delay", "keepalive",
+                    "zero_copy", "log_streams"}));
   SS_CFG(Get(root, "listen", source, "", &c.listen));
   SS_CFG(Get(root, "catalog_dir", source, "", &c.catalog_dir));
   SS_CFG(Get(root, "metrics_listen", source, "", &c.metrics_listen));
   SS_CFG(Get(root, "readers", source, "", &c.readers));
   SS_CFG(GetDuration(root, "grace_period", source, &c.grace_period));
+  SS_CFG(GetDuration(root, "drain_delay", source, &c.drain_delay));
+  SS_CFG(Get(root, "zero_copy", source, "", &c.zero_copy));
+  SS_CFG(Get(root, "log_streams", source, "", &c.log_streams));
   if (const YAML::Node k = root["keepalive"]) {
     SS_CFG(CheckKeys(k, source, "keepalive", {"time", "timeout"}));
     SS_CFG(GetDuration(k, "time", source, &c.keepalive_time));
@@ -91,11 +96,13 @@ absl::StatusOr<ServerConfig> ParseServerConfig(const std::string& yaml, const st
   }
   if (const YAML::Node l = root["limits"]) {
     SS_CFG(CheckKeys(l, source, "limits",
-                     {"default_queue_depth", "max_queue_depth", "max_chunk_bytes",
+                     {"default_queue_depth", "max_queue_depth", "default_chunk_bytes",
+                      "max_chunk_bytes",
                       "max_shots_per_request", "max_streams", "max_streams_per_peer",
                       "max_inflight_bytes"}));
     SS_CFG(Get(l, "default_queue_depth", source, "limits", &c.default_queue_depth));
     SS_CFG(Get(l, "max_queue_depth", source, "limits", &c.max_queue_depth));
+    SS_CFG(Get(l, "default_chunk_bytes", source, "limits", &c.default_chunk_bytes));
     SS_CFG(Get(l, "max_chunk_bytes", source, "limits", &c.max_chunk_bytes));
     SS_CFG(Get(l, "max_shots_per_request", source, "limits", &c.max_shots_per_request));
     SS_CFG(Get(l, "max_streams", source, "limits", &c.max_streams));
@@ -201,6 +208,15 @@ absl::Status ValidateServerConfig(const ServerConfig& c) {
   if (c.max_chunk_bytes < 1024) {
     return absl::InvalidArgumentError("limits.max_chunk_bytes: at least 1024");
   }
+  if (c.default_chunk_bytes != 0 &&
+      (c.default_chunk_bytes < 1024 || c.default_chunk_bytes > c.max_chunk_bytes)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "limits.default_chunk_bytes: ", c.default_chunk_bytes,
+        " must be at least 1024 and at most limits.max_chunk_bytes (", c.max_chunk_bytes, ")"));
+  }
+  if (c.drain_delay < absl::ZeroDuration() || c.grace_period < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("drain_delay and grace_period must not be negative");
+  }
   if (c.max_streams == 0 || c.max_streams_per_peer == 0 || c.max_shots_per_request == 0 ||
       c.max_inflight_bytes == 0) {
     return absl::InvalidArgumentError("limits: max_streams, max_streams_per_peer, "
@@ -238,6 +254,11 @@ absl::Status ValidateServerConfig(const ServerConfig& c) {
     return absl::InvalidArgumentError("tls.client_ca needs tls.cert and tls.key");
   }
   return absl::OkStatus();
+}
+
+uint64_t ResolvedDefaultChunkBytes(const ServerConfig& c) {
+  return c.default_chunk_bytes != 0 ? c.default_chunk_bytes
+                                    : std::min(defaults::kDefaultChunkBytes, c.max_chunk_bytes);
 }
 
 }  // namespace shotstream::config

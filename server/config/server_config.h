@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "server/config/defaults.h"
 
 namespace shotstream::config {
 
@@ -30,14 +31,24 @@ struct ServerConfig {
   std::string catalog_dir;
   std::string metrics_listen;  // HOST:PORT for Prometheus text on /metrics; empty: off
   int readers = 0;             // 0: number of cores
-  uint32_t default_queue_depth = 2;
-  uint32_t max_queue_depth = 16;
-  uint64_t max_chunk_bytes = 1 << 20;
-  uint64_t max_shots_per_request = 1'000'000;
-  uint32_t max_streams = 256;           // concurrent streams, all peers
-  uint32_t max_streams_per_peer = 64;   // concurrent streams from one peer address
-  uint64_t max_inflight_bytes = 1ull << 30;  // decoded shots held by all streams
+  uint32_t default_queue_depth = defaults::kDefaultQueueDepth;
+  uint32_t max_queue_depth = defaults::kMaxQueueDepth;
+  // Sample bytes per message when a request does not ask, and the most it may ask. A
+  // configuration that sets only max_chunk_bytes (its meaning before the split) gets
+  // default_chunk_bytes = min(its default, max_chunk_bytes): see ResolveChunkBytes.
+  uint64_t default_chunk_bytes = 0;  // 0: not set
+  uint64_t max_chunk_bytes = defaults::kMaxChunkBytes;
+  uint64_t max_shots_per_request = defaults::kMaxShotsPerRequest;
+  uint32_t max_streams = defaults::kMaxStreams;                   // all peers
+  uint32_t max_streams_per_peer = defaults::kMaxStreamsPerPeer;   // one peer address
+  uint64_t max_inflight_bytes = defaults::kMaxInflightBytes;      // decoded, all streams
   absl::Duration grace_period = absl::Seconds(30);
+  // On SIGTERM: how long health says NOT_SERVING (and new streams are refused) before
+  // the listener closes, so that load balancers move on first.
+  absl::Duration drain_delay = absl::Seconds(1);
+  // Send IEEE samples of mapped files from the mapping itself (docs/server.md).
+  bool zero_copy = true;
+  bool log_streams = true;  // a stderr line when each stream starts and ends
   absl::Duration keepalive_time = absl::Seconds(60);
   absl::Duration keepalive_timeout = absl::Seconds(20);
   // TLS: server certificate and key (PEM); with client_ca, clients must present a
@@ -58,6 +69,10 @@ struct ServerConfig {
 // the reason; unknown keys are errors, so typos do not pass silently.
 absl::StatusOr<ServerConfig> ParseServerConfig(const std::string& yaml, const std::string& source);
 absl::StatusOr<ServerConfig> LoadServerConfig(const std::string& path);
+
+// The chunk sizes a finished configuration means: default_chunk_bytes, when not set,
+// becomes min(defaults::kDefaultChunkBytes, max_chunk_bytes).
+uint64_t ResolvedDefaultChunkBytes(const ServerConfig& config);
 
 // Checks a finished configuration (after flags were applied): at least one dataset,
 // unique valid names, known shot keys and modes, limits > 0, TLS cert and key together.

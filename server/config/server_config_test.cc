@@ -47,6 +47,41 @@ datasets:
   EXPECT_TRUE(ValidateServerConfig(*c).ok());
 }
 
+TEST(ServerConfigTest, RunSettingsAndChunkSizesAreInTheYamlToo) {
+  auto c = ParseServerConfig(R"(
+drain_delay: 250ms
+zero_copy: false
+log_streams: false
+limits: {default_chunk_bytes: 524288, max_chunk_bytes: 8388608}
+datasets: [{name: d, files: /x/*.sgy}]
+)", "run.yaml");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->drain_delay, absl::Milliseconds(250));
+  EXPECT_FALSE(c->zero_copy);
+  EXPECT_FALSE(c->log_streams);
+  EXPECT_EQ(ResolvedDefaultChunkBytes(*c), 524288u);
+  EXPECT_EQ(c->max_chunk_bytes, 8388608u);
+  EXPECT_TRUE(ValidateServerConfig(*c).ok());
+
+  ServerConfig d;  // the defaults
+  EXPECT_EQ(ResolvedDefaultChunkBytes(d), defaults::kDefaultChunkBytes);
+  EXPECT_EQ(d.max_chunk_bytes, defaults::kMaxChunkBytes);
+  EXPECT_EQ(d.drain_delay, absl::Seconds(1));
+  EXPECT_TRUE(d.zero_copy);
+  // max_chunk_bytes alone (its meaning before the split) caps the default as well.
+  d.max_chunk_bytes = 65536;
+  EXPECT_EQ(ResolvedDefaultChunkBytes(d), 65536u);
+  d.max_chunk_bytes = 4 << 20;
+  EXPECT_EQ(ResolvedDefaultChunkBytes(d), defaults::kDefaultChunkBytes);
+  // A default above the maximum is refused, naming both.
+  d.datasets.push_back({"d", {"/x/*.sgy"}});
+  d.default_chunk_bytes = 8 << 20;
+  const absl::Status s = ValidateServerConfig(d);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("limits.default_chunk_bytes: 8388608"), std::string::npos) << s;
+  EXPECT_NE(s.message().find("(4194304)"), std::string::npos) << s;
+}
+
 TEST(ServerConfigTest, ErrorsNameTheKey) {
   struct Case {
     const char* yaml;

@@ -12,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "server/config/defaults.h"
 #include "server/dataset/dataset.h"
 #include "server/dataset/dataset_entry.h"
 #include "segy/trace_header.h"
@@ -26,12 +27,13 @@ using DatasetEntry = dataset::DatasetEntry;
 // and reason of its load error; for one being rebuilt UNAVAILABLE (transient).
 absl::Status NotReadyError(const DatasetEntry& entry);
 
+// What one request may ask, and what it gets when it does not ask (server/config/defaults.h).
 struct RequestLimits {
-  uint64_t max_shots_per_request = 1'000'000;
-  uint32_t max_queue_depth = 16;
-  uint32_t default_queue_depth = 2;
-  uint64_t default_chunk_bytes = 1 << 20;
-  uint64_t max_chunk_bytes = 64ull << 20;
+  uint64_t max_shots_per_request = defaults::kMaxShotsPerRequest;
+  uint32_t max_queue_depth = defaults::kMaxQueueDepth;
+  uint32_t default_queue_depth = defaults::kDefaultQueueDepth;
+  uint64_t default_chunk_bytes = defaults::kDefaultChunkBytes;
+  uint64_t max_chunk_bytes = defaults::kMaxChunkBytes;
 };
 
 struct ValidatedRequest {

@@ -243,12 +243,7 @@ class ShotStreamServiceImpl final
 
   // Everything a request can get wrong is found here, before any data is sent.
   absl::StatusOr<stream::WindowPlan> Validate(const v1::StreamShotsRequest& r) const {
-    RequestLimits limits;
-    limits.max_shots_per_request = options_.max_shots_per_request;
-    limits.max_queue_depth = options_.max_queue_depth;
-    limits.default_queue_depth = options_.default_queue_depth;
-    limits.default_chunk_bytes = options_.max_chunk_bytes;
-    auto v = ValidateStreamRequest(r, *datasets_, limits);
+    auto v = ValidateStreamRequest(r, *datasets_, options_.limits);
     if (!v.ok()) return v.status();
     stream::WindowPlan plan;
     plan.source = stream::MakeDatasetShotSource(std::move(v->dataset));

@@ -27,13 +27,11 @@ class Service;
 namespace shotstream::service {
 
 struct ServiceOptions {
-  uint32_t default_queue_depth = 2;
-  uint32_t max_queue_depth = 16;
-  uint64_t max_chunk_bytes = 1 << 20;
-  uint64_t max_shots_per_request = 10'000'000;
+  // Queue depths, chunk sizes and shots a request may ask for.
+  RequestLimits limits;
   // Decoded shot bytes held by all streams together (0: no limit). Streams share it round
   // robin; a stream holding nothing always gets its next shot.
-  uint64_t max_inflight_bytes = 0;
+  uint64_t max_inflight_bytes = defaults::kMaxInflightBytes;
   // Send samples that need no decoding (IEEE float32 of mapped files: little-endian ones
   // to every client, big-endian ones to clients that accept them) as slices over the
   // file's mapping, without copying them (--zero_copy).
@@ -45,8 +43,8 @@ struct ServiceOptions {
   ServiceCounters* counters = nullptr;
   // Concurrent StreamShots calls, in all and from one peer address; above them a new
   // stream gets RESOURCE_EXHAUSTED naming the limit.
-  uint32_t max_streams = 256;
-  uint32_t max_streams_per_peer = 64;
+  uint32_t max_streams = defaults::kMaxStreams;
+  uint32_t max_streams_per_peer = defaults::kMaxStreamsPerPeer;
   // When set, every RPC needs `authorization: Bearer <token>` (else UNAUTHENTICATED).
   const TokenStore* tokens = nullptr;
   // Which datasets each token may read (others: PERMISSION_DENIED, and ListDatasets

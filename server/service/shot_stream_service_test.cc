@@ -62,7 +62,7 @@ class ServiceTest : public ::testing::Test {
     pool_ = std::make_unique<stream::ReaderPool>(2);
     ServiceOptions options;
     options.counters = &counters_;
-    options.max_chunk_bytes = 1 << 20;
+    options.limits.default_chunk_bytes = 1 << 20;
     options.max_inflight_bytes = max_inflight_bytes_;
     service_ = MakeShotStreamService(datasets_.get(), pool_.get(), options);
     grpc::ServerBuilder b;
