@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# Runs every fuzzer for a bounded time (FUZZ_SECONDS, default 10 s each); fails on a find.
+# fuzz_test.sh FUZZER CORPUS_DIR: runs one fuzz target on a copy of its seed corpus.
+# Built with --config=fuzz (libFuzzer, ASan + UBSan) it fuzzes for FUZZ_SECONDS (10 s);
+# otherwise it replays the corpus once. Fails on a crash; the input is kept in
+# $TEST_UNDECLARED_OUTPUTS_DIR (bazel-testlogs/.../test.outputs).
 set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-if ! command -v clang++ >/dev/null && ! command -v clang++-14 >/dev/null; then
-  echo "clang++ not installed (tools/install_deps.sh installs it)"; exit 1
-fi
-export FUZZ_OUT=${TEST_TMPDIR:-$(mktemp -d)}
-for f in segy_header trace_decode catalog_load request_validation; do
-  "$here/run.sh" "$f" "${FUZZ_SECONDS:-10}" | tail -n 3
-done
+fuzzer=$1
+corpus=$2
+work=${TEST_TMPDIR:-$(mktemp -d)}/corpus
+artifacts=${TEST_UNDECLARED_OUTPUTS_DIR:-$work/..}
+mkdir -p "$work"
+cp "$corpus"/* "$work/"
+"$fuzzer" -max_total_time="${FUZZ_SECONDS:-10}" -max_len=65536 -print_final_stats=1 \
+  -artifact_prefix="$artifacts/" "$work" 2>&1 | tail -n 25
