@@ -21,6 +21,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "client/grpc_tuning.h"
+#include "client/retry_budget.h"
 #include "wire/chunk_codec.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/impl/codegen/sync_stream.h"
@@ -236,15 +237,15 @@ class GrpcShotReader final : public ShotReader {
   // (UNAVAILABLE, or CANCELLED by the server or the transport, as when a server goes
   // away) is resumed at the first shot not yet delivered: on another target that holds
   // the shots where there is one, at once; else on the same target once it is back
-  // (waiting up to reconnect_timeout), after a backoff. `retries` bounds the failures in
-  // a row: each delivered shot resets the count. A target that cannot be reached at all
+  // (waiting up to reconnect_timeout), after a backoff. RetryBudget bounds the failures
+  // in a row: each delivered shot resets the count. A target that cannot be reached at all
   // within connect_timeout, before anything came from it, fails the stream at once.
   absl::Status Receive() {
     auto route = Route();
     if (!route.ok()) return route.status();
     size_t delivered = 0;
     size_t delivered_at_failure = 0;
-    int attempts = 0;
+    RetryBudget budget(client_->options.retries);
     std::set<size_t> reached;
     while (delivered < ids_.size()) {
       // One stream per run of consecutive shots on the same target, in request order.
@@ -279,15 +280,15 @@ class GrpcShotReader final : public ShotReader {
         continue;
       }
       if (unreachable) return s;
-      if (delivered > delivered_at_failure) attempts = 0;  // failures in a row
+      if (delivered > delivered_at_failure) budget.Delivered();  // failures in a row
       delivered_at_failure = delivered;
-      if (attempts >= client_->options.retries) return s;
-      ++attempts;
+      const std::optional<absl::Duration> backoff = budget.Failed();
+      if (!backoff.has_value()) return s;
       {
         absl::MutexLock lock(&mu_);
         ++reconnects_;
       }
-      absl::SleepFor(std::min(absl::Seconds(2), absl::Milliseconds(50) * (1 << attempts)));
+      absl::SleepFor(*backoff);
       // Wait (bounded) for the target to come back, then resume at `delivered`.
       const auto& ch = client_->targets[(*route)[delivered]].channel;
       ch->WaitForConnected(std::chrono::system_clock::now() +

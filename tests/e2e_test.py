@@ -310,7 +310,7 @@ class EndToEndTest(unittest.TestCase):
     def test_zero_copy_sends_big_endian_samples_only_to_requests_that_accept_them(self):
         # Shots 4 and 10 lie in big-endian IEEE files (sent as stored, from the mapping,
         # where accepted); shot 3 spans an IBM file too (always decoded).
-        from shotstream import client as sc
+        from shotstream import wire
         from shotstream.v1 import shotstream_pb2 as pb
         with grpc.insecure_channel(self.server.target) as ch:
             call = ch.unary_stream("/shotstream.v1.ShotStream/StreamShots",
@@ -319,9 +319,9 @@ class EndToEndTest(unittest.TestCase):
                 with self.subTest(accept_big_endian=accept):
                     req = pb.StreamShotsRequest(dataset="line1", shot_ids=[4, 10, 3, 4],
                                                 headers=["offset"], accept_big_endian=accept)
-                    asm, shots, big = sc._Assembler(), [], {}
+                    asm, shots, big = wire.Assembler(), [], {}
                     for raw in call(req):
-                        meta, _ = sc._split_chunk(raw)
+                        meta, _ = wire.split_chunk(raw)
                         big.setdefault(meta.shot_id, set()).add(meta.big_endian)
                         shot = asm.add(raw)
                         if shot is not None:
@@ -337,7 +337,7 @@ class EndToEndTest(unittest.TestCase):
             call = ch.unary_stream("/shotstream.v1.ShotStream/StreamShots",
                                    request_serializer=pb.StreamShotsRequest.SerializeToString)
             req = pb.StreamShotsRequest(dataset="line1", shot_ids=[4], accept_big_endian=True)
-            self.assertEqual({sc._split_chunk(raw)[0].big_endian for raw in call(req)}, {False})
+            self.assertEqual({wire.split_chunk(raw)[0].big_endian for raw in call(req)}, {False})
 
     def test_little_endian_file_written_with_numpy(self):
         # segyio 1.8.3 writes little-endian files wrongly, so numpy writes this one.

@@ -370,13 +370,18 @@ class PythonClientTest(unittest.TestCase):
             code = ("import sys, shotstream; c = shotstream.Client(sys.argv[1]); "
                     "print(shotstream.__file__); "
                     "[print(s.shot_id, repr(s.samples.astype('float64').sum())) "
-                    "for s in c.stream('d', [5, 4])]")
+                    "for s in c.stream('d', [5, 4])]; "
+                    "import os; print(shotstream.__version__, os.path.isfile(os.path.join("
+                    "os.path.dirname(shotstream.__file__), 'py.typed')))")
             env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
             res = subprocess.run([py, "-c", code, server.target], capture_output=True,
                                  text=True, cwd=self.tmp, env=env, timeout=120)
         self.assertEqual(res.returncode, 0, res.stderr)
         lines = res.stdout.split("\n")
         self.assertIn(os.path.join(venv, "lib"), lines[0])  # the installed copy streamed
+        # One version string (src/shotstream/_version.py), and the typing marker installed.
+        import shotstream
+        self.assertEqual(lines[3], f"{shotstream.__version__} True")
         for line, sid in zip(lines[1:3], (5, 4)):
             got_id, got_sum = line.split()
             self.assertEqual(int(got_id), sid)
@@ -426,8 +431,8 @@ class PythonClientTest(unittest.TestCase):
 
     def test_checksum_agrees_with_zlib_on_any_length_and_split(self):
         import zlib
-        from shotstream import client as client_module
-        crc32 = client_module._crc32
+        from shotstream import wire
+        crc32 = wire.crc32
         # This machine has libisal2 (tools/install_deps.sh), so the fast kernel is in use.
         self.assertEqual(crc32.implementation, "isa-l")
         data = np.random.default_rng(3).integers(0, 256, 1 << 20, dtype=np.uint8).tobytes()

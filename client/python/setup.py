@@ -18,6 +18,15 @@ from setuptools.command.build_py import build_py
 from setuptools.command.sdist import sdist
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def version():
+    """The one version string, src/shotstream/_version.py."""
+    scope = {}
+    with open(os.path.join(HERE, "src", "shotstream", "_version.py")) as f:
+        exec(f.read(), scope)
+    return scope["__version__"]
+
 PROTO = "shotstream/v1/shotstream.proto"
 VENDORED = os.path.join(HERE, "proto")  # in an sdist
 REPO_PROTO = os.path.join(HERE, "..", "..", "proto")
@@ -61,10 +70,11 @@ class BuildWithStubs(build_py):
 
 setup(
     name="shotstream",
-    version="0.1.0",
+    version=version(),
     description="Stream seismic shot gathers from a shotstream server into numpy",
     package_dir={"": "src"},
     packages=["shotstream"],
+    package_data={"shotstream": ["py.typed"]},
     python_requires=">=3.9",
     install_requires=["grpcio", "protobuf", "numpy"],
     extras_require={"torch": ["torch"]},

@@ -6,9 +6,17 @@
     for shot in c.stream("line1", info.shot_ids, queue_depth=2, headers=["group_x"]):
         shot.samples          # float32 (n_traces, n_samples)
         shot.headers["group_x"]
+
+Modules: client (Client), types (DatasetInfo, Shot), errors (ShotstreamError), wire (the
+ShotChunk format, CRC-32 checks), routing (targets, shot routing, RetryBudget), torch
+(PyTorch adapter, imported on demand).
 """
 
-from shotstream.client import Client, DatasetInfo, Shot, ShotstreamError, expand_targets
+from shotstream._version import __version__
+from shotstream.client import Client
+from shotstream.errors import ShotstreamError
+from shotstream.routing import RetryBudget, expand_targets
+from shotstream.types import DatasetInfo, Shot
 
-__all__ = ["Client", "DatasetInfo", "Shot", "ShotstreamError", "expand_targets"]
-__version__ = "0.1.0"
+__all__ = ["Client", "DatasetInfo", "RetryBudget", "Shot", "ShotstreamError",
+           "expand_targets", "__version__"]

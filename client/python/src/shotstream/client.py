@@ -1,4 +1,4 @@
-"""The shotstream Python client: generated gRPC stubs under a small API.
+"""The shotstream Client: generated gRPC stubs under a small API.
 
 Needs only grpcio, protobuf and numpy. Where the package carries its native extension
 (`shotstream._native`, built by Bazel: the C++ client), Client.stream uses it, which
@@ -6,19 +6,24 @@ streams at the C++ client's rate; everything else, and streams where the extensi
 absent or not wanted (SHOTSTREAM_NATIVE=0, Client(native=False)), goes through grpcio.
 """
 
-import ctypes
-import ctypes.util
+from __future__ import annotations
+
 import os
 import queue
 import threading
 import time
-import zlib
+from typing import Dict, Iterator, List, Optional, Sequence, Union
 
 import grpc
 import numpy as np
 
+from shotstream import routing
+from shotstream.errors import ShotstreamError
+from shotstream.routing import RetryBudget, check_target, expand_targets
+from shotstream.types import DatasetInfo, Shot
 from shotstream.v1 import shotstream_pb2 as pb
 from shotstream.v1 import shotstream_pb2_grpc as pb_grpc
+from shotstream.wire import Assembler
 
 _CHANNEL_OPTIONS = [
     ("grpc.max_receive_message_length", -1),
@@ -29,37 +34,6 @@ _CHANNEL_OPTIONS = [
 
 # Transient: a server restarting, shutting down (its streams are cut) or out of reach.
 _RETRYABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED)
-
-
-def _find_crc32():
-    """CRC-32 of a buffer, continuing a previous value: ISA-L's kernel when libisal is on
-    the machine (same CRC, over 10x zlib's speed: //common:crc32_benchmark; Debian:
-    libisal2), else zlib.crc32."""
-    for name in ("libisal.so.2", ctypes.util.find_library("isal")):
-        if not name:
-            continue
-        try:
-            fn = ctypes.CDLL(name).crc32_gzip_refl  # CDLL calls release the GIL
-        except (OSError, AttributeError):
-            continue
-        fn.restype = ctypes.c_uint32
-        fn.argtypes = [ctypes.c_uint32, ctypes.c_void_p, ctypes.c_uint64]
-
-        def isal_crc32(data, crc=0):
-            a = np.frombuffer(data, dtype=np.uint8)
-            return fn(crc, a.ctypes.data, a.nbytes) if a.nbytes else crc
-
-        isal_crc32.implementation = "isa-l"
-        return isal_crc32
-
-    def zlib_crc32(data, crc=0):
-        return zlib.crc32(data, crc)
-
-    zlib_crc32.implementation = "zlib"
-    return zlib_crc32
-
-
-_crc32 = _find_crc32()
 
 
 def _load_native():
@@ -78,134 +52,7 @@ _native = _load_native()
 _CODES = {c.value[0]: c for c in grpc.StatusCode}
 
 
-class ShotstreamError(Exception):
-    """An error from the server or the stream, with the gRPC status code.
-
-    Picklable, and rebuilt from its text alone (ShotstreamError("NOT_FOUND: ...")), as
-    PyTorch's DataLoader does with errors raised in its worker processes: the code is
-    found in the text, so `.code()` survives the worker boundary."""
-
-    def __init__(self, code, message=None):
-        if message is None and isinstance(code, str):
-            code, message = _code_from_text(code)
-        super().__init__(f"{code.name}: {message}")
-        self._code = code
-        self._message = message
-
-    def __reduce__(self):
-        return (ShotstreamError, (self._code, self._message))
-
-    def code(self):
-        """The grpc.StatusCode."""
-        return self._code
-
-    def details(self):
-        """The server's message."""
-        return self._message
-
-
-def _code_from_text(text):
-    """(grpc.StatusCode, message) of an error's text: "CODE: message", or a traceback
-    whose last 'ShotstreamError: CODE: message' line says it; UNKNOWN otherwise."""
-    candidates = [text]
-    marker = "ShotstreamError: "
-    if marker in text:
-        candidates.insert(0, text[text.rindex(marker) + len(marker):])
-    for c in candidates:
-        name, sep, rest = c.partition(": ")
-        code = getattr(grpc.StatusCode, name.strip(), None)
-        if sep and isinstance(code, grpc.StatusCode):
-            return code, rest.strip()
-    return grpc.StatusCode.UNKNOWN, text
-
-
-class DatasetInfo:
-    """What the server says of one dataset (shot_ids only from Client.dataset)."""
-
-    def __init__(self, msg):
-        self.name = msg.name
-        self.state = msg.state
-        self.error = msg.error
-        self.n_traces = msg.n_traces
-        self.n_shots = msg.n_shots
-        self.n_samples = msg.n_samples
-        self.sample_interval_us = msg.sample_interval_us
-        self.sample_format = msg.sample_format
-        self.shot_key = msg.shot_key
-        self.n_files = msg.n_files
-        self.shot_ids = np.array(msg.shot_ids, dtype=np.int64)
-        self.shot_trace_counts = np.array(msg.shot_trace_counts, dtype=np.int64)
-        self.header_fields = list(msg.header_fields)
-        # source_xy datasets: {shot id: (x, y)} of each shot's source; else empty.
-        self.source_positions = {p.shot_id: (p.x, p.y) for p in msg.source_positions}
-
-    def __repr__(self):
-        return (f"DatasetInfo(name={self.name!r}, state={self.state}, n_shots={self.n_shots}, "
-                f"n_traces={self.n_traces}, n_samples={self.n_samples}, "
-                f"sample_interval_us={self.sample_interval_us})")
-
-
-class Shot:
-    """One shot gather: samples float32 (n_traces, n_samples), headers name -> array;
-    trace_headers: with stream(..., trace_headers=True) each trace's raw 240-byte header,
-    uint8 (n_traces, 240), big-endian as SEG-Y stores it; else None."""
-
-    __slots__ = ("index", "shot_id", "samples", "headers", "sample_interval_us",
-                 "trace_headers")
-
-    def __init__(self, index, shot_id, samples, headers, sample_interval_us,
-                 trace_headers=None):
-        self.index = index
-        self.shot_id = shot_id
-        self.samples = samples
-        self.headers = headers
-        self.sample_interval_us = sample_interval_us
-        self.trace_headers = trace_headers
-
-    def __repr__(self):
-        return f"Shot(shot_id={self.shot_id}, samples={self.samples.shape})"
-
-
-def _check_target(target):
-    """ValueError unless target is HOST:PORT with a port number, [IPv6]:PORT,
-    dns:///NAME:PORT or unix:PATH (a target without a port is not port 0)."""
-    if isinstance(target, str) and target.startswith("unix:"):
-        return
-    host, sep, port = str(target).rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536 or \
-            (host.startswith("[") and not host.endswith("]")):
-        raise ValueError(f"target {target!r}: expected HOST:PORT with a port number "
-                         "(e.g. 127.0.0.1:50051, [::1]:50051, dns:///storage-1:50051)")
-
-
-def expand_targets(targets, resolve=None):
-    """Targets as given, except that "dns:///NAME:PORT" becomes one target per address
-    NAME resolves to (e.g. a Kubernetes headless Service in front of one server per
-    storage node)."""
-    import socket
-    resolve = resolve or socket.getaddrinfo
-    out = []
-    for t in targets:
-        if not t.startswith("dns:///"):
-            out.append(t)
-            continue
-        hostport = t[len("dns:///"):]
-        host, _, port = hostport.rpartition(":")
-        if not host or not port.isdigit():
-            raise ValueError(f"target {t!r}: expected dns:///NAME:PORT")
-        addrs = []
-        for family, _, _, _, sockaddr in resolve(host.strip("[]"), int(port),
-                                                 type=socket.SOCK_STREAM):
-            a = f"[{sockaddr[0]}]:{port}" if family == socket.AF_INET6 else f"{sockaddr[0]}:{port}"
-            if a not in addrs:
-                addrs.append(a)
-        if not addrs:
-            raise ValueError(f"target {t!r}: {host} resolves to no address")
-        out.extend(addrs)
-    return out
-
-
-def _error(exc):
+def _error(exc: BaseException) -> ShotstreamError:
     if isinstance(exc, ShotstreamError):
         return exc
     if isinstance(exc, grpc.RpcError):
@@ -214,128 +61,6 @@ def _error(exc):
         code, message = exc.args
         return ShotstreamError(_CODES.get(code, grpc.StatusCode.UNKNOWN), message)
     return ShotstreamError(grpc.StatusCode.UNKNOWN, str(exc))
-
-
-_SAMPLES_TAG = (15 << 3) | 2  # ShotChunk.samples
-
-
-def _varint(b, pos):
-    v = shift = 0
-    while True:
-        byte = b[pos]
-        pos += 1
-        v |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return v, pos
-        shift += 7
-
-
-def _split_chunk(raw):
-    """Raw ShotChunk bytes -> (metadata message without samples, memoryview of the samples).
-    The samples are not copied (protobuf's parser would copy them once more)."""
-    view = memoryview(raw)
-    meta_parts = []
-    samples = view[0:0]
-    pos, n = 0, len(raw)
-    while pos < n:
-        start = pos
-        tag, pos = _varint(raw, pos)
-        wire = tag & 7
-        if wire == 0:
-            _, pos = _varint(raw, pos)
-        elif wire == 1:
-            pos += 8
-        elif wire == 5:
-            pos += 4
-        elif wire == 2:
-            length, pos = _varint(raw, pos)
-            if tag == _SAMPLES_TAG:
-                samples = view[pos:pos + length]
-                pos += length
-                continue
-            pos += length
-        else:
-            raise ShotstreamError(grpc.StatusCode.DATA_LOSS, "malformed ShotChunk")
-        if pos > n:
-            raise ShotstreamError(grpc.StatusCode.DATA_LOSS, "truncated ShotChunk")
-        meta_parts.append(view[start:pos])
-    return pb.ShotChunk.FromString(b"".join(meta_parts)), samples
-
-
-def _check_crc(shot_id, received, sent):
-    if received != sent:
-        raise ShotstreamError(grpc.StatusCode.DATA_LOSS,
-                              f"shot {shot_id}: checksum mismatch (CRC-32 "
-                              f"{received:#010x} received, {sent:#010x} sent)")
-
-
-def _trace_headers(chunk):
-    """The first chunk's raw trace headers as uint8 (n_traces, 240), or None."""
-    if not chunk.trace_headers:
-        return None
-    if len(chunk.trace_headers) != 240 * chunk.n_traces:
-        raise ShotstreamError(grpc.StatusCode.DATA_LOSS,
-                              f"shot {chunk.shot_id}: {len(chunk.trace_headers)} bytes of "
-                              f"trace headers for {chunk.n_traces} traces")
-    return np.frombuffer(chunk.trace_headers, dtype=np.uint8).reshape(chunk.n_traces, 240)
-
-
-def _dtype(chunk):
-    """The samples' dtype on the wire: little-endian float32 unless the chunk says
-    big_endian (sent as stored, only to requests that set accept_big_endian)."""
-    return ">f4" if chunk.big_endian else "<f4"
-
-
-class _Assembler:
-    """Reassembles chunks into shots with one copy, and verifies each shot's CRC-32."""
-
-    def __init__(self):
-        self._buf = None
-        self._crc = 0
-        self._first = None
-
-    def add(self, raw):
-        """Returns a Shot when the raw chunk completes one, else None."""
-        chunk, data = _split_chunk(raw)
-        if self._buf is None and chunk.last and chunk.offset == 0 and \
-                len(data) == chunk.total_bytes == 4 * chunk.n_traces * chunk.n_samples:
-            # The whole shot in one message: the samples are viewed where gRPC put them.
-            _check_crc(chunk.shot_id, _crc32(data), chunk.crc32)
-            headers = {c.name: np.array(c.values, dtype=np.float64) for c in chunk.headers}
-            samples = np.frombuffer(data, dtype=_dtype(chunk)).reshape(chunk.n_traces,
-                                                                       chunk.n_samples)
-            if chunk.big_endian:
-                samples = samples.astype("<f4")
-                samples.flags.writeable = False
-            return Shot(chunk.index, chunk.shot_id, samples, headers, chunk.sample_interval_us,
-                        _trace_headers(chunk))
-        if self._buf is None:
-            n = chunk.n_traces * chunk.n_samples
-            if chunk.total_bytes != 4 * n:
-                raise ShotstreamError(grpc.StatusCode.DATA_LOSS,
-                                      f"shot {chunk.shot_id}: total_bytes {chunk.total_bytes} "
-                                      f"!= 4 * {chunk.n_traces} * {chunk.n_samples}")
-            self._buf = np.empty(n, dtype="<f4")
-            self._crc = 0
-            self._first = chunk
-        start = chunk.offset
-        if start % 4 or len(data) % 4 or start + len(data) > self._buf.nbytes:
-            raise ShotstreamError(grpc.StatusCode.DATA_LOSS,
-                                  f"shot {chunk.shot_id}: chunk at byte {start} overruns the shot")
-        self._buf[start // 4:(start + len(data)) // 4] = np.frombuffer(data, dtype=_dtype(chunk))
-        self._crc = _crc32(data, self._crc)
-        if not chunk.last:
-            return None
-        first = self._first
-        _check_crc(first.shot_id, self._crc, chunk.crc32)
-        headers = {c.name: np.array(c.values, dtype=np.float64) for c in first.headers}
-        samples = self._buf.reshape(first.n_traces, first.n_samples)
-        samples.flags.writeable = False  # as in the one-message case: the same contract
-        shot = Shot(first.index, first.shot_id, samples, headers, first.sample_interval_us,
-                    _trace_headers(first))
-        self._buf = None
-        self._first = None
-        return shot
 
 
 class _Rerouted(Exception):
@@ -364,8 +89,11 @@ class Client:
     False always through grpcio; True requires the extension. `self.native` says which.
     """
 
-    def __init__(self, targets, token=None, tls=None, retries=0, timeout=None,
-                 reconnect_timeout=10.0, native=None, connect_timeout=5.0):
+    def __init__(self, targets: Union[str, Sequence[str]], token: Optional[str] = None,
+                 tls: Union[None, bool, bytes, str, Dict[str, Union[bytes, str]]] = None,
+                 retries: int = 0, timeout: Optional[float] = None,
+                 reconnect_timeout: float = 10.0, native: Optional[bool] = None,
+                 connect_timeout: float = 5.0) -> None:
         if isinstance(targets, str):
             targets = [targets]
         if not targets:
@@ -373,7 +101,7 @@ class Client:
         if token is None:
             token = os.environ.get("SHOTSTREAM_TOKEN") or None
         for t in targets:
-            _check_target(t)
+            check_target(t)
         self._targets = expand_targets(list(targets))
         self._connect_timeout = float(connect_timeout)
         self._reached = set()  # target indices whose channel has connected
@@ -417,7 +145,8 @@ class Client:
                 ch = grpc.secure_channel(t, creds, options=_CHANNEL_OPTIONS)
             self._channels.append(ch)
         self._stubs = [pb_grpc.ShotStreamStub(ch) for ch in self._channels]
-        # StreamShots with raw responses: chunks are split by _split_chunk, not parsed whole.
+        # StreamShots with raw responses: chunks are split by wire.split_chunk, not parsed
+        # whole.
         self._raw_stream = [ch.unary_stream("/shotstream.v1.ShotStream/StreamShots",
                                             request_serializer=pb.StreamShotsRequest.SerializeToString,
                                             response_deserializer=None)
@@ -440,7 +169,7 @@ class Client:
             ready.cancel()
         self._reached.add(t)
 
-    def close(self):
+    def close(self) -> None:
         self._closed = True
         for ch in self._channels:
             ch.close()
@@ -448,13 +177,13 @@ class Client:
             self._native_client.close()  # shots still held keep its buffer pool alive
             self._native_client = None
 
-    def __enter__(self):
+    def __enter__(self) -> "Client":
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc) -> None:
         self.close()
 
-    def list_datasets(self):
+    def list_datasets(self) -> List[DatasetInfo]:
         """Every dataset of every target (by name, first target first)."""
         seen = {}
         for t, stub in enumerate(self._stubs):
@@ -465,7 +194,7 @@ class Client:
             except grpc.RpcError as e:
                 raise _error(e) from None
             for d in resp.datasets:
-                seen.setdefault(d.name, DatasetInfo(d))
+                seen.setdefault(d.name, DatasetInfo.from_message(d))
         return list(seen.values())
 
     _PAGE = 250_000  # shots per GetDataset page
@@ -499,12 +228,12 @@ class Client:
             raise _error(last)
         return infos
 
-    def dataset(self, name):
+    def dataset(self, name: str) -> DatasetInfo:
         """The dataset's info; with several targets, the union of their shots."""
         infos = self._dataset_per_target(name)
         present = [i for i in infos if i is not None]
         if len(present) == 1:
-            return DatasetInfo(present[0])
+            return DatasetInfo.from_message(present[0])
         merged = pb.DatasetInfo()
         merged.CopyFrom(present[0])
         counts = {}
@@ -518,45 +247,19 @@ class Client:
             merged.shot_trace_counts.append(counts[sid])
         merged.n_shots = len(counts)
         merged.n_traces = sum(i.n_traces for i in present)
-        return DatasetInfo(merged)
+        return DatasetInfo.from_message(merged)
 
     def _route(self, name, shot_ids):
-        """(target index per shot: a server that holds it, spreading shots held by several;
-        shot id -> every target holding it, empty with one target)."""
+        """See routing.route; one target holds everything."""
         if len(self._stubs) == 1:
             return [0] * len(shot_ids), {}
-        holders = {}
-        for t, info in enumerate(self._dataset_per_target(name)):
-            if info is None:
-                continue
-            for sid in info.shot_ids:
-                holders.setdefault(sid, []).append(t)
-        route = []
-        for k, sid in enumerate(shot_ids):
-            h = holders.get(int(sid))
-            if not h:
-                raise ShotstreamError(grpc.StatusCode.NOT_FOUND,
-                                      f"dataset '{name}' has no shot {int(sid)} on any target")
-            route.append(h[k % len(h)])
-        return route, holders
+        infos = self._dataset_per_target(name)
+        return routing.route(name, shot_ids,
+                             [None if i is None else i.shot_ids for i in infos])
 
-    @staticmethod
-    def _reroute(route, holders, shot_ids, start, failed, given_up):
-        """Moves shots from `start` on that were routed to target `failed` to another
-        target that holds them, where there is one; True if any moved."""
-        given_up.add(failed)
-        moved = False
-        for k in range(start, len(route)):
-            if route[k] != failed:
-                continue
-            others = [t for t in holders.get(shot_ids[k], ()) if t not in given_up]
-            if others:
-                route[k] = others[k % len(others)]
-                moved = True
-        return moved
-
-    def stream(self, name, shot_ids, queue_depth=2, headers=(), max_chunk_bytes=None,
-               trace_headers=False):
+    def stream(self, name: str, shot_ids: Sequence[int], queue_depth: int = 2,
+               headers: Sequence[str] = (), max_chunk_bytes: Optional[int] = None,
+               trace_headers: bool = False) -> Iterator[Shot]:
         """Yields Shot objects in the order of shot_ids (repeats allowed).
 
         trace_headers=True: each shot also carries its traces' raw 240-byte headers
@@ -651,7 +354,7 @@ class Client:
 
         def receive():
             delivered = 0
-            attempts = 0
+            budget = RetryBudget(self._retries)
             given_up = set()
             try:
                 while delivered < len(shot_ids) and not stop.is_set():
@@ -662,8 +365,8 @@ class Client:
                                 self._reach(t)
                             except ShotstreamError:
                                 # Never reached: another holder, or the error.
-                                if self._reroute(route, holders, shot_ids, delivered, t,
-                                                 given_up):
+                                if routing.reroute(route, holders, shot_ids, delivered, t,
+                                                   given_up):
                                     raise _Rerouted() from None
                                 raise
                             req = pb.StreamShotsRequest(dataset=name, shot_ids=shot_ids[k:j],
@@ -673,7 +376,7 @@ class Client:
                                                         raw_trace_headers=trace_headers)
                             call = self._raw_stream[t](req, metadata=self._metadata)
                             state["call"] = call
-                            asm = _Assembler()
+                            asm = Assembler()
                             for chunk in call:
                                 shot = asm.add(chunk)
                                 if shot is None:
@@ -683,7 +386,7 @@ class Client:
                                     call.cancel()
                                     return
                                 delivered += 1
-                                attempts = 0
+                                budget.delivered()
                             if stop.is_set():
                                 return
                             if delivered < j:
@@ -696,15 +399,15 @@ class Client:
                     except grpc.RpcError as e:
                         if stop.is_set():
                             return
-                        if e.code() in _RETRYABLE and self._reroute(
+                        if e.code() in _RETRYABLE and routing.reroute(
                                 route, holders, shot_ids, delivered, t, given_up):
                             self.reconnects += 1  # another server holds the shots
                             continue
-                        if e.code() in _RETRYABLE and attempts < self._retries:
-                            attempts += 1
+                        backoff = budget.failed() if e.code() in _RETRYABLE else None
+                        if backoff is not None:
                             self.reconnects += 1
                             # Back off, then wait (bounded) for the target to come back.
-                            time.sleep(min(2.0, 0.05 * 2 ** attempts))
+                            time.sleep(backoff)
                             ready = grpc.channel_ready_future(self._channels[route[delivered]])
                             try:
                                 ready.result(timeout=self._reconnect_timeout)

@@ -94,7 +94,7 @@ def _register_default_collate():
         from torch.utils.data._utils.collate import default_collate_fn_map
     except ImportError:  # older torch: pass collate_fn=shotstream.torch.collate
         return
-    from shotstream.client import Shot
+    from shotstream.types import Shot
     default_collate_fn_map.setdefault(Shot, lambda batch, **_: collate(batch))
 
 

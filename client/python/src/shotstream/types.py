@@ -1,0 +1,65 @@
+"""The values the client hands out: DatasetInfo and Shot (plain dataclasses)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Tuple
+
+import numpy as np
+
+__all__ = ["DatasetInfo", "Shot"]
+
+
+@dataclass
+class DatasetInfo:
+    """What the server says of one dataset (shot_ids only from Client.dataset)."""
+
+    name: str
+    state: str  # READY, FAILED or REBUILDING
+    error: str = ""
+    n_traces: int = 0
+    n_shots: int = 0
+    n_samples: int = 0
+    sample_interval_us: float = 0.0
+    sample_format: int = 0
+    shot_key: str = ""
+    n_files: int = 0
+    shot_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    shot_trace_counts: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    header_fields: List[str] = field(default_factory=list)
+    # source_xy datasets: {shot id: (x, y)} of each shot's source; else empty.
+    source_positions: Dict[int, Tuple[float, float]] = field(default_factory=dict)
+
+    @classmethod
+    def from_message(cls, msg) -> "DatasetInfo":
+        """From a shotstream.v1.DatasetInfo message."""
+        return cls(name=msg.name, state=msg.state, error=msg.error, n_traces=msg.n_traces,
+                   n_shots=msg.n_shots, n_samples=msg.n_samples,
+                   sample_interval_us=msg.sample_interval_us, sample_format=msg.sample_format,
+                   shot_key=msg.shot_key, n_files=msg.n_files,
+                   shot_ids=np.array(msg.shot_ids, dtype=np.int64),
+                   shot_trace_counts=np.array(msg.shot_trace_counts, dtype=np.int64),
+                   header_fields=list(msg.header_fields),
+                   source_positions={p.shot_id: (p.x, p.y) for p in msg.source_positions})
+
+    def __repr__(self) -> str:
+        return (f"DatasetInfo(name={self.name!r}, state={self.state}, n_shots={self.n_shots}, "
+                f"n_traces={self.n_traces}, n_samples={self.n_samples}, "
+                f"sample_interval_us={self.sample_interval_us})")
+
+
+@dataclass(eq=False)
+class Shot:
+    """One shot gather: samples float32 (n_traces, n_samples), headers name -> array;
+    trace_headers: with stream(..., trace_headers=True) each trace's raw 240-byte header,
+    uint8 (n_traces, 240), big-endian as SEG-Y stores it; else None."""
+
+    index: int  # position in the request
+    shot_id: int
+    samples: np.ndarray
+    headers: Dict[str, np.ndarray]
+    sample_interval_us: float
+    trace_headers: Optional[np.ndarray] = None
+
+    def __repr__(self) -> str:
+        return f"Shot(shot_id={self.shot_id}, samples={self.samples.shape})"

@@ -1,0 +1,79 @@
+"""shotstream.wire against protobuf's own serialization: chunks split without parsing the
+samples, shots reassembled from several chunks (either byte order), CRC-32 checked."""
+
+import unittest
+import zlib
+
+import grpc
+import numpy as np
+
+from shotstream import ShotstreamError
+from shotstream import wire
+from shotstream.v1 import shotstream_pb2 as pb
+
+
+def chunks(samples, per_chunk, big_endian=False, crc=None, shot_id=7):
+    """Serialized ShotChunks of `samples` (n_traces, n_samples), `per_chunk` traces each."""
+    raw = samples.astype(">f4" if big_endian else "<f4").tobytes()
+    n_traces, n_samples = samples.shape
+    step = per_chunk * n_samples * 4
+    out = []
+    for k, off in enumerate(range(0, len(raw), step)):
+        last = off + step >= len(raw)
+        c = pb.ShotChunk(index=0, shot_id=shot_id, n_traces=n_traces, n_samples=n_samples,
+                         sample_interval_us=2000, offset=off, total_bytes=len(raw), last=last,
+                         big_endian=big_endian, samples=raw[off:off + step])
+        if k == 0:
+            c.headers.add(name="offset", values=list(range(n_traces)))
+        if last:
+            c.crc32 = zlib.crc32(raw) if crc is None else crc
+        out.append(c.SerializeToString())
+    return out
+
+
+class WireTest(unittest.TestCase):
+    def setUp(self):
+        self.samples = np.arange(5 * 33, dtype=np.float32).reshape(5, 33) - 40.5
+
+    def test_split_leaves_the_samples_out_of_the_metadata(self):
+        raw = chunks(self.samples, 5)[0]
+        meta, data = wire.split_chunk(raw)
+        self.assertEqual(meta.shot_id, 7)
+        self.assertEqual(meta.samples, b"")
+        self.assertEqual(bytes(data), self.samples.tobytes())
+        self.assertEqual(list(meta.headers[0].values), [0, 1, 2, 3, 4])
+
+    def test_shots_of_one_or_several_chunks_either_byte_order(self):
+        for per_chunk in (5, 2, 1):
+            for big in (False, True):
+                asm = wire.Assembler()
+                got = [asm.add(c) for c in chunks(self.samples, per_chunk, big)]
+                self.assertTrue(all(g is None for g in got[:-1]))
+                shot = got[-1]
+                np.testing.assert_array_equal(shot.samples, self.samples)
+                self.assertEqual(shot.samples.dtype, np.dtype("<f4"))
+                self.assertFalse(shot.samples.flags.writeable)
+                np.testing.assert_array_equal(shot.headers["offset"], np.arange(5))
+
+    def test_a_checksum_mismatch_is_data_loss(self):
+        asm = wire.Assembler()
+        with self.assertRaises(ShotstreamError) as e:
+            for c in chunks(self.samples, 2, crc=12345):
+                asm.add(c)
+        self.assertEqual(e.exception.code(), grpc.StatusCode.DATA_LOSS)
+        self.assertIn("checksum mismatch", e.exception.details())
+
+    def test_truncated_bytes_are_data_loss(self):
+        raw = chunks(self.samples, 5)[0]
+        with self.assertRaises(ShotstreamError) as e:
+            wire.split_chunk(raw[:-10])
+        self.assertEqual(e.exception.code(), grpc.StatusCode.DATA_LOSS)
+
+    def test_the_crc_is_zlibs(self):
+        data = np.random.default_rng(1).integers(0, 255, 100_001, dtype=np.uint8).tobytes()
+        self.assertEqual(wire.crc32(data), zlib.crc32(data))
+        self.assertEqual(wire.crc32(data[50:], wire.crc32(data[:50])), zlib.crc32(data))
+
+
+if __name__ == "__main__":
+    unittest.main()
