@@ -1,5 +1,8 @@
 #include "gpu/device_stager.h"
 
+#include <cstdio>
+#include <cstring>
+
 #include "absl/strings/str_cat.h"
 #include "gpu/cuda_runtime.h"
 
@@ -8,6 +11,22 @@
 #endif
 
 namespace shotstream::gpu {
+namespace {
+
+#ifdef SHOTSTREAM_CUDA
+// OK, or INTERNAL naming the call and CUDA's reason.
+absl::Status Cuda(cudaError_t e, const char* call) {
+  if (e == cudaSuccess) return absl::OkStatus();
+  return absl::InternalError(absl::StrCat(call, ": ", cudaGetErrorString(e)));
+}
+
+// Where no status can be returned (a DeviceShot's destructor): said on stderr.
+void Report(cudaError_t e, const char* call) {
+  if (e != cudaSuccess) std::fprintf(stderr, "shotstream: %s: %s\n", call, cudaGetErrorString(e));
+}
+#endif
+
+}  // namespace
 
 struct DeviceStager::Slot {
   void* device = nullptr;  // device memory
@@ -49,23 +68,44 @@ DeviceShot& DeviceShot::operator=(DeviceShot&& o) noexcept {
 
 DeviceShot::~DeviceShot() { Done(); }
 
-void DeviceShot::WaitOn(void* cuda_stream) const {
+absl::Status DeviceShot::WaitOn(void* cuda_stream) const {
 #ifdef SHOTSTREAM_CUDA
   if (on_device_) {
-    cudaStreamWaitEvent(static_cast<cudaStream_t>(cuda_stream),
-                        static_cast<cudaEvent_t>(stager_->slots_[slot_]->event), 0);
+    absl::Status s = Cuda(cudaStreamWaitEvent(static_cast<cudaStream_t>(cuda_stream),
+                                              static_cast<cudaEvent_t>(
+                                                  stager_->slots_[slot_]->event),
+                                              0),
+                          "cudaStreamWaitEvent");
+    if (!s.ok()) return s;
     consumer_stream_ = cuda_stream;
     waited_ = true;
   }
 #else
   (void)cuda_stream;
 #endif
+  return absl::OkStatus();
 }
 
-void DeviceShot::Synchronize() const {
+absl::Status DeviceShot::Synchronize() const {
 #ifdef SHOTSTREAM_CUDA
-  if (on_device_) cudaEventSynchronize(static_cast<cudaEvent_t>(stager_->slots_[slot_]->event));
+  if (on_device_) {
+    return Cuda(cudaEventSynchronize(static_cast<cudaEvent_t>(stager_->slots_[slot_]->event)),
+                "cudaEventSynchronize");
+  }
 #endif
+  return absl::OkStatus();
+}
+
+absl::Status DeviceShot::CopyToHost(float* dst) const {
+#ifdef SHOTSTREAM_CUDA
+  if (on_device_) {
+    if (absl::Status s = Synchronize(); !s.ok()) return s;
+    return Cuda(cudaMemcpy(dst, device_, size_ * sizeof(float), cudaMemcpyDeviceToHost),
+                "cudaMemcpy (device to host)");
+  }
+#endif
+  if (size_ > 0) std::memcpy(dst, device_, size_ * sizeof(float));
+  return absl::OkStatus();
 }
 
 DeviceStager::DeviceStager(Options options)
@@ -79,14 +119,18 @@ DeviceStager::DeviceStager(Options options)
 #ifdef SHOTSTREAM_CUDA
   if (on_device_) {
     cudaStream_t s;
-    cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
-    stream_ = s;
+    init_ = Cuda(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking),
+                 "cudaStreamCreateWithFlags");
+    if (init_.ok()) stream_ = s;
     for (auto& slot : slots_) {
-      cudaEvent_t e;
-      cudaEventCreateWithFlags(&e, cudaEventDisableTiming);
+      cudaEvent_t e = nullptr, d = nullptr;
+      if (init_.ok()) {
+        init_ = Cuda(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreate");
+      }
+      if (init_.ok()) {
+        init_ = Cuda(cudaEventCreateWithFlags(&d, cudaEventDisableTiming), "cudaEventCreate");
+      }
       slot->event = e;
-      cudaEvent_t d;
-      cudaEventCreateWithFlags(&d, cudaEventDisableTiming);
       slot->consumer_done = d;
     }
   }
@@ -96,13 +140,22 @@ DeviceStager::DeviceStager(Options options)
 DeviceStager::~DeviceStager() {
 #ifdef SHOTSTREAM_CUDA
   if (on_device_) {
-    cudaStreamSynchronize(static_cast<cudaStream_t>(stream_));
-    for (auto& slot : slots_) {
-      if (slot->device != nullptr) cudaFree(slot->device);
-      cudaEventDestroy(static_cast<cudaEvent_t>(slot->event));
-      cudaEventDestroy(static_cast<cudaEvent_t>(slot->consumer_done));
+    if (stream_ != nullptr) {
+      Report(cudaStreamSynchronize(static_cast<cudaStream_t>(stream_)), "cudaStreamSynchronize");
     }
-    cudaStreamDestroy(static_cast<cudaStream_t>(stream_));
+    for (auto& slot : slots_) {
+      if (slot->device != nullptr) Report(cudaFree(slot->device), "cudaFree");
+      if (slot->event != nullptr) {
+        Report(cudaEventDestroy(static_cast<cudaEvent_t>(slot->event)), "cudaEventDestroy");
+      }
+      if (slot->consumer_done != nullptr) {
+        Report(cudaEventDestroy(static_cast<cudaEvent_t>(slot->consumer_done)),
+               "cudaEventDestroy");
+      }
+    }
+    if (stream_ != nullptr) {
+      Report(cudaStreamDestroy(static_cast<cudaStream_t>(stream_)), "cudaStreamDestroy");
+    }
   }
 #endif
 }
@@ -112,13 +165,14 @@ void DeviceStager::Recycle(int slot, bool waited, void* consumer, HostBuffer hos
 #ifdef SHOTSTREAM_CUDA
   if (on_device_) {
     // The pinned source may be refilled only after the copy read it.
-    cudaEventSynchronize(static_cast<cudaEvent_t>(s.event));
+    Report(cudaEventSynchronize(static_cast<cudaEvent_t>(s.event)), "cudaEventSynchronize");
     if (waited) {
       // Work the consumer ordered after the copy may still read the device buffer: the
       // next copy into this slot waits for it (on the GPU, not here).
-      cudaEventRecord(static_cast<cudaEvent_t>(s.consumer_done),
-                      static_cast<cudaStream_t>(consumer));
-      s.consumer_pending = true;
+      const cudaError_t e = cudaEventRecord(static_cast<cudaEvent_t>(s.consumer_done),
+                                            static_cast<cudaStream_t>(consumer));
+      Report(e, "cudaEventRecord");
+      s.consumer_pending = e == cudaSuccess;
     }
   }
 #else
@@ -131,6 +185,7 @@ void DeviceStager::Recycle(int slot, bool waited, void* consumer, HostBuffer hos
 }
 
 absl::StatusOr<DeviceShot> DeviceStager::Stage(HostBuffer host) {
+  if (!init_.ok()) return init_;
   if (free_slots_.empty()) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "all ", slots_.size(), " device slots are held by earlier shots; destroy a DeviceShot "
@@ -150,23 +205,40 @@ absl::StatusOr<DeviceShot> DeviceStager::Stage(HostBuffer host) {
 #ifdef SHOTSTREAM_CUDA
   if (on_device_) {
     if (s.capacity < bytes) {
-      if (s.device != nullptr) cudaFree(s.device);
+      if (s.device != nullptr) Report(cudaFree(s.device), "cudaFree");
       s.device = nullptr;
-      if (cudaMalloc(&s.device, bytes) != cudaSuccess) {
+      s.capacity = 0;
+      if (const cudaError_t e = cudaMalloc(&s.device, bytes); e != cudaSuccess) {
+        s.device = nullptr;
+        s.busy = false;
         free_slots_.push_back(slot);
         out.stager_ = nullptr;
-        return absl::ResourceExhaustedError(absl::StrCat("cudaMalloc of ", bytes, " bytes failed"));
+        return absl::ResourceExhaustedError(absl::StrCat("cudaMalloc of ", bytes,
+                                                         " bytes failed: ",
+                                                         cudaGetErrorString(e)));
       }
       s.capacity = bytes;
       ++stats_.device_allocations;
     }
     cudaStream_t stream = static_cast<cudaStream_t>(stream_);
+    absl::Status st;
     if (s.consumer_pending) {
-      cudaStreamWaitEvent(stream, static_cast<cudaEvent_t>(s.consumer_done), 0);
+      st = Cuda(cudaStreamWaitEvent(stream, static_cast<cudaEvent_t>(s.consumer_done), 0),
+                "cudaStreamWaitEvent");
       s.consumer_pending = false;
     }
-    cudaMemcpyAsync(s.device, host.data(), bytes, cudaMemcpyHostToDevice, stream);
-    cudaEventRecord(static_cast<cudaEvent_t>(s.event), stream);
+    if (st.ok()) {
+      st = Cuda(cudaMemcpyAsync(s.device, host.data(), bytes, cudaMemcpyHostToDevice, stream),
+                "cudaMemcpyAsync");
+    }
+    if (st.ok()) st = Cuda(cudaEventRecord(static_cast<cudaEvent_t>(s.event), stream),
+                           "cudaEventRecord");
+    if (!st.ok()) {
+      s.busy = false;
+      free_slots_.push_back(slot);
+      out.stager_ = nullptr;
+      return st;
+    }
     out.device_ = static_cast<const float*>(s.device);
     out.on_device_ = true;
     out.host_ = std::move(host);  // the pinned source stays alive until the copy is done

@@ -17,6 +17,7 @@
 #include <memory>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "gpu/pinned_buffer_pool.h"
 
@@ -38,10 +39,13 @@ class DeviceShot {
   size_t size() const { return size_; }  // floats
   bool on_device() const { return on_device_; }
   // Makes `cuda_stream` (a cudaStream_t; null: the legacy default stream) wait until the
-  // copy is done. No-op on host memory.
-  void WaitOn(void* cuda_stream) const;
+  // copy is done. No-op on host memory. INTERNAL naming the CUDA call if it fails.
+  absl::Status WaitOn(void* cuda_stream) const;
   // Blocks the calling thread until the copy is done.
-  void Synchronize() const;
+  absl::Status Synchronize() const;
+  // Copies the shot back into `dst` (size() floats) once the copy to the device is done:
+  // device to host with CUDA, a memcpy on host memory. For checks that compare values.
+  absl::Status CopyToHost(float* dst) const;
 
  private:
   friend class DeviceStager;
@@ -76,8 +80,10 @@ class DeviceStager {
 
   bool on_device() const { return on_device_; }
 
-  // Starts the copy of `host` and returns at once. Blocks only when every slot is still
-  // in use by earlier shots (the ring is the backpressure).
+  // Starts the copy of `host` and returns at once; never blocks. RESOURCE_EXHAUSTED when
+  // every slot is held by an earlier DeviceShot (the ring is the backpressure: destroy
+  // one first; only this thread can), or when device memory runs out; INTERNAL naming
+  // the CUDA call that failed otherwise.
   absl::StatusOr<DeviceShot> Stage(HostBuffer host);
 
   Stats stats() const { return stats_; }
@@ -91,6 +97,7 @@ class DeviceStager {
 
   const Options options_;
   const bool on_device_;
+  absl::Status init_;  // the stream's and events' creation; Stage returns it if it failed
   void* stream_ = nullptr;  // cudaStream_t
   std::vector<std::unique_ptr<Slot>> slots_;
   std::deque<int> free_slots_;

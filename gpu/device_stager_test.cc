@@ -2,6 +2,8 @@
 // machine through gpu/device_check.sh.
 #include "gpu/device_stager.h"
 
+#include <vector>
+
 #include "gpu/cuda_runtime.h"
 #include "gtest/gtest.h"
 
@@ -19,17 +21,50 @@ TEST(DeviceStagerTest, StagesShotsThroughARingOfSlots) {
     for (size_t k = 0; k < h.size(); ++k) h[k] = static_cast<float>(i * 1000 + k);
     auto shot = stager.Stage(std::move(h));
     ASSERT_TRUE(shot.ok()) << shot.status();
-    shot->WaitOn(nullptr);
-    shot->Synchronize();
+    ASSERT_TRUE(shot->WaitOn(nullptr).ok());
+    ASSERT_TRUE(shot->Synchronize().ok());
     EXPECT_EQ(shot->size(), 1000u);
-    if (!stager.on_device()) {
-      EXPECT_EQ(shot->device_data()[999], static_cast<float>(i * 1000 + 999));
+    // What reached the device (or host memory without a GPU), read back, bit for bit.
+    std::vector<float> back(shot->size(), -1.0f);
+    ASSERT_TRUE(shot->CopyToHost(back.data()).ok());
+    for (size_t k = 0; k < back.size(); ++k) {
+      ASSERT_EQ(back[k], static_cast<float>(i * 1000 + k)) << "shot " << i << " sample " << k;
     }
   }
   EXPECT_EQ(stager.stats().copies, 10u);
   // Every host buffer went back: the pool allocated only what the ring needed.
   EXPECT_EQ(pool.stats().outstanding, 0u);
   EXPECT_LE(pool.stats().allocations, 2u);
+}
+
+// Shots staged back to back while earlier ones are still held: each keeps its own values
+// (no slot is reused under a live shot), on the GPU as without one.
+TEST(DeviceStagerTest, LiveShotsKeepTheirValuesWhileOthersAreStaged) {
+  PinnedBufferPool pool;
+  DeviceStager::Options o;
+  o.slots = 3;
+  DeviceStager stager(o);
+  constexpr size_t kFloats = 1 << 20;  // 4 MiB a shot: a real copy, not a token one
+  std::vector<DeviceShot> live;
+  for (int round = 0; round < 4; ++round) {
+    live.clear();
+    for (int i = 0; i < 3; ++i) {
+      HostBuffer h = pool.Acquire(kFloats);
+      for (size_t k = 0; k < kFloats; ++k) h[k] = static_cast<float>(round * 7 + i) + k * 0.5f;
+      auto shot = stager.Stage(std::move(h));
+      ASSERT_TRUE(shot.ok()) << shot.status();
+      live.push_back(std::move(*shot));
+    }
+    for (int i = 0; i < 3; ++i) {
+      std::vector<float> back(kFloats);
+      ASSERT_TRUE(live[i].CopyToHost(back.data()).ok());
+      for (size_t k = 0; k < kFloats; k += 4099) {
+        ASSERT_EQ(back[k], static_cast<float>(round * 7 + i) + k * 0.5f) << round << " " << i;
+      }
+      EXPECT_EQ(back[kFloats - 1], static_cast<float>(round * 7 + i) + (kFloats - 1) * 0.5f);
+    }
+  }
+  EXPECT_EQ(stager.stats().copies, 12u);
 }
 
 TEST(DeviceStagerTest, FullRingIsAClearError) {

@@ -77,7 +77,10 @@ int main(int argc, char** argv) {
       if (!*more) break;
       auto staged = stager.Stage(std::move(shot.samples));  // copy starts on the side stream
       if (!staged.ok()) return std::fprintf(stderr, "%s\n", staged.status().ToString().c_str()), 1;
-      staged->WaitOn(nullptr);  // the compute stream waits for the copy, not the host
+      // The compute stream waits for the copy, not the host.
+      if (absl::Status s = staged->WaitOn(nullptr); !s.ok()) {
+        return std::fprintf(stderr, "%s\n", s.ToString().c_str()), 1;
+      }
       const auto t1 = Clock::now();
       checksum += Compute(*staged, stager.on_device(), absl::GetFlag(FLAGS_compute_ms));
       compute += Seconds(Clock::now() - t1);
