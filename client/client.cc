@@ -54,6 +54,10 @@ DatasetSummary ToSummary(const v1::DatasetInfo& info) {
   d.n_files = info.n_files();
   d.shot_ids.assign(info.shot_ids().begin(), info.shot_ids().end());
   d.shot_trace_counts.assign(info.shot_trace_counts().begin(), info.shot_trace_counts().end());
+  d.header_fields.assign(info.header_fields().begin(), info.header_fields().end());
+  for (const v1::SourcePosition& p : info.source_positions()) {
+    d.source_positions.push_back({p.shot_id(), p.x(), p.y()});
+  }
   return d;
 }
 
@@ -156,13 +160,16 @@ class GrpcShotReader final : public ShotReader {
 
   absl::StatusOr<bool> Next(Shot* shot) override {
     absl::MutexLock lock(&mu_);
-    auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !ready_.empty() || ended_; };
+    auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return !ready_.empty() || ended_ || cancelled_;
+    };
     mu_.Await(absl::Condition(&ready));
     if (!ready_.empty()) {
       *shot = std::move(ready_.front());  // the old buffer goes back to the pool
       ready_.pop_front();
       return true;
     }
+    if (!ended_) return absl::CancelledError("stream cancelled by the client");
     if (!end_status_.ok()) return end_status_;
     return false;
   }
@@ -288,13 +295,28 @@ class GrpcShotReader final : public ShotReader {
         absl::MutexLock lock(&mu_);
         ++reconnects_;
       }
-      absl::SleepFor(*backoff);
-      // Wait (bounded) for the target to come back, then resume at `delivered`.
+      // Back off, then wait (bounded) for the target to come back, then resume at
+      // `delivered`; a Cancel ends either wait.
+      if (WaitUnlessCancelled(*backoff)) {
+        return absl::CancelledError("stream cancelled by the client");
+      }
       const auto& ch = client_->targets[(*route)[delivered]].channel;
-      ch->WaitForConnected(std::chrono::system_clock::now() +
-                           absl::ToChronoMilliseconds(client_->options.reconnect_timeout));
+      const absl::Time deadline = absl::Now() + client_->options.reconnect_timeout;
+      while (absl::Now() < deadline) {
+        const absl::Time slice = std::min(deadline, absl::Now() + absl::Milliseconds(100));
+        if (ch->WaitForConnected(absl::ToChronoTime(slice))) break;
+        absl::MutexLock lock(&mu_);
+        if (cancelled_) return absl::CancelledError("stream cancelled by the client");
+      }
     }
     return absl::OkStatus();
+  }
+
+  // Sleeps for `d` unless (or until) the stream is cancelled; true when cancelled.
+  bool WaitUnlessCancelled(absl::Duration d) {
+    absl::MutexLock lock(&mu_);
+    mu_.AwaitWithTimeout(absl::Condition(&cancelled_), d);
+    return cancelled_;
   }
 
   // Streams ids_[k, j) from one target; each completed shot is queued and counted.

@@ -1,9 +1,10 @@
 // C++ client library for the shotstream service.
 //
-// A Client is thread-safe (it wraps gRPC channels). A ShotReader is used by one thread:
-// it receives ahead on its own thread into a bounded queue of `queue_depth` shots, each
-// landing in a reusable (pinned, with CUDA) buffer from a PinnedBufferPool, and hands
-// them out in request order, each verified against its CRC-32.
+// A Client is thread-safe (it wraps gRPC channels). A ShotReader receives ahead on its own
+// thread into a bounded queue of `queue_depth` shots, each landing in a reusable (pinned,
+// with CUDA) buffer from a PinnedBufferPool, and hands them out in request order, each
+// verified against its CRC-32. Next() is for one thread at a time; Cancel() and the
+// counters may be called from any thread.
 #ifndef SHOTSTREAM_CLIENT_CLIENT_H_
 #define SHOTSTREAM_CLIENT_CLIENT_H_
 
@@ -32,8 +33,16 @@ struct DatasetSummary {
   int sample_format = 0;
   std::string shot_key;
   uint32_t n_files = 0;
+  std::vector<std::string> header_fields;     // the trace header fields a stream may ask
   std::vector<int64_t> shot_ids;              // GetDataset only
   std::vector<uint32_t> shot_trace_counts;    // GetDataset only
+  // source_xy datasets: each shot's source position (GetDataset only); else empty.
+  struct SourcePosition {
+    int64_t shot_id = 0;
+    double x = 0;
+    double y = 0;
+  };
+  std::vector<SourcePosition> source_positions;
 };
 
 // One shot gather: float32 samples [n_traces][n_samples] and header columns.
@@ -91,7 +100,8 @@ class ShotReader {
   // false at the end of the stream, or the error (gRPC's code and the server's message;
   // DATA_LOSS for a checksum mismatch).
   virtual absl::StatusOr<bool> Next(Shot* shot) = 0;
-  // Stops the stream; Next then returns CANCELLED or the end.
+  // Stops the stream, from any thread (a Next waiting for a shot wakes); Next then
+  // returns CANCELLED or the end.
   virtual void Cancel() = 0;
   // Streams resumed after a break so far.
   virtual int reconnects() const = 0;
