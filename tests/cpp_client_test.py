@@ -47,7 +47,10 @@ class CppClientTest(unittest.TestCase):
              "--shots=" + ",".join(map(str, order)), "--queue_depth=1", "--retries=5"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
-            time.sleep(0.4)
+            # Killed once the server logs the stream's start (the stream is 2.9 GB long).
+            harness.wait_for(lambda: any(l.startswith("stream ") and f"shots {len(order)} " in l
+                                         for l in server.stderr_lines),
+                             what="the stream to start")
             self.assertIsNone(bench.poll(), "the stream ended before the server was killed")
             server.stop(signal.SIGKILL)
             server = harness.Server(args)

@@ -66,6 +66,8 @@ std::string RenderPrometheus(const service::ServiceCounters& c,
          c.inflight_bytes.load());
   Metric(&out, "shotstream_inflight_bytes_peak", "gauge",
          "Most decoded shot bytes held at once since start.", c.inflight_bytes_peak.load());
+  Metric(&out, "shotstream_budget_waits_total", "counter",
+         "Shot reads that waited for the in-flight byte budget.", c.budget_waits.load());
   Metric(&out, "shotstream_reads_in_flight", "gauge", "Shot reads running in the reader pool.",
          c.reads_in_flight.load());
   Metric(&out, "shotstream_shots_sent_total", "counter", "Shots sent.", c.shots_sent.load());

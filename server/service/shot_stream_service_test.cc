@@ -279,12 +279,15 @@ TEST_F(BudgetTest, StreamsShareTheInflightBudgetAndAllFinish) {
 
 TEST_F(BudgetTest, CancelWhileWaitingForTheBudget) {
   for (int i = 0; i < 30; ++i) {
+    const int64_t waits_before = counters_.budget_waits.load();
     grpc::ClientContext a, b;
     auto ra = stub_->StreamShots(&a, Request(5, 4));
     auto rb = stub_->StreamShots(&b, Request(5, 4));
     v1::ShotChunk chunk;
     ra->Read(&chunk);
     rb->Read(&chunk);
+    // Two and a half shots for both, four read ahead each: one of them is waiting now.
+    EXPECT_TRUE(WaitFor([&] { return counters_.budget_waits.load() > waits_before; }));
     a.TryCancel();
     b.TryCancel();
     while (ra->Read(&chunk)) {

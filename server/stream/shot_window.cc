@@ -66,6 +66,7 @@ void ShotWindow::SubmitReadsLocked() {
     if (budget_ != nullptr) {
       const uint64_t bytes = plan_.source->ShotBytes(plan_.shot_ids[next_submit_]);
       if (!budget_->TryAcquire(bytes, held_bytes_ == 0, this)) {
+        counters_->budget_waits++;
         waiting_ = true;
         waiting_bytes_ = bytes;
         self_while_waiting_ = shared_from_this();

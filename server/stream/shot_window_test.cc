@@ -258,6 +258,7 @@ TEST_F(ShotWindowTest, TheBudgetHoldsBackReadsUntilASentShotGivesItsBytesBack) {
   plan.budget = &budget;
   auto w = Make(std::move(plan));
   EXPECT_EQ(executor_.pending(), 2u) << "the third read waits for the budget";
+  EXPECT_EQ(counters_.budget_waits.load(), 1);
   EXPECT_EQ(budget.in_use(), 2 * source_->shot_bytes());
   EXPECT_EQ(counters_.inflight_bytes.load(), static_cast<int64_t>(budget.in_use()));
   executor_.RunAll();

@@ -13,6 +13,7 @@ struct WindowCounters {
   std::atomic<int64_t> shots_held{0};      // read or being read, not yet fully sent
   std::atomic<int64_t> inflight_bytes{0};  // decoded bytes held (the budget in use)
   std::atomic<int64_t> inflight_bytes_peak{0};
+  std::atomic<int64_t> budget_waits{0};  // reads that waited for the byte budget
   std::atomic<int64_t> max_shots_held_by_one_stream{0};
   std::atomic<int64_t> reads_in_flight{0};
   std::atomic<int64_t> shots_sent{0};
