@@ -11,7 +11,7 @@ import unittest
 
 import yaml
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "testing"))
 import harness  # noqa: E402
 
 DEPLOY = os.path.dirname(harness.runfile("deploy/config.example.yaml"))

@@ -13,7 +13,7 @@ import unittest
 import grpc
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "testing"))
 import harness  # noqa: E402
 import shotstream  # noqa: E402
 import synth  # noqa: E402

@@ -5,20 +5,18 @@ orders, cancels and reconnects, every delivered shot verified."""
 
 import os
 import random
-import resource
 import shutil
 import struct
 import sys
 import tempfile
-import threading
-import time
 import unittest
 
 import grpc
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "testing"))
 import harness  # noqa: E402
+import load  # noqa: E402
 import shotstream  # noqa: E402
 import synth  # noqa: E402
 
@@ -156,64 +154,19 @@ class HardeningTest(unittest.TestCase):
             with shotstream.Client(server.target) as c:
                 ref = {s.shot_id: (s.samples.copy()) for s in c.stream("d", list(range(1, 25)))}
             shot_bytes = 60 * 1000 * 4
-            rss0 = harness.rss_kb(server.proc.pid)
-            peak = [rss0]
-            stop = time.time() + LOAD_SECONDS
-            totals = {"shots": 0, "bytes": 0, "cancels": 0, "streams": 0}
-            errors = []
-            lock = threading.Lock()
-
-            def client_loop(k):
-                rng = random.Random(k)
-                while time.time() < stop:
-                    try:
-                        with shotstream.Client(server.target) as cl:  # reconnect each round
-                            order = [rng.randint(1, 24) for _ in range(rng.randint(1, 30))]
-                            cancel_at = rng.randint(0, len(order)) if rng.random() < 0.3 else None
-                            gen = cl.stream("d", order, queue_depth=rng.randint(1, 4))
-                            n = 0
-                            for shot in gen:
-                                if shot.shot_id != order[n] or not np.array_equal(
-                                        shot.samples, ref[shot.shot_id]):
-                                    errors.append(f"client {k}: wrong shot {shot.shot_id}")
-                                n += 1
-                                with lock:
-                                    totals["shots"] += 1
-                                    totals["bytes"] += shot.samples.nbytes
-                                if cancel_at is not None and n >= cancel_at:
-                                    gen.close()
-                                    with lock:
-                                        totals["cancels"] += 1
-                                    break
-                            with lock:
-                                totals["streams"] += 1
-                    except shotstream.ShotstreamError as e:
-                        errors.append(f"client {k}: {e}")
-
-            threads = [threading.Thread(target=client_loop, args=(k,)) for k in range(32)]
-            for t in threads:
-                t.start()
-            while any(t.is_alive() for t in threads):
-                peak.append(harness.rss_kb(server.proc.pid))
-                time.sleep(0.2)
-            for t in threads:
-                t.join()
-            self.assertEqual(errors, [])
-            self.assertIsNone(server.proc.poll(), "the server died under load")
-            growth_mb = (max(peak) - rss0) / 1024
+            r = load.run_load(server, "d", ref, clients=32, seconds=LOAD_SECONDS)
             bound_mb = 32 * 4 * shot_bytes * 1.5 / 1e6 + 64
-            print(f"\nload: 32 clients, {LOAD_SECONDS:.0f} s, {totals['streams']} streams, "
-                  f"{totals['shots']} shots, {totals['bytes'] / 1e9:.2f} GB, "
-                  f"{totals['cancels']} cancels, server RSS growth {growth_mb:.0f} MB "
-                  f"(bound {bound_mb:.0f} MB)", file=sys.stderr)
-            self.assertGreater(totals["shots"], 0)
-            self.assertGreater(totals["cancels"], 0)
+            print("\nload: " + load.describe(r, bound_mb), file=sys.stderr)
+            self.assertEqual(r["errors"], [])
+            self.assertTrue(r["alive"], "the server died under load")
+            self.assertGreater(r["shots"], 0)
+            self.assertGreater(r["cancels"], 0)
             if harness.server_is_asan():
                 # ASan's shadow memory, redzones and 256 MB quarantine are not the
                 # server's; the bound is checked in the plain build.
                 print("load: ASan build, RSS bound not checked", file=sys.stderr)
             else:
-                self.assertLessEqual(growth_mb, bound_mb)
+                self.assertLessEqual(r["rss_growth_mb"], bound_mb)
             with shotstream.Client(server.target) as c:  # still serving, still exact
                 for s in c.stream("d", [5, 6]):
                     np.testing.assert_array_equal(s.samples, ref[s.shot_id])

@@ -17,7 +17,7 @@ import grpc
 import numpy as np
 import segyio
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "testing"))
 import harness  # noqa: E402
 import shotstream  # noqa: E402
 import synth  # noqa: E402

@@ -14,7 +14,7 @@ import urllib.request
 
 import grpc
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "testing"))
 import harness  # noqa: E402
 import shotstream  # noqa: E402
 import synth  # noqa: E402

@@ -22,7 +22,7 @@ import numpy as np
 if "--grpcio" in sys.argv:
     sys.argv.remove("--grpcio")
     os.environ["SHOTSTREAM_NATIVE"] = "0"  # read at import; inherited by subprocesses
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "testing"))
 import harness  # noqa: E402
 import shotstream  # noqa: E402
 import synth  # noqa: E402

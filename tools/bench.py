@@ -31,9 +31,10 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "..", "tests"))
+sys.path.insert(0, os.path.join(HERE, "..", "testing"))
 
 import harness  # noqa: E402
+import load  # noqa: E402
 import synth  # noqa: E402
 
 
@@ -301,48 +302,8 @@ def gather_reads(data_dir, reps):
     return out
 
 
-# Where the run's raw results and plots go, under the output directory (not the root).
-ARTIFACTS = "benchmarks"
-
-
-def plot(results, out_dir):
-    """PNG plots of throughput against clients and against queue depth (matplotlib)."""
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("matplotlib not installed: no plots (apt-get install python3-matplotlib)")
-        return []
-    made = []
-    for key, xlabel, name in (("clients", "concurrent clients", "bench_clients.png"),
-                              ("queue_depth", "queue depth", "bench_queue_depth.png")):
-        items = sorted(results[key].items(), key=lambda kv: int(kv[0]))
-        xs = [int(k) for k, _ in items]
-        vals = [v["aggregate_gbps"] if "aggregate_gbps" in v else v for _, v in items]
-        med = [v["median"] for v in vals]
-        lo = [v["median"] - v["min"] for v in vals]
-        hi = [v["max"] - v["median"] for v in vals]
-        fig, ax = plt.subplots(figsize=(6, 4))
-        ax.errorbar(xs, med, yerr=[lo, hi], marker="o", capsize=4, label="shotstream -> C++")
-        if results.get("iperf3_gbps"):
-            ax.axhline(results["iperf3_gbps"]["median"], color="gray", ls="--",
-                       label="iperf3 loopback TCP")
-        ax.axhline(results["baseline_cpp_gbps"]["median"], color="tab:red", ls=":",
-                   label="Python grpcio+segyio server")
-        ax.set_xscale("log", base=2)
-        ax.set_xticks(xs)
-        ax.set_xticklabels([str(x) for x in xs])
-        ax.set_xlabel(xlabel)
-        ax.set_ylabel("GB/s (aggregate)")
-        ax.set_ylim(bottom=0)
-        ax.legend()
-        ax.set_title(f"Throughput against {xlabel}")
-        fig.tight_layout()
-        fig.savefig(os.path.join(out_dir, ARTIFACTS, name), dpi=100)
-        plt.close(fig)
-        made.append(f"{ARTIFACTS}/{name}")
-    return made
+from bench_report import ARTIFACTS  # noqa: E402  (benchmarks/, beside BENCHMARKS.md)
+import bench_report  # noqa: E402
 
 
 def slow_storage(work, data_dir, delay_us=200):
@@ -386,21 +347,19 @@ def catalog_1m(work):
     return out
 
 
-def reliability(load_seconds):
-    """The 32-client load test's figures. (Fuzzing is a test, not a figure:
-    `bazel test --config=fuzz //tests/fuzz/...`.)"""
-    out = {"load": None}
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env = dict(os.environ, SHOTSTREAM_LOAD_SECONDS=str(load_seconds),
-               PYTHONPATH=os.pathsep.join([package_dir(), os.path.join(root, "tests"),
-                                           os.path.join(root, "tools")]))
-    res = subprocess.run(["/usr/bin/python3", "-m", "unittest",
-                          "hardening_test.HardeningTest."
-                          "test_load_32_clients_random_orders_cancels_and_reconnects"],
-                         cwd=os.path.join(root, "tests"), env=env, capture_output=True, text=True)
-    lines = [l for l in res.stderr.splitlines() if l.startswith("load:")]
-    out["load"] = {"ok": res.returncode == 0, "line": lines[-1] if lines else res.stderr[-500:]}
-    return out
+def reliability(work, load_seconds):
+    """The load generator's figures (testing/load.py, which //tests:hardening_test runs
+    for 20 s): 32 clients, random orders, cancels, reconnects, every shot verified."""
+    d = os.path.join(work, "load")
+    synth.write_survey(d, n_shots=24, traces_per_shot=60, n_samples=1000, n_files=3, fmt=1)
+    with harness.Server([f"--dataset=d={d}/*.sgy", "--log_streams=false",
+                         "--max_queue_depth=4"]) as server:
+        with shotstream.Client(server.target) as c:
+            ref = {s.shot_id: s.samples.copy() for s in c.stream("d", list(range(1, 25)))}
+        r = load.run_load(server, "d", ref, clients=32, seconds=load_seconds)
+    bound_mb = 32 * 4 * 60 * 1000 * 4 * 1.5 / 1e6 + 64
+    ok = not r["errors"] and r["alive"] and r["rss_growth_mb"] <= bound_mb
+    return {"load": {"ok": ok, "line": "load: " + load.describe(r, bound_mb)}}
 
 
 def decode_per_core():
@@ -440,7 +399,8 @@ def main():
                "data": {"shots": args.shots, "traces_per_shot": args.traces,
                         "samples": args.samples,
                         "shot_mb": args.traces * args.samples * 4 / 1e6},
-               "reps": args.reps}
+               "reps": args.reps,
+               "settings": {"cpp_passes": CPP_PASSES, "warm_shots": WARM_SHOTS}}
     try:
         print("writing data ...", flush=True)
         synth.write_survey(ieee_dir, args.shots, args.traces, args.samples, n_files=4, fmt=5)
@@ -575,17 +535,15 @@ def main():
         results["catalog_1m"] = catalog_1m(work)
         if not args.skip_reliability:
             print("reliability (32-client load) ...", flush=True)
-            results["reliability"] = reliability(args.load_seconds)
+            results["reliability"] = reliability(work, args.load_seconds)
     finally:
         if args.workdir is None:
             shutil.rmtree(work, ignore_errors=True)
 
     with open(os.path.join(out_dir, ARTIFACTS, "bench.json"), "w") as f:
         json.dump(results, f, indent=1)
-    results["plots"] = plot(results, out_dir)
-    with open(os.path.join(out_dir, "BENCHMARKS.md"), "w") as f:
-        f.write(render(results))
-    print(render(results))
+    # Reporting is bench_report's: the same as `bazel run //:bench_report` afterwards.
+    print(bench_report.write(results, out_dir))
 
 
 def cpu_name():
@@ -597,265 +555,6 @@ def cpu_name():
     except OSError:
         pass
     return platform.processor()
-
-
-def fmt(s, unit="GB/s", scale=1.0, digits=2):
-    return (f"{s['median'] * scale:.{digits}f} {unit} "
-            f"({s['min'] * scale:.{digits}f}..{s['max'] * scale:.{digits}f})")
-
-
-def ratio(a, b):
-    return a["median"] / b["median"] if b and b["median"] else float("nan")
-
-
-def clients(r, n):
-    c = r["clients"]
-    return (c[str(n)] if str(n) in c else c[n])["aggregate_gbps"]
-
-
-def render(r):
-    m = r["machine"]
-    d = r["data"]
-    lines = [
-        "# shotstream benchmarks",
-        "",
-        f"Generated by `bazel run -c opt //:bench` (tools/bench.py) from `{ARTIFACTS}/bench.json`; "
-        "do not edit",
-        "by hand. Every ratio compares figures measured in the same run on the same data.",
-        "",
-        f"- machine: {m['cpu']}, {m['nproc']} cores, {m['platform']}",
-        f"- date: {r['date']}; medians of {r['reps']} runs, (min..max)",
-        f"- data: {d['shots']} shots x {d['traces_per_shot']} traces x {d['samples']} samples "
-        f"({d['shot_mb']:.2f} MB per shot as float32), 4 files, page cache warm",
-        "",
-        "## Headline ratios",
-        "",
-        "| what | ratio | target |",
-        "| --- | ---: | --- |",
-    ]
-    ip = r.get("iperf3_gbps")
-    if ip:
-        lines.append(f"| shotstream -> C++ client / iperf3 loopback TCP | "
-                     f"{ratio(r['cpp_ieee_gbps'], ip):.2f}x | >= 0.7x (issue 5) |")
-    ga = r.get("grpc_alone")
-    if ga:
-        lines.append(f"| shotstream -> C++ client / gRPC alone (in-memory server -> dropping "
-                     f"client, same channel arguments) | "
-                     f"{ratio(ga['shotstream']['gbps'], ga['grpc_alone']['gbps']):.2f}x | |")
-    lines += [
-        f"| shotstream -> C++ client / Python grpcio+segyio server -> C++ client | "
-        f"{ratio(r['cpp_ieee_gbps'], r['baseline_cpp_gbps']):.2f}x | >= 4x (issue 5) |",
-        f"| IBM float / IEEE float, C++ client | "
-        f"{ratio(r['cpp_ibm_gbps'], r['cpp_ieee_gbps']):.2f}x | >= 0.6x (issue 5) |",
-        f"| shotstream -> Python client / shotstream -> C++ client | "
-        f"{ratio(r['py_ieee_gbps'], r['cpp_ieee_gbps']):.2f}x | >= 0.5x (issue 7) |",
-        f"| shotstream -> Python client / Python grpcio+segyio server -> Python client | "
-        f"{ratio(r['py_ieee_gbps'], r['baseline_py_gbps']):.2f}x | >= 2x (issue 7) |",
-        f"| the same, the Python client through grpcio alone (`native=False`) | "
-        f"{ratio(r['py_grpcio_ieee_gbps'], r['baseline_py_gbps']):.2f}x | (issue 7) |",
-        f"| 8 clients aggregate / 1 client | "
-        f"{ratio(clients(r, 8), clients(r, 1)):.2f}x | >= 0.8x (issue 5) |",
-        f"| catalog build / segyio attributes(), traces/s | "
-        f"{ratio(r['catalog_traces_per_s'], r['segyio_attributes_traces_per_s']):.2f}x "
-        f"| >= 1x (issue 4) |",
-    ]
-    buf = r.get("buffers")
-    if buf:
-        lines.append(f"| receive time into the client's buffer pool / into a new buffer per "
-                     f"shot | {ratio(buf['plain_gbps'], buf['pool_gbps']):.2f}x | <= 1.05x "
-                     f"(issue 6) |")
-    dec = r.get("decode_gbps")
-    if dec:
-        lines += [
-            f"| decode IEEE big-endian / memcpy, one core | "
-            f"{dec['IeeeBigEndian'] / dec['Memcpy']:.2f}x | >= 0.7x (issue 3) |",
-            f"| decode IBM float / memcpy, one core | "
-            f"{dec['IbmBigEndian'] / dec['Memcpy']:.2f}x | >= 0.4x (issue 3) |",
-        ]
-    lines += [
-        "",
-        "## Figures",
-        "",
-        "| what | throughput |",
-        "| --- | --- |",
-    ]
-    if ip:
-        lines.append(f"| iperf3 loopback TCP, one stream, 1 MiB writes | {fmt(ip)} |")
-    lines += [
-        f"| shotstream -> C++ client, IEEE | {fmt(r['cpp_ieee_gbps'])} |",
-        f"| shotstream -> C++ client, IBM | {fmt(r['cpp_ibm_gbps'])} |",
-        f"| shotstream -> Python client (numpy), IEEE"
-        f"{' (native extension)' if r.get('py_native') else ''} | {fmt(r['py_ieee_gbps'])} |",
-        f"| shotstream -> Python client through grpcio alone, IEEE | "
-        f"{fmt(r['py_grpcio_ieee_gbps'])} |",
-        f"| Python grpcio+segyio server -> C++ client | {fmt(r['baseline_cpp_gbps'])} |",
-        f"| Python grpcio+segyio server -> Python client | {fmt(r['baseline_py_gbps'])} |",
-        f"| catalog build (`--index_only`, its reported build time) | "
-        f"{fmt(r['catalog_traces_per_s'], 'M traces/s', 1e-6)} |",
-        f"| segyio `attributes(FieldRecord)[:]` | "
-        f"{fmt(r['segyio_attributes_traces_per_s'], 'M traces/s', 1e-6)} |",
-        "",
-        "### Concurrent C++ clients (each streams every shot once)",
-        "",
-        "| clients | aggregate | slowest / fastest client time |",
-        "| ---: | --- | ---: |",
-    ]
-    for n, c in r["clients"].items():
-        lines.append(f"| {n} | {fmt(c['aggregate_gbps'])} | {c['slowest_over_fastest']:.2f} |")
-    if buf:
-        kind = ("page-locked (cudaHostAlloc)" if buf["pinned"] else
-                "pageable: no GPU here, so the pool holds pageable host memory (2 MiB huge pages advised)")
-        lines += ["", "### Where shots land (one C++ client, `shotstream bench --buffers=...`)",
-                  "", f"Buffers {kind}; "
-                  f"runs alternated. Allocations per run of {buf['shots']} shots: pool "
-                  f"{buf['pool_allocations']}, plain {buf['plain_allocations']}.", "",
-                  "| buffers | throughput |", "| --- | --- |",
-                  f"| pool (reused) | {fmt(buf['pool_gbps'])} |",
-                  f"| plain (allocated and freed per shot) | {fmt(buf['plain_gbps'])} |"]
-    cpu = r.get("cpu_ns_per_byte")
-    if cpu:
-        names = {"iperf3_sender": "iperf3 sender", "iperf3_receiver": "iperf3 receiver",
-                 "server": "shotstream server (one C++ stream)",
-                 "cpp_client": "C++ client (`shotstream bench`)",
-                 "python_client_native": "Python client, native extension (its default)",
-                 "python_client_256k": "Python client through grpcio, 256 KiB messages "
-                                       "(its default there)",
-                 "python_client_4096k": "Python client through grpcio, 4 MiB messages",
-                 "python_client_65536k": "Python client through grpcio, whole shots in one "
-                                         "message"}
-        lines += ["", "### Where the CPU goes (CPU time per byte delivered)", "",
-                  "User + system CPU of each process over a run, divided by the bytes "
-                  "delivered: iperf3's own report; /proc for the server; the children's "
-                  "rusage for `shotstream bench`; the process's times for the Python client.",
-                  "", "| process | ns per byte |", "| --- | --- |"]
-        for key, label in names.items():
-            if key in cpu:
-                lines.append(f"| {label} | {fmt(cpu[key], 'ns', 1.0, 3)} |")
-    if ga:
-        lines += ["", "### Against gRPC alone (runs alternated)", "",
-                  "`grpc_ceiling serve` (`tools/grpc_ceiling.cc`) sends one shot held in memory "
-                  "as a slice over it for every shot asked (no file, no decode, no copy); "
-                  "`grpc_ceiling receive` drops every message, or with `--copy` copies the "
-                  "samples out with their CRC-32 checked as the client library does. Both use "
-                  "shotstream's channel arguments. Server CPU from /proc.", "",
-                  "| server -> client | throughput | server CPU per byte |",
-                  "| --- | --- | --- |"]
-        for key, label in (("grpc_alone", "grpc_ceiling serve -> grpc_ceiling receive (gRPC "
-                                          "alone)"),
-                           ("ceiling_to_client", "grpc_ceiling serve -> `shotstream bench` "
-                                                 "(our client's cost)"),
-                           ("server_to_copy", "shotstream_server -> grpc_ceiling receive "
-                                              "--copy (our server's cost)"),
-                           ("shotstream", "shotstream_server -> `shotstream bench`")):
-            lines.append(f"| {label} | {fmt(ga[key]['gbps'])} | "
-                         f"{fmt(ga[key]['server_ns'], 'ns', 1.0, 3)} |")
-    st = r.get("settings")
-    if st:
-        lines += ["", "### What each setting buys (pairs of runs alternated)", "",
-                  "Server: `shotstream_server --io=pread`, `--io=mmap --zero_copy=false` and "
-                  "`--io=mmap` (what `--io=auto` picks on local filesystems; zero copy is on by "
-                  "default: IEEE traces go out as slices over the mapping), its CPU from /proc. "
-                  "C++ client: `shotstream bench` with `GRPC_EXPERIMENTS=tcp_read_chunks` "
-                  "(gRPC's default), with `MALLOC_ARENA_MAX=16` (glibc's per-thread arenas, its "
-                  "default here) and with neither (the client's defaults, "
-                  "`client/grpc_tuning.h`), its CPU from rusage. Python: the native client in a "
-                  "fresh process with `SHOTSTREAM_TUNING=0` and without.", "",
-                  "| setting | throughput | CPU per byte |", "| --- | --- | --- |"]
-        labels = (("pread", "server `--io=pread`"),
-                  ("mmap_decode", "server `--io=mmap --zero_copy=false`"),
-                  ("zero_copy", "server `--io=mmap`, zero copy (default)"),
-                  ("chunks_on", "C++ client, tcp_read_chunks on"),
-                  ("arenas", "C++ client, per-thread malloc arenas"),
-                  ("client_default", "C++ client, defaults (tcp_read_chunks off, one arena)"),
-                  ("py_untuned", "Python native, `SHOTSTREAM_TUNING=0`"),
-                  ("py_tuned", "Python native, tuned (default)"))
-        for key, label in labels:
-            ns = fmt(st[key]["ns"], "ns", 1.0, 3) if "ns" in st[key] else "-"
-            lines.append(f"| {label} | {fmt(st[key]['gbps'])} | {ns} |")
-    lines += ["", "### Queue depth (one C++ client)", "", "| queue depth | throughput |",
-              "| ---: | --- |"]
-    for q, s in r["queue_depth"].items():
-        lines.append(f"| {q} | {fmt(s)} |")
-    ss = r.get("slow_storage")
-    if ss:
-        lines += ["", f"### Catalog build when every read costs {ss['delay_us']} us "
-                  "(network storage, simulated)", "",
-                  "Both readers run under `tools/io_shim.c` (LD_PRELOAD), which delays every "
-                  "pread/fread on a file; the scan switches to large region reads when its "
-                  "first reads are slow.", "",
-                  "| reader | seconds for the same files | ratio |", "| --- | ---: | ---: |",
-                  f"| shotstream `--index_only` | {ss['shotstream_seconds']:.3f} | "
-                  f"{ss['segyio_seconds'] / ss['shotstream_seconds']:.1f}x faster |",
-                  f"| segyio `attributes(FieldRecord)[:]` | {ss['segyio_seconds']:.3f} | 1 |"]
-    g = r.get("gathers")
-    if g:
-        lines += ["", "### Reading gathers from the page cache (one process, no network)", "",
-                  f"The limit: the files' bytes read from the page cache in 16 MiB reads, "
-                  f"{g['page_cache_gbps']:.2f} GB/s. Throughput counts the float32 samples "
-                  f"delivered; `gather_read_bench` (C++) decodes to float32, segyio returns "
-                  f"the file's floats.", "",
-                  "| gather | coalesced reads | one pread per trace | segyio (mmap) | "
-                  "coalesced / segyio |",
-                  "| --- | --- | --- | --- | ---: |"]
-        for gather, label in (("shot", "common shot (contiguous)"),
-                              ("receiver", "common receiver (strided)")):
-            c, p, sg = g[f"{gather}_coalesced"], g[f"{gather}_per_trace"], g[f"{gather}_segyio"]
-            lines.append(f"| {label} | {c['gbps']:.2f} GB/s ({c['reads']} reads) | "
-                         f"{p['gbps']:.2f} GB/s ({p['reads']} reads) | {sg['gbps']:.2f} GB/s | "
-                         f"{c['gbps'] / sg['gbps']:.2f}x |")
-    for name in r.get("plots", []):
-        lines += ["", f"![{name}]({name})"]
-    if dec:
-        lines += ["", "### Decoding one shot to float32, one core "
-                  "(`bazel run -c opt //segy:sample_format_benchmark`)", "",
-                  "Output bytes per second (float32), median of 5; the limit is a memcpy of "
-                  "the same 7.68 MB.", "", "| decode | throughput | / memcpy |",
-                  "| --- | --- | ---: |"]
-        for name, v in dec.items():
-            lines.append(f"| {name} | {v:.1f} GB/s | {v / dec['Memcpy']:.2f}x |")
-    c1 = r.get("catalog_1m")
-    if c1:
-        lines += ["", "### Catalog of 1 M traces (4 files, 50 samples per trace)", "",
-                  "| step | seconds |", "| --- | ---: |",
-                  f"| build (scan, group, save) | {c1['build_seconds']:.3f} |",
-                  f"| load of the saved catalog at the next start | {c1['load_seconds']:.3f} |",
-                  f"| segyio `attributes(FieldRecord)[:]` on the same files | "
-                  f"{c1['segyio_attributes_seconds']:.3f} |"]
-    rel = r.get("reliability")
-    if rel:
-        lines += ["", "## Reliability", "",
-                  "| what | figure |", "| --- | --- |"]
-        if rel.get("load"):
-            lines.append(f"| 32-client load test (`tests/hardening_test.py`), random orders, "
-                         f"cancels, reconnects, every shot verified | {rel['load']['line']} "
-                         f"({'passed' if rel['load']['ok'] else 'FAILED'}) |")
-        lines += ["| faults injected and survived (`//tests:hardening_test`) | files truncated "
-                  "while serving, with pread and mmap: the stream ends DATA_LOSS naming the file "
-                  "and offset; read errors (EIO injected into pread by `tools/io_shim.c`, an "
-                  "LD_PRELOAD shim, switched on and off while serving): the stream ends "
-                  "UNAVAILABLE naming the file, offset and error, shots of healthy files go on, "
-                  "and everything streams again once reads succeed; other streams and datasets "
-                  "go on, the server exits 0 |",
-                  f"| bad inputs tried (`//tests:hardening_test`, `//server/segy:golden_test`) | "
-                  f"10 malformed files (truncated, garbage, wrong format codes, zero and absurd "
-                  f"sample counts, bad extended-header counts, short SU), the 2 invalid and 2 "
-                  f"format-4 files of segyio's test data: each refused with the file, byte and "
-                  f"reason, never a crash |"]
-    lines += ["", "Commands: `bazel run -c opt //:bench` (all of the above; `--reps`, `--shots`, "
-              "`--skip_reliability` for a quicker run). The iperf3 figure is "
-              "`iperf3 -c 127.0.0.1 -l 1M -t 3`, each run alternated with a headline C++ run of "
-              "shotstream, 3 s apart (so that their ratio compares the same machine state; a "
-              "run right after iperf3's burst came out 10-30% slower on this VM: iperf3, then "
-              "two such runs back to back, four times); "
-              "the C++ figures are `shotstream bench` (its "
-              f"JSON line; the headline ones `--repeat={CPP_PASSES} --warmup_shots={WARM_SHOTS}`: "
-              "one process streaming every shot that many times after that many untimed shots, "
-              "for shotstream and the baseline server alike); the Python figures time one pass "
-              f"after {WARM_SHOTS} untimed shots on the same client. The "
-              "baseline server is `tools/baseline_server.py` (plain grpcio), and its Python "
-              "client the package through grpcio alone in a fresh process, without the native "
-              "extension's process tuning.", ""]
-    return "\n".join(lines)
 
 
 if __name__ == "__main__":
