@@ -12,7 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "server/io/coalescing_reader.h"
+#include "server/io/trace_ref.h"
 #include "server/segy/segy_file.h"
 #include "segy/trace_header.h"
 

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "server/io/coalescing_reader.h"
 #include "server/segy/test_writer.h"
 
 namespace shotstream::catalog {

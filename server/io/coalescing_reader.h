@@ -12,16 +12,10 @@
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"
+#include "server/io/trace_ref.h"
 #include "server/segy/segy_file.h"
 
 namespace shotstream::io {
-
-// Where a trace starts (its first header byte) in a dataset's files.
-struct TraceRef {
-  uint32_t file_id = 0;
-  uint64_t offset = 0;
-  bool operator==(const TraceRef& o) const { return file_id == o.file_id && offset == o.offset; }
-};
 
 struct CoalesceOptions {
   // Traces whose gap (bytes between the end of one and the start of the next) is at most
