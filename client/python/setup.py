@@ -5,14 +5,22 @@
 
 The build step generates shotstream/v1/shotstream_pb2*.py from the .proto: the copy an
 sdist carries (proto/ beside this file), else the repository's proto/shotstream/v1/.
-Runtime needs only grpcio, protobuf and numpy."""
+Runtime needs only grpcio, protobuf and numpy.
+
+Where the C++ build dependencies are there (Debian: g++ pkg-config libgrpc++-dev
+libprotobuf-dev protobuf-compiler-grpc libabsl-dev libisal-dev zlib1g-dev), it also builds
+the native extension shotstream._native (the C++ client, the fast path of Client.stream)
+from the client's sources: the repository's, or the copy an sdist carries (native_src/).
+Where they are not, the package streams through grpcio alone and says what it lacks, at
+install and at first use. SHOTSTREAM_BUILD_NATIVE=0 skips the extension."""
 
 import os
 import shutil
 import subprocess
 import sys
 
-from setuptools import setup
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
 from setuptools.command.build_py import build_py
 
 from setuptools.command.sdist import sdist
@@ -32,6 +40,61 @@ VENDORED = os.path.join(HERE, "proto")  # in an sdist
 REPO_PROTO = os.path.join(HERE, "..", "..", "proto")
 
 
+# The C++ client's sources the extension is built from (paths from the repository root),
+# with the same flags as the Bazel build.
+NATIVE_SOURCES = [
+    "client/python/native/shotstream_native.cc",
+    "client/client.cc",
+    "wire/chunk_codec.cc",
+    "segy/sample_format.cc",
+    "gpu/pinned_buffer_pool.cc",
+    "gpu/cuda_runtime.cc",
+]
+NATIVE_HEADERS = [
+    "client/client.h",
+    "client/grpc_tuning.h",
+    "client/retry_budget.h",
+    "common/crc32.h",
+    "common/malloc_tuning.h",
+    "common/sample_buffer.h",
+    "gpu/cuda_runtime.h",
+    "gpu/pinned_buffer_pool.h",
+    "segy/sample_format.h",
+    "wire/chunk_codec.h",
+]
+PKG_CONFIG = ["grpc++", "protobuf", "libisal", "zlib", "absl_status", "absl_statusor",
+              "absl_synchronization", "absl_strings", "absl_str_format", "absl_time"]
+NATIVE_FLAGS = ["-std=c++17", "-O2", "-g0", "-Wall", "-Wno-sign-compare", "-fvisibility=hidden"]
+VENDORED_NATIVE = os.path.join(HERE, "native_src")  # in an sdist
+REPO_ROOT = os.path.join(HERE, "..", "..")
+MISSING_NOTE = "_native_missing.txt"  # in the installed package when the extension is not
+
+
+def native_root():
+    for root in (VENDORED_NATIVE, REPO_ROOT):
+        if all(os.path.isfile(os.path.join(root, f)) for f in NATIVE_SOURCES + NATIVE_HEADERS):
+            return os.path.abspath(root)
+    return None
+
+
+def native_missing():
+    """What the native build lacks here (empty: it can be built)."""
+    if os.environ.get("SHOTSTREAM_BUILD_NATIVE", "1") == "0":
+        return ["SHOTSTREAM_BUILD_NATIVE=0"]
+    missing = []
+    if native_root() is None:
+        missing.append("the C++ client sources (native_src/ or the repository)")
+    for tool, package in (("pkg-config", "pkg-config"), ("protoc", "protobuf-compiler"),
+                          ("grpc_cpp_plugin", "protobuf-compiler-grpc"), ("g++", "g++")):
+        if shutil.which(tool) is None:
+            missing.append(f"{tool} ({package})")
+    if shutil.which("pkg-config"):
+        for module in PKG_CONFIG:
+            if subprocess.run(["pkg-config", "--exists", module]).returncode != 0:
+                missing.append(f"pkg-config {module}")
+    return missing
+
+
 def proto_root():
     for root in (VENDORED, REPO_PROTO):
         if os.path.isfile(os.path.join(root, PROTO)):
@@ -40,13 +103,65 @@ def proto_root():
 
 
 class SdistWithProto(sdist):
-    """An sdist that builds outside the repository: the .proto goes in with it."""
+    """An sdist that builds outside the repository: the .proto and the C++ client's
+    sources go in with it."""
 
     def make_release_tree(self, base_dir, files):
         super().make_release_tree(base_dir, files)
         dst = os.path.join(base_dir, "proto", os.path.dirname(PROTO))
         os.makedirs(dst, exist_ok=True)
         shutil.copy(os.path.join(proto_root(), PROTO), dst)
+        root = native_root()
+        if root is not None:
+            for f in NATIVE_SOURCES + NATIVE_HEADERS:
+                out = os.path.join(base_dir, "native_src", f)
+                os.makedirs(os.path.dirname(out), exist_ok=True)
+                shutil.copy(os.path.join(root, f), out)
+
+
+class BuildNative(build_ext):
+    """shotstream._native where the C++ dependencies are there; else the package goes
+    without it, and says so (stderr now, _native_missing.txt for the first use)."""
+
+    def finalize_options(self):
+        super().finalize_options()
+        self.parallel = os.cpu_count() or 1
+
+    def run(self):
+        missing = native_missing()
+        note = os.path.join(os.path.abspath(self.build_lib), "shotstream", MISSING_NOTE)
+        if missing:
+            text = ("shotstream: the native extension (the C++ client, the fast path of "
+                    "Client.stream) was not built; missing: " + ", ".join(missing) +
+                    ". The package streams through grpcio alone. To build it (Debian): "
+                    "apt-get install g++ pkg-config libgrpc++-dev libprotobuf-dev "
+                    "protobuf-compiler-grpc libabsl-dev libisal-dev zlib1g-dev, then pip "
+                    "install again.")
+            sys.stderr.write(text + "\n")
+            os.makedirs(os.path.dirname(note), exist_ok=True)
+            with open(note, "w") as f:
+                f.write(text + "\n")
+            self.extensions = []
+            return
+        if os.path.exists(note):
+            os.remove(note)
+        root = native_root()
+        gen = os.path.abspath(os.path.join(self.build_temp, "gen"))
+        os.makedirs(gen, exist_ok=True)
+        subprocess.check_call(
+            ["protoc", f"-I{proto_root()}", f"--cpp_out={gen}", f"--grpc_out={gen}",
+             f"--plugin=protoc-gen-grpc={shutil.which('grpc_cpp_plugin')}", PROTO],
+            cwd=proto_root())
+        cflags = subprocess.check_output(["pkg-config", "--cflags"] + PKG_CONFIG, text=True)
+        libs = subprocess.check_output(["pkg-config", "--libs"] + PKG_CONFIG, text=True)
+        for ext in self.extensions:
+            ext.sources = [os.path.join(root, f) for f in NATIVE_SOURCES] + [
+                os.path.join(gen, "shotstream", "v1", "shotstream.pb.cc"),
+                os.path.join(gen, "shotstream", "v1", "shotstream.grpc.pb.cc")]
+            ext.include_dirs = [root, gen]
+            ext.extra_compile_args = NATIVE_FLAGS + cflags.split()
+            ext.extra_link_args = libs.split()
+        super().run()
 
 
 class BuildWithStubs(build_py):
@@ -78,5 +193,7 @@ setup(
     python_requires=">=3.9",
     install_requires=["grpcio", "protobuf", "numpy"],
     extras_require={"torch": ["torch"]},
-    cmdclass={"build_py": BuildWithStubs, "sdist": SdistWithProto},
+    ext_modules=[Extension("shotstream._native", sources=["(set by BuildNative)"],
+                           language="c++")],
+    cmdclass={"build_py": BuildWithStubs, "build_ext": BuildNative, "sdist": SdistWithProto},
 )

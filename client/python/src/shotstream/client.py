@@ -49,6 +49,24 @@ def _load_native():
 
 
 _native = _load_native()
+
+
+def _say_native_missing_once():
+    """A pip install that could not build the extension left a note saying why; the first
+    Client says it once (a warning), unless SHOTSTREAM_NATIVE=0 asked for grpcio."""
+    global _said_native_missing
+    if _native is not None or _said_native_missing or \
+            os.environ.get("SHOTSTREAM_NATIVE", "1") == "0":
+        return
+    _said_native_missing = True
+    note = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_native_missing.txt")
+    if os.path.isfile(note):
+        import warnings
+        with open(note) as f:
+            warnings.warn(f.read().strip(), RuntimeWarning, stacklevel=3)
+
+
+_said_native_missing = False
 _CODES = {c.value[0]: c for c in grpc.StatusCode}
 
 
@@ -94,6 +112,7 @@ class Client:
                  retries: int = 0, timeout: Optional[float] = None,
                  reconnect_timeout: float = 10.0, native: Optional[bool] = None,
                  connect_timeout: float = 5.0) -> None:
+        _say_native_missing_once()
         if isinstance(targets, str):
             targets = [targets]
         if not targets:
