@@ -34,6 +34,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "testing"))
 
 import harness  # noqa: E402
+import link_bench  # noqa: E402
 import load  # noqa: E402
 import synth  # noqa: E402
 
@@ -385,6 +386,12 @@ def main():
     p.add_argument("--workdir", default=None)
     p.add_argument("--load_seconds", type=int, default=60)
     p.add_argument("--skip_reliability", action="store_true")
+    p.add_argument("--only", choices=["link"], default=None,
+                   help="measure only this section and merge it into the saved bench.json")
+    p.add_argument("--link_rate", default="10gbit", help="the emulated link's rate (tbf)")
+    p.add_argument("--link_python", default=None,
+                   help="an interpreter whose own shotstream the link section uses (a venv "
+                        "with a pip install); default: Bazel's package")
     p.add_argument("--out", default=None, help="directory for BENCHMARKS.md (and "
                    f"{ARTIFACTS}/: bench.json and the plots) "
                    "(default: the workspace under bazel run, else .)")
@@ -393,6 +400,8 @@ def main():
     os.makedirs(os.path.join(out_dir, ARTIFACTS), exist_ok=True)
     work = args.workdir or tempfile.mkdtemp(prefix="shotstream-bench-")
     ieee_dir, ibm_dir = os.path.join(work, "ieee"), os.path.join(work, "ibm")
+    if args.only == "link":
+        return link_only(args, out_dir, work, ieee_dir)
     results = {"machine": {"nproc": os.cpu_count(), "platform": platform.platform(),
                            "cpu": cpu_name()},
                "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -475,7 +484,7 @@ def main():
             if results["py_native"]:
                 cpu["python_client_native"] = summary(
                     [py_cpu_per_byte(t, "ieee", ids, None, None) for _ in reps])
-            for chunk in (256 << 10, 4 << 20, 64 << 20):
+            for chunk in (256 << 10, 1 << 20, 4 << 20, 64 << 20):
                 cpu[f"python_client_{chunk >> 10}k"] = summary(
                     [py_cpu_per_byte(t, "ieee", ids, chunk, False) for _ in reps])
             print("gRPC alone ...", flush=True)
@@ -533,6 +542,8 @@ def main():
         results["decode_gbps"] = decode_per_core()
         print("catalog of 1 M traces ...", flush=True)
         results["catalog_1m"] = catalog_1m(work)
+        print("emulated link ...", flush=True)
+        results["link"] = measure_link(args, ieee_dir)
         if not args.skip_reliability:
             print("reliability (32-client load) ...", flush=True)
             results["reliability"] = reliability(work, args.load_seconds)
@@ -543,6 +554,31 @@ def main():
     with open(os.path.join(out_dir, ARTIFACTS, "bench.json"), "w") as f:
         json.dump(results, f, indent=1)
     # Reporting is bench_report's: the same as `bazel run //:bench_report` afterwards.
+    print(bench_report.write(results, out_dir))
+
+
+def measure_link(args, ieee_dir):
+    return link_bench.measure(harness.runfile(harness.SERVER), harness.runfile(harness.CLI),
+                              f"{ieee_dir}/*.sgy", package_dir(), reps=max(1, args.reps // 2 + 1),
+                              rate=args.link_rate, python=args.link_python)
+
+
+def link_only(args, out_dir, work, ieee_dir):
+    """--only=link: the link section, measured now, into the saved figures."""
+    path = os.path.join(out_dir, ARTIFACTS, "bench.json")
+    with open(path) as f:
+        results = json.load(f)
+    try:
+        synth.write_survey(ieee_dir, args.shots, args.traces, args.samples, n_files=4, fmt=5)
+        warm_page_cache(ieee_dir)
+        results["link"] = measure_link(args, ieee_dir)
+        results["link"]["date"] = datetime.datetime.now(
+            datetime.timezone.utc).isoformat(timespec="seconds")
+    finally:
+        if args.workdir is None:
+            shutil.rmtree(work, ignore_errors=True)
+    with open(path, "w") as f:
+        json.dump(results, f, indent=1)
     print(bench_report.write(results, out_dir))
 
 

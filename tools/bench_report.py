@@ -134,8 +134,9 @@ def render(r):
                  "server": "shotstream server (one C++ stream)",
                  "cpp_client": "C++ client (`shotstream bench`)",
                  "python_client_native": "Python client, native extension (its default)",
-                 "python_client_256k": "Python client through grpcio, 256 KiB messages "
-                                       "(its default there)",
+                 "python_client_256k": "Python client through grpcio, 256 KiB messages",
+                 "python_client_1024k": "Python client through grpcio, 1 MiB messages "
+                                        "(its default, the server's)",
                  "python_client_4096k": "Python client through grpcio, 4 MiB messages",
                  "python_client_65536k": "Python client through grpcio, whole shots in one "
                                          "message"}
@@ -237,6 +238,27 @@ def render(r):
                   f"| load of the saved catalog at the next start | {c1['load_seconds']:.3f} |",
                   f"| segyio `attributes(FieldRecord)[:]` on the same files | "
                   f"{c1['segyio_attributes_seconds']:.3f} |"]
+    lk = r.get("link")
+    if lk and "skipped" not in lk:
+        ip = lk["iperf3_gbps"]
+        who = ("pip-installed into a venv (`--link_python=VENV/bin/python`)"
+               if lk["python"] == "pip-installed" else "Bazel's package")
+        lines += ["", f"## On an emulated {lk['rate']} link", "",
+                  "Two network namespaces joined by a veth pair, tbf on both ends "
+                  "(tools/link_bench.py; `sudo bazel run -c opt //:bench -- --only=link`"
+                  f", measured {lk.get('date', r['date'])}); 7.68 MB IEEE shots, queue depth "
+                  f"4, each client in turn; the Python client {who}.", "",
+                  "| what | throughput | / iperf3 on the link |", "| --- | --- | ---: |",
+                  f"| iperf3, one stream, 1 MiB writes | {fmt(ip)} | 1.00x |",
+                  f"| shotstream -> C++ client (`shotstream bench --queue_depth=4`) | "
+                  f"{fmt(lk['cpp_gbps'])} | {ratio(lk['cpp_gbps'], ip):.2f}x |",
+                  f"| shotstream -> Python client, native extension"
+                  f"{'' if lk.get('py_native_was_native') else ' (NOT NATIVE)'} | "
+                  f"{fmt(lk['py_native_gbps'])} | {ratio(lk['py_native_gbps'], ip):.2f}x |",
+                  f"| shotstream -> Python client, grpcio alone (`native=False`) | "
+                  f"{fmt(lk['py_grpcio_gbps'])} | {ratio(lk['py_grpcio_gbps'], ip):.2f}x |"]
+    elif lk:
+        lines += ["", "## On an emulated link", "", f"Not measured in this run: {lk['skipped']}."]
     rel = r.get("reliability")
     if rel:
         lines += ["", "## Reliability", "",

@@ -1,0 +1,133 @@
+"""shotstream over an emulated network link: two network namespaces joined by a veth pair,
+a token-bucket rate limit (tbf) on both ends (../shared/docs/PERFORMANCE_NOTES.md has the
+recipe). Needs root and `ip`/`tc`; everything it creates it removes.
+
+Measured in turns on the same link, 7.68 MB IEEE shots, queue depth 4: iperf3 (the link's
+limit), `shotstream bench` (the C++ client), the Python client through its native
+extension and through grpcio alone. `python` may name another interpreter, e.g. a venv
+with a pip-installed package (then its own `shotstream` is used, not Bazel's)."""
+
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import time
+
+SERVER_NS, CLIENT_NS = "ss-bench-srv", "ss-bench-cli"
+SERVER_IP, CLIENT_IP = "10.250.19.1", "10.250.19.2"
+
+PY_STREAM = """
+import sys, time, shotstream
+target, native, rounds = sys.argv[1], sys.argv[2] == "1", int(sys.argv[3])
+with shotstream.Client(target, native=native) as c:
+    ids = [int(s) for s in c.dataset("ieee").shot_ids]
+    for _ in c.stream("ieee", ids[:8], queue_depth=4):
+        pass
+    t = time.perf_counter()
+    n = sum(s.samples.nbytes for s in c.stream("ieee", ids * rounds, queue_depth=4))
+    print(n / (time.perf_counter() - t) / 1e9, c.native)
+"""
+
+
+def available():
+    """Why the link cannot be emulated here, or None."""
+    if os.geteuid() != 0:
+        return "needs root (network namespaces)"
+    for tool in ("ip", "tc", "iperf3"):
+        if shutil.which(tool) is None:
+            return f"needs {tool}"
+    return None
+
+
+def _run(*cmd):
+    subprocess.run(list(cmd), check=True, capture_output=True)
+
+
+def setup(rate):
+    teardown()
+    _run("ip", "netns", "add", SERVER_NS)
+    _run("ip", "netns", "add", CLIENT_NS)
+    _run("ip", "link", "add", "ssb-s", "type", "veth", "peer", "name", "ssb-c")
+    _run("ip", "link", "set", "ssb-s", "netns", SERVER_NS)
+    _run("ip", "link", "set", "ssb-c", "netns", CLIENT_NS)
+    for ns, dev, ip in ((SERVER_NS, "ssb-s", SERVER_IP), (CLIENT_NS, "ssb-c", CLIENT_IP)):
+        _run("ip", "-n", ns, "addr", "add", f"{ip}/30", "dev", dev)
+        _run("ip", "-n", ns, "link", "set", dev, "up")
+        _run("ip", "-n", ns, "link", "set", "lo", "up")
+        _run("tc", "-n", ns, "qdisc", "add", "dev", dev, "root", "tbf", "rate", rate,
+             "burst", "4mb", "latency", "20ms")
+
+
+def teardown():
+    for ns in (SERVER_NS, CLIENT_NS):
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+
+
+def _in(ns, *cmd, **kw):
+    return subprocess.run(["ip", "netns", "exec", ns] + list(cmd), capture_output=True,
+                          text=True, **kw)
+
+
+def _summary(values):
+    return {"median": statistics.median(values), "min": min(values), "max": max(values),
+            "runs": values}
+
+
+def measure(server_bin, cli_bin, data_glob, package_dir, reps=3, rate="10gbit", python=None):
+    """The link's figures (GB/s), or {"skipped": why}."""
+    why = available()
+    if why:
+        return {"skipped": why}
+    setup(rate)
+    iperf = server = None
+    try:
+        iperf = subprocess.Popen(["ip", "netns", "exec", SERVER_NS, "iperf3", "-s"],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        server = subprocess.Popen(["ip", "netns", "exec", SERVER_NS, server_bin,
+                                   f"--listen={SERVER_IP}:50051", f"--dataset=ieee={data_glob}",
+                                   "--log_streams=false", "--drain_delay=0s"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        line = server.stdout.readline()
+        assert line.startswith("shotstream listening on"), line
+        target = f"{SERVER_IP}:50051"
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        if python is None:
+            env["PYTHONPATH"] = package_dir
+        py = python or "/usr/bin/python3"
+        out = {"rate": rate, "python": "pip-installed" if python else "bazel-bin"}
+        runs = {"iperf3": [], "cpp": [], "py_native": [], "py_grpcio": []}
+        natives = set()
+        for _ in range(reps):
+            for attempt in range(20):  # iperf3 -s takes a moment to listen
+                res = _in(CLIENT_NS, "iperf3", "-c", SERVER_IP, "-l", "1M", "-t", "3", "-J",
+                          timeout=60)
+                if res.returncode == 0:
+                    break
+                time.sleep(0.1)
+            runs["iperf3"].append(json.loads(res.stdout)["end"]["sum_received"]
+                                  ["bits_per_second"] / 8e9)
+            res = _in(CLIENT_NS, cli_bin, "bench", f"--target={target}", "--dataset=ieee",
+                      "--repeat=2", "--warmup_shots=8", "--queue_depth=4", timeout=300)
+            runs["cpp"].append(json.loads(res.stdout.strip().splitlines()[-1])["gbps"])
+            for key, native in (("py_native", "1"), ("py_grpcio", "0")):
+                res = subprocess.run(["ip", "netns", "exec", CLIENT_NS, py, "-c", PY_STREAM,
+                                      target, native, "2"], capture_output=True, text=True,
+                                     env=env, timeout=300)
+                assert res.returncode == 0, res.stderr[-2000:]
+                gbps, was_native = res.stdout.split()
+                runs[key].append(float(gbps))
+                if native == "1":
+                    natives.add(was_native)
+        out.update({k + "_gbps": _summary(v) for k, v in runs.items()})
+        out["py_native_was_native"] = natives == {"True"}
+        return out
+    finally:
+        for p in (server, iperf):
+            if p is not None:
+                p.terminate()
+                try:
+                    p.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+        teardown()
