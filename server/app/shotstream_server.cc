@@ -366,6 +366,7 @@ void ShotStreamServer::Drain() {
     health_ = nullptr;  // the server goes before the datasets and their rebuilds
   }
   stop_metrics.join();
+  stopped_.Notify();
 }
 
 }  // namespace shotstream::server

@@ -18,6 +18,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "server/config/server_config.h"
 #include "server/dataset/dataset_entry.h"
@@ -81,6 +82,8 @@ class ShotStreamServer {
   // streams get the grace period, then they are finished with UNAVAILABLE "the server is
   // shutting down", and the server stops. Returns once stopped.
   void Drain();
+  // Blocks until the server has stopped (a Drain, on any thread, has returned).
+  void Wait() { stopped_.WaitForNotification(); }
 
   int64_t shots_sent() const;
 
@@ -92,6 +95,7 @@ class ShotStreamServer {
   RunOptions options_;
   int port_ = 0;
   bool drained_ = false;
+  absl::Notification stopped_;  // Drain has finished
   std::atomic<bool> draining_{false};
   // The health service while the server lives; dataset rebuilds set health under the
   // lock from their own threads.

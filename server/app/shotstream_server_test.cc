@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <thread>
 
 #include "client/client.h"
 #include "gtest/gtest.h"
@@ -56,7 +57,9 @@ TEST(ShotStreamServerTest, ServesInProcessAndDrains) {
   ASSERT_TRUE(*reader->Next(&shot));
   EXPECT_FALSE(*reader->Next(&shot));
   EXPECT_EQ((*server)->shots_sent(), 2);
+  std::thread waiter([&] { (*server)->Wait(); });  // returns once Drain has
   (*server)->Drain();
+  waiter.join();
   // Stopped: a new call cannot connect.
   client::ClientOptions quick;
   quick.connect_timeout = absl::Milliseconds(300);
