@@ -86,5 +86,38 @@ TEST(ShotStreamServerTest, StartErrorsSayWhy) {
   EXPECT_FALSE(ShotStreamServer::Start(typo, {}).ok());
 }
 
+// SIGHUP's reload, in-process: a new token works at once, a removed one stops working, and
+// a broken token file keeps the old tokens and says why.
+TEST(ShotStreamServerTest, ReloadTokensInProcess) {
+  config::ServerConfig c = OneDataset(TempPath("reload.sgy"));
+  const std::string tokens = TempPath("reload_tokens");
+  std::ofstream(tokens) << "alice a11ce\n";
+  c.auth_token_file = tokens;
+  c.auth_allow["alice"] = {"d"};
+  auto server = ShotStreamServer::Start(c);
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto with = [&](const std::string& token) {
+    client::ClientOptions o;
+    o.token = token;
+    auto cl = client::Client::Connect({(*server)->address()}, o);
+    return cl.ok() ? (*cl)->GetDataset("d").status() : cl.status();
+  };
+  EXPECT_TRUE(with("a11ce").ok());
+  EXPECT_EQ(with("b0b").code(), absl::StatusCode::kUnauthenticated);
+
+  std::ofstream(tokens) << "alice a11ce\nb0b\n";  // bob's token, unnamed
+  ASSERT_TRUE((*server)->ReloadTokens().ok());
+  EXPECT_EQ((*server)->token_count(), 2u);
+  EXPECT_TRUE(with("b0b").ok());
+
+  std::ofstream(tokens) << "b0b\n";  // alice gone: auth.allow now names no token
+  const absl::Status broken = (*server)->ReloadTokens();
+  EXPECT_FALSE(broken.ok());
+  EXPECT_NE(broken.message().find("alice"), std::string::npos) << broken;
+  EXPECT_TRUE(with("a11ce").ok()) << "the old tokens stay";
+  EXPECT_EQ((*server)->token_count(), 2u);
+  (*server)->Drain();
+}
+
 }  // namespace
 }  // namespace shotstream::server
