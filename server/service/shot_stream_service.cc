@@ -11,6 +11,7 @@
 #include "grpcpp/grpcpp.h"
 #include "server/service/grpc_status.h"
 #include "server/service/internal/stream_reactor.h"
+#include "server/service/stream_admission.h"
 #include "server/stream/byte_budget.h"
 #include "server/stream/dataset_shot_source.h"
 #include "shotstream/v1/shotstream.grpc.pb.h"
@@ -75,6 +76,7 @@ class ShotStreamServiceImpl final
         pool_(pool),
         options_(options),
         access_(options.tokens, options.access),
+        admission_(options.max_streams, options.max_streams_per_peer),
         counters_(options.counters != nullptr ? options.counters : &own_counters_),
         budget_(options.max_inflight_bytes > 0
                     ? std::make_unique<stream::ByteBudget>(options.max_inflight_bytes)
@@ -154,8 +156,8 @@ class ShotStreamServiceImpl final
     absl::StatusOr<stream::WindowPlan> plan = Validate(*request);
     if (!plan.ok()) return Reject(ctx, name, plan.status());
     // Limits last, so that a stream slot is taken only by a request that will run.
-    const std::string peer = PeerAddress(ctx->peer());
-    if (absl::Status s = TakeStreamSlot(peer); !s.ok()) return Reject(ctx, name, s);
+    const std::string peer = StreamAdmission::PeerAddress(ctx->peer());
+    if (absl::Status s = admission_.Admit(peer); !s.ok()) return Reject(ctx, name, s);
     StreamContext context;
     context.counters = counters_;
     context.registry = &registry_;
@@ -163,7 +165,7 @@ class ShotStreamServiceImpl final
     context.dataset = name;
     context.stream_id = ++counters_->streams_started;
     context.log = options_.log_streams;
-    context.on_gone = [this, peer] { ReleaseStreamSlot(peer); };
+    context.on_gone = [this, peer] { admission_.Release(peer); };
     return StartStream(*std::move(plan), pool_, std::move(context));
   }
 
@@ -189,36 +191,6 @@ class ShotStreamServiceImpl final
       authorization = absl::string_view(it->second.data(), it->second.size());
     }
     return access_.Authenticate(authorization, who);
-  }
-
-  // "ipv4:127.0.0.1:5555" -> "ipv4:127.0.0.1": streams are counted per address.
-  static std::string PeerAddress(const std::string& peer) {
-    const size_t colon = peer.rfind(':');
-    const size_t first = peer.find(':');
-    return colon != std::string::npos && colon != first ? peer.substr(0, colon) : peer;
-  }
-
-  absl::Status TakeStreamSlot(const std::string& peer) {
-    absl::MutexLock lock(&mu_);
-    if (active_ >= options_.max_streams) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "the server runs ", active_, " streams, its limit (max_streams)"));
-    }
-    uint32_t& mine = per_peer_[peer];
-    if (mine >= options_.max_streams_per_peer) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          peer, " runs ", mine, " streams, the limit per peer (max_streams_per_peer)"));
-    }
-    ++mine;
-    ++active_;
-    return absl::OkStatus();
-  }
-
-  void ReleaseStreamSlot(const std::string& peer) {
-    absl::MutexLock lock(&mu_);
-    --active_;
-    auto it = per_peer_.find(peer);
-    if (it != per_peer_.end() && --it->second == 0) per_peer_.erase(it);
   }
 
   // NOT_FOUND naming the datasets `who` may read (and the closest, for a typo).
@@ -266,12 +238,10 @@ class ShotStreamServiceImpl final
   stream::ReaderPool* const pool_;
   const ServiceOptions options_;
   const AccessPolicy access_;
+  StreamAdmission admission_;  // max_streams, max_streams_per_peer
   ServiceCounters own_counters_;
   ServiceCounters* const counters_;
   const std::unique_ptr<stream::ByteBudget> budget_;
-  absl::Mutex mu_;
-  uint32_t active_ ABSL_GUARDED_BY(mu_) = 0;                      // streams holding a slot
-  std::map<std::string, uint32_t> per_peer_ ABSL_GUARDED_BY(mu_);  // slots per peer address
 };
 
 }  // namespace
