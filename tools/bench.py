@@ -303,8 +303,9 @@ def gather_reads(data_dir, reps):
     return out
 
 
-from bench_report import ARTIFACTS  # noqa: E402  (benchmarks/, beside BENCHMARKS.md)
 import bench_report  # noqa: E402
+
+ARTIFACTS = bench_report.ARTIFACTS  # benchmarks/, beside BENCHMARKS.md
 
 
 def slow_storage(work, data_dir, delay_us=200):
@@ -558,9 +559,12 @@ def main():
 
 
 def measure_link(args, ieee_dir):
-    return link_bench.measure(harness.runfile(harness.SERVER), harness.runfile(harness.CLI),
-                              f"{ieee_dir}/*.sgy", package_dir(), reps=max(1, args.reps // 2 + 1),
-                              rate=args.link_rate, python=args.link_python)
+    out = link_bench.measure(harness.runfile(harness.SERVER), harness.runfile(harness.CLI),
+                             f"{ieee_dir}/*.sgy", package_dir(), reps=max(1, args.reps // 2 + 1),
+                             rate=args.link_rate, python=args.link_python)
+    for key, runs in out.pop("runs", {}).items():
+        out[key + "_gbps"] = summary(runs)
+    return out
 
 
 def link_only(args, out_dir, work, ieee_dir):

@@ -28,8 +28,8 @@ def clients(r, n):
 
 def render(r):
     # The measurement's own settings, as it recorded them.
-    CPP_PASSES = r.get("settings", {}).get("cpp_passes", 5)
-    WARM_SHOTS = r.get("settings", {}).get("warm_shots", 8)
+    cpp_passes = r.get("settings", {}).get("cpp_passes", 5)
+    warm_shots = r.get("settings", {}).get("warm_shots", 8)
     m = r["machine"]
     d = r["data"]
     lines = [
@@ -286,10 +286,10 @@ def render(r):
               "run right after iperf3's burst came out 10-30% slower on this VM: iperf3, then "
               "two such runs back to back, four times); "
               "the C++ figures are `shotstream bench` (its "
-              f"JSON line; the headline ones `--repeat={CPP_PASSES} --warmup_shots={WARM_SHOTS}`: "
+              f"JSON line; the headline ones `--repeat={cpp_passes} --warmup_shots={warm_shots}`: "
               "one process streaming every shot that many times after that many untimed shots, "
               "for shotstream and the baseline server alike); the Python figures time one pass "
-              f"after {WARM_SHOTS} untimed shots on the same client. The "
+              f"after {warm_shots} untimed shots on the same client. The "
               "baseline server is `tools/baseline_server.py` (plain grpcio), and its Python "
               "client the package through grpcio alone in a fresh process, without the native "
               "extension's process tuning.", ""]

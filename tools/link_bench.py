@@ -10,7 +10,6 @@ with a pip-installed package (then its own `shotstream` is used, not Bazel's).""
 import json
 import os
 import shutil
-import statistics
 import subprocess
 import time
 
@@ -69,13 +68,9 @@ def _in(ns, *cmd, **kw):
                           text=True, **kw)
 
 
-def _summary(values):
-    return {"median": statistics.median(values), "min": min(values), "max": max(values),
-            "runs": values}
-
-
 def measure(server_bin, cli_bin, data_glob, package_dir, reps=3, rate="10gbit", python=None):
-    """The link's figures (GB/s), or {"skipped": why}."""
+    """The link's figures, GB/s a run ({"iperf3": [...], "cpp": [...], ...} under "runs"),
+    or {"skipped": why}."""
     why = available()
     if why:
         return {"skipped": why}
@@ -119,7 +114,7 @@ def measure(server_bin, cli_bin, data_glob, package_dir, reps=3, rate="10gbit", 
                 runs[key].append(float(gbps))
                 if native == "1":
                     natives.add(was_native)
-        out.update({k + "_gbps": _summary(v) for k, v in runs.items()})
+        out["runs"] = runs
         out["py_native_was_native"] = natives == {"True"}
         return out
     finally:

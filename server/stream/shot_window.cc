@@ -63,8 +63,9 @@ void ShotWindow::HoldLocked(uint64_t bytes) {
 void ShotWindow::SubmitReadsLocked() {
   while (!stopped_ && !waiting_ && next_submit_ < plan_.shot_ids.size() &&
          next_submit_ - window_base_ < plan_.queue_depth) {
+    uint64_t bytes = 0;
     if (budget_ != nullptr) {
-      const uint64_t bytes = plan_.source->ShotBytes(plan_.shot_ids[next_submit_]);
+      bytes = plan_.source->ShotBytes(plan_.shot_ids[next_submit_]);
       if (!budget_->TryAcquire(bytes, held_bytes_ == 0, this)) {
         counters_->budget_waits++;
         waiting_ = true;
@@ -74,13 +75,13 @@ void ShotWindow::SubmitReadsLocked() {
       }
       HoldLocked(bytes);
     }
-    SubmitOneLocked();
+    SubmitOneLocked(bytes);
   }
 }
 
-void ShotWindow::SubmitOneLocked() {
+void ShotWindow::SubmitOneLocked(uint64_t budget_bytes) {
   const size_t index = next_submit_++;
-  window_.emplace_back();
+  window_.emplace_back().budget_bytes = budget_bytes;
   counters_->reads_in_flight++;
   counters_->shots_held++;
   RaiseMax(&counters_->max_shots_held_by_one_stream, static_cast<int64_t>(window_.size()));
@@ -98,7 +99,7 @@ void ShotWindow::Wake() {
       give_back = waiting_bytes_;
     } else {
       HoldLocked(waiting_bytes_);
-      SubmitOneLocked();
+      SubmitOneLocked(waiting_bytes_);
       SubmitReadsLocked();
     }
   }
@@ -217,7 +218,7 @@ void ShotWindow::FillChunkLocked(Slot& slot, OutgoingChunk* chunk,
   const bool last = slot.next_chunk == shot.n_chunks();
   if (last) {
     meta.set_last(true);
-    meta.set_crc32(shot.crc32);
+    if (shot.stored.empty()) meta.set_crc32(shot.crc32);  // stored: Next() takes it
   }
   chunk->samples = SampleBuffer();
   chunk->stored.clear();
@@ -237,7 +238,7 @@ void ShotWindow::FillChunkLocked(Slot& slot, OutgoingChunk* chunk,
   counters_->bytes_sent += static_cast<int64_t>(size);
   if (last) {
     if (!shot.stored.empty()) counters_->shots_sent_zero_copy++;
-    if (budget_ != nullptr) release_after_sent_ += plan_.source->ShotBytes(shot.shot_id);
+    release_after_sent_ += slot.budget_bytes;
     counters_->shots_sent++;
     counters_->shots_held--;
     window_.pop_front();

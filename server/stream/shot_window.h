@@ -104,11 +104,12 @@ class ShotWindow final : public ByteBudget::Waiter,
     bool ready = false;
     absl::StatusOr<dataset::ShotData> shot;
     size_t next_chunk = 0;
+    uint64_t budget_bytes = 0;  // taken from the budget for it (0 without a budget)
   };
 
   ShotWindow(WindowPlan plan, Executor* executor, std::function<void()> on_ready);
   void SubmitReadsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void SubmitOneLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void SubmitOneLocked(uint64_t budget_bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void HoldLocked(uint64_t bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Read(size_t index) ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<dataset::ShotData> ReadShot(size_t index) const;
