@@ -96,8 +96,9 @@ def preload_env(shim, **extra):
 class Server:
     """A shotstream_server process; `target` is HOST:PORT once it printed its line."""
 
-    def __init__(self, args, timeout=120, env=None):
-        self.args = [runfile(SERVER), "--listen=127.0.0.1:0", "--drain_delay=0s"] + list(args)
+    def __init__(self, args, timeout=120, env=None, binary=None):
+        """`binary`: another server executable (an installed one) instead of the build's."""
+        self.args = [binary or runfile(SERVER), "--listen=127.0.0.1:0", "--drain_delay=0s"] + list(args)
         self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      text=True, env=env)
         self.stderr_lines = []

@@ -12,6 +12,7 @@ PKGS=(
   python3 python3-grpcio python3-protobuf python3-numpy python3-segyio python3-pytest python3-yaml python3-matplotlib
   python3-torch  # the torch adapter, tested on the CPU
   python3-pip python3-venv python3-setuptools python3-wheel  # pip install into a fresh venv
+  cmake  # //tests:install_test builds a CMake project against the installed client
 )
 missing=()
 for p in "${PKGS[@]}"; do
