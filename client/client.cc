@@ -23,7 +23,10 @@
 #include "absl/time/clock.h"
 #include "client/grpc_tuning.h"
 #include "client/retry_budget.h"
+#include "common/crc32.h"
+#include "common/status_macros.h"
 #include "wire/chunk_codec.h"
+#include "wire/sample_encoding.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/impl/codegen/sync_stream.h"
 #include "shotstream/v1/shotstream.grpc.pb.h"
@@ -191,6 +194,16 @@ class GrpcShotReader final : public ShotReader {
     return checksums_verified_;
   }
 
+  uint64_t wire_bytes() const override {
+    absl::MutexLock lock(&mu_);
+    return wire_bytes_;
+  }
+
+  std::string last_encoding() const override {
+    absl::MutexLock lock(&mu_);
+    return last_encoding_;
+  }
+
  private:
   // Target index per shot: a server that holds it, spreading shots held by several.
   absl::StatusOr<std::vector<size_t>> Route() {
@@ -335,6 +348,20 @@ class GrpcShotReader final : public ShotReader {
     request.set_max_chunk_bytes(options_.max_chunk_bytes);
     request.set_accept_big_endian(options_.accept_big_endian);
     request.set_raw_trace_headers(options_.raw_trace_headers);
+    if (options_.window.has_value()) {
+      request.mutable_window()->set_start(options_.window->first);
+      request.mutable_window()->set_stop(options_.window->second);
+    }
+    for (const StreamOptions::TraceCondition& c : options_.where) {
+      v1::TraceCondition* w = request.add_where();
+      w->set_header(c.header);
+      w->set_low(c.low);
+      w->set_high(c.high);
+    }
+    absl::StatusOr<wire::Encoding> encoding = wire::EncodingFromName(options_.encoding);
+    if (!encoding.ok()) return encoding.status();
+    request.set_encoding(static_cast<v1::Encoding>(*encoding));
+    request.set_tolerance(options_.tolerance);
     grpc::ClientContext ctx;
     client_->Prepare(&ctx);
     {
@@ -367,6 +394,17 @@ class GrpcShotReader final : public ShotReader {
     return FromGrpc(status);
   }
 
+  // An encoded chunk's samples (its chunk_traces traces) decoded to float32 at `at`.
+  static absl::Status Decode(const v1::ShotChunk& chunk, const Shot& shot,
+                             const std::string& payload, uint8_t* at) {
+    absl::Status s = wire::DecodeSamples(
+        static_cast<wire::Encoding>(chunk.encoding()), chunk.sample_format(), chunk.big_endian(),
+        reinterpret_cast<const uint8_t*>(payload.data()), payload.size(), chunk.chunk_traces(),
+        shot.n_samples, reinterpret_cast<float*>(at));
+    if (s.ok()) return s;
+    return absl::DataLossError(absl::StrCat("shot ", shot.shot_id, ": ", s.message()));
+  }
+
   absl::Status ReadChunks(grpc::ClientReader<grpc::ByteBuffer>* reader, size_t* delivered,
                           bool* broke_inside_shot) {
     grpc::ByteBuffer bb;
@@ -374,6 +412,9 @@ class GrpcShotReader final : public ShotReader {
     Shot shot;
     uint32_t crc = 0;
     bool in_shot = false;
+    uint64_t wire_bytes = 0;  // of the shot being received
+    wire::Encoding shot_encoding = wire::Encoding::kFloat32;
+    std::vector<std::pair<v1::ShotChunk, std::string>> lossy;  // verified before decoding
     while (reader->Read(&bb)) {
       if (absl::Status s = raw.Parse(&bb); !s.ok()) return s;
       const v1::ShotChunk& chunk = raw.meta();
@@ -406,13 +447,37 @@ class GrpcShotReader final : public ShotReader {
         }
         crc = 0;
         in_shot = true;
+        lossy.clear();
       }
       const uint64_t total = shot.samples.size() * sizeof(float);
-      if (chunk.offset() > total || raw.samples_size() > total - chunk.offset()) {
+      uint8_t* at = reinterpret_cast<uint8_t*>(shot.samples.data()) + chunk.offset();
+      const auto encoding = static_cast<wire::Encoding>(chunk.encoding());
+      // The bytes this chunk's samples take as float32 (the others say their traces).
+      const uint64_t out_bytes = encoding == wire::Encoding::kFloat32
+                                     ? raw.samples_size()
+                                     : uint64_t{chunk.chunk_traces()} * shot.n_samples * 4;
+      if (chunk.offset() > total || out_bytes > total - chunk.offset()) {
         return absl::DataLossError(absl::StrCat("shot ", shot.shot_id, ": chunk at byte ",
                                                 chunk.offset(), " overruns the shot"));
       }
-      crc = raw.CopySamples(reinterpret_cast<uint8_t*>(shot.samples.data()) + chunk.offset(), crc);
+      wire_bytes += raw.samples_size();
+      shot_encoding = encoding;
+      if (encoding == wire::Encoding::kFloat32) {
+        crc = raw.CopySamples(at, crc);
+      } else {
+        // Encoded: the payload in one piece, then decoded into the shot (exact encodings:
+        // the CRC-32 of the float32 samples) or, for the lossy ones, kept until the shot's
+        // CRC-32 over the encoded bytes has matched: nothing unverified is decoded.
+        std::string payload(raw.samples_size(), '\0');
+        raw.CopyPayload(reinterpret_cast<uint8_t*>(payload.data()));
+        if (wire::IsExact(encoding)) {
+          SS_RETURN_IF_ERROR(Decode(chunk, shot, payload, at));
+          crc = Crc32(crc, at, out_bytes);
+        } else {
+          crc = Crc32(crc, payload.data(), payload.size());
+          lossy.emplace_back(chunk, std::move(payload));
+        }
+      }
       if (!chunk.last()) continue;
       in_shot = false;
       if (crc != chunk.crc32()) {
@@ -420,9 +485,17 @@ class GrpcShotReader final : public ShotReader {
                                                 ": checksum mismatch (CRC-32 ", crc,
                                                 " received, ", chunk.crc32(), " sent)"));
       }
+      for (const auto& [meta, payload] : lossy) {
+        SS_RETURN_IF_ERROR(Decode(meta, shot, payload,
+                                  reinterpret_cast<uint8_t*>(shot.samples.data()) + meta.offset()));
+      }
+      lossy.clear();
       shot.index = static_cast<uint32_t>(*delivered);
       absl::MutexLock lock(&mu_);
       ++checksums_verified_;  // the shot's CRC-32 matched what the server sent
+      wire_bytes_ += wire_bytes;
+      wire_bytes = 0;
+      last_encoding_ = std::string(wire::EncodingName(shot_encoding));
       auto room = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
         return ready_.size() < depth_ || cancelled_;
       };
@@ -452,6 +525,8 @@ class GrpcShotReader final : public ShotReader {
   grpc::ClientContext* context_ ABSL_GUARDED_BY(mu_) = nullptr;  // the running call
   int reconnects_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t checksums_verified_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t wire_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  std::string last_encoding_ ABSL_GUARDED_BY(mu_);
   // The receive thread's own: which targets hold each shot (several targets only), and
   // the targets given up on in this stream.
   std::map<int64_t, std::vector<size_t>> holders_;

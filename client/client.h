@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -75,6 +76,22 @@ struct StreamOptions {
   // Receive each trace's raw 240-byte header (Shot::trace_headers), for exports that keep
   // every field.
   bool raw_trace_headers = false;
+  // Only samples [window->first, window->second) of every trace (second 0: to the end).
+  std::optional<std::pair<uint32_t, uint32_t>> window;
+  // Only the traces whose header `header` (a header field name) is within [low, high],
+  // every condition at once; a shot may come with 0 traces.
+  struct TraceCondition {
+    std::string header;
+    double low = 0;
+    double high = 0;
+  };
+  std::vector<TraceCondition> where;
+  // How samples travel: "float32", "native" (integer and IBM samples as stored),
+  // "lossless" (c-blosc), "int16" (per-trace scale; error <= max|trace| / 32767), "zfp"
+  // (error <= tolerance x the shot's RMS; tolerance 0: 1e-3), "auto" (the server picks).
+  // Shots always arrive as float32.
+  std::string encoding = "float32";
+  double tolerance = 0;
 };
 
 struct ClientOptions {
@@ -107,6 +124,10 @@ class ShotReader {
   virtual int reconnects() const = 0;
   // Shots whose CRC-32 was computed over the received samples and matched the server's.
   virtual uint64_t checksums_verified() const = 0;
+  // Sample bytes received as they travelled (encoded), and the encoding of the last shot
+  // received ("auto" streams: what the server picked).
+  virtual uint64_t wire_bytes() const = 0;
+  virtual std::string last_encoding() const = 0;
 };
 
 class Client {

@@ -6,10 +6,13 @@
 //                    [--headers=group_x,offset]
 //   shotstream bench --target=HOST:PORT --dataset=NAME [--shots=...] [--streams=N]
 //                    [--queue_depth=N] [--repeat=N]
+//   fetch and bench: [--window=START:STOP] [--where=HEADER:LO:HI ...] [--encoding=E]
+//                    [--tolerance=T]
 //   shotstream plot  --target=HOST:PORT --dataset=NAME --shot=N [--out=shot.png] [--clip=99]
 //
 // bench verifies every checksum and prints one JSON object on its last line with
-// shots, bytes, seconds and gbps (= bytes / seconds / 1e9).
+// shots, bytes (float32 delivered), wire_bytes (sample bytes received, encoded), seconds
+// and gbps (= bytes / seconds / 1e9).
 #include <sys/stat.h>
 
 #include <atomic>
@@ -68,6 +71,16 @@ ABSL_FLAG(int, warmup_shots, 0,
           "bench: the first N shots are streamed once, untimed, before the timed streams "
           "(connection, buffers and first touches out of the figure)");
 ABSL_FLAG(bool, progress, true, "fetch: progress bar on stderr");
+ABSL_FLAG(std::string, window, "",
+          "fetch/bench: START:STOP, only samples [START, STOP) of every trace (STOP empty or "
+          "0: to the end)");
+ABSL_FLAG(std::string, where, "",
+          "fetch/bench: HEADER:LO:HI, only traces with LO <= HEADER <= HI (repeat the flag "
+          "for several conditions, all must hold)");
+ABSL_FLAG(std::string, encoding, "float32",
+          "fetch/bench: how samples travel: float32, native, lossless, int16, zfp or auto "
+          "(they arrive as float32 either way)");
+ABSL_FLAG(double, tolerance, 0, "fetch/bench: zfp: error <= tolerance x the shot's RMS (0: 1e-3)");
 ABSL_FLAG(std::string, shot, "", "plot: the shot id (default: the dataset's first)");
 ABSL_FLAG(double, agc, 0, "plot: automatic gain control over a window of this many ms");
 ABSL_FLAG(std::string, gain, "", "plot: t^N, each sample times time^N (e.g. t^2)");
@@ -152,6 +165,38 @@ void ProgressBar(size_t done, size_t total, uint64_t bytes, absl::Time start) {
   if (done == total) std::fprintf(stderr, "\n");
 }
 
+// Every --where=... of the command line (absl keeps only the last of a repeated flag).
+std::vector<std::string>& WhereFlags() {
+  static std::vector<std::string> where;
+  return where;
+}
+
+// --window, --where, --encoding and --tolerance into `options`.
+absl::Status ApplySelection(shotstream::client::StreamOptions* options) {
+  if (const std::string w = absl::GetFlag(FLAGS_window); !w.empty()) {
+    std::vector<std::string> parts = absl::StrSplit(w, ':');
+    uint32_t start = 0, stop = 0;
+    if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &start) ||
+        !(parts[1].empty() || absl::SimpleAtoi(parts[1], &stop))) {
+      return absl::InvalidArgumentError(absl::StrCat("--window: '", w, "' is not START:STOP"));
+    }
+    options->window = std::make_pair(start, stop);
+  }
+  for (const std::string& w : WhereFlags()) {
+    std::vector<std::string> parts = absl::StrSplit(w, ':');
+    shotstream::client::StreamOptions::TraceCondition c;
+    if (parts.size() != 3 || parts[0].empty() || !absl::SimpleAtod(parts[1], &c.low) ||
+        !absl::SimpleAtod(parts[2], &c.high)) {
+      return absl::InvalidArgumentError(absl::StrCat("--where: '", w, "' is not HEADER:LO:HI"));
+    }
+    c.header = parts[0];
+    options->where.push_back(c);
+  }
+  options->encoding = absl::GetFlag(FLAGS_encoding);
+  options->tolerance = absl::GetFlag(FLAGS_tolerance);
+  return absl::OkStatus();
+}
+
 int Fetch(Client& client, const std::string& dataset) {
   const std::string format = absl::GetFlag(FLAGS_format);
   if (format != "npy" && format != "segy" && format != "segy-ibm") {
@@ -167,6 +212,7 @@ int Fetch(Client& client, const std::string& dataset) {
   options.headers = HeaderList();
   // SEG-Y export keeps every trace header field as the source has it.
   options.raw_trace_headers = format != "npy";
+  if (absl::Status s = ApplySelection(&options); !s.ok()) return Fail(s);
   const size_t total = ids->size();
   auto reader = client.Stream(dataset, *ids, options);
   Shot shot;
@@ -265,6 +311,7 @@ int Bench(Client& client, const std::string& dataset) {
   options.queue_depth = absl::GetFlag(FLAGS_queue_depth);
   options.max_chunk_bytes = absl::GetFlag(FLAGS_max_chunk_bytes);
   options.headers = HeaderList();
+  if (absl::Status s = ApplySelection(&options); !s.ok()) return Fail(s);
   if (const int warm = std::min<int>(absl::GetFlag(FLAGS_warmup_shots), ids->size()); warm > 0) {
     auto reader = client.Stream(
         dataset, std::vector<int64_t>(ids->begin(), ids->begin() + warm), options);
@@ -275,7 +322,8 @@ int Bench(Client& client, const std::string& dataset) {
       if (!*more) break;
     }
   }
-  std::atomic<uint64_t> shots{0}, bytes{0}, out_of_order{0};
+  std::atomic<uint64_t> shots{0}, bytes{0}, out_of_order{0}, wire_bytes{0};
+  std::vector<std::string> encodings(streams);  // what each stream got (auto: picked)
   std::atomic<int> reconnects{0};
   std::atomic<uint64_t> verified{0};  // counted by the readers, not by this loop
   std::vector<absl::Status> errors(streams);
@@ -305,6 +353,8 @@ int Bench(Client& client, const std::string& dataset) {
         }
         reconnects += reader->reconnects();
         verified += reader->checksums_verified();
+        wire_bytes += reader->wire_bytes();
+        encodings[s] = reader->last_encoding();
       }
       stream_seconds[s] =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -327,13 +377,14 @@ int Bench(Client& client, const std::string& dataset) {
       "\"queue_depth\": %u, \"repeat\": %d, \"checksums_verified\": %llu, "
       "\"slowest_stream_seconds\": %.6f, \"fastest_stream_seconds\": %.6f, "
       "\"in_order\": %s, \"reconnects\": %d, \"buffers\": \"%s\", \"pinned\": %s, "
-      "\"buffer_allocations\": %llu}\n",
+      "\"buffer_allocations\": %llu, \"wire_bytes\": %llu, \"encoding\": \"%s\"}\n",
       static_cast<unsigned long long>(shots.load()), static_cast<unsigned long long>(bytes.load()),
       seconds, bytes.load() / seconds / 1e9, streams, options.queue_depth, repeat,
       static_cast<unsigned long long>(verified.load()), slowest, fastest,
       out_of_order.load() == 0 ? "true" : "false", reconnects.load(),
       absl::GetFlag(FLAGS_buffers).c_str(), client.pool().pinned() ? "true" : "false",
-      static_cast<unsigned long long>(pool.allocations));
+      static_cast<unsigned long long>(pool.allocations),
+      static_cast<unsigned long long>(wire_bytes.load()), encodings[0].c_str());
   return 0;
 }
 
@@ -344,6 +395,11 @@ int main(int argc, char** argv) {
   shotstream::client::TuneGrpcForLargeMessages();
   absl::SetProgramUsageMessage(
       "shotstream COMMAND --target=HOST:PORT [flags]; COMMAND is ls, info, fetch, bench or plot");
+  for (int i = 1; i < argc; ++i) {
+    const absl::string_view a = argv[i];
+    if (absl::StartsWith(a, "--where=")) WhereFlags().emplace_back(a.substr(8));
+    if (a == "--where" && i + 1 < argc) WhereFlags().emplace_back(argv[i + 1]);
+  }
   std::vector<char*> args = absl::ParseCommandLine(argc, argv);
   if (args.size() != 2) {
     std::cerr << "usage: shotstream ls|info|fetch|bench|plot --target=HOST:PORT [--dataset=NAME] "

@@ -30,6 +30,10 @@ class SampleBuffer {
   std::string_view view() const {
     return std::string_view(reinterpret_cast<const char*>(data_.get()), size_);
   }
+  // Keeps the first n bytes (n <= size()); the allocation stays as it was.
+  void truncate(size_t n) {
+    if (n < size_) size_ = n;
+  }
   // Gives up ownership; the caller frees with delete[].
   uint8_t* release() {
     size_ = 0;

@@ -25,7 +25,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # module names of Debian's -dev packages.
 REQUIRES = ["grpc++", "protobuf", "absl_status", "absl_statusor", "absl_strings",
             "absl_str_format", "absl_synchronization", "absl_time"]
-REQUIRES_PRIVATE = ["libisal", "zlib"]  # only a static link needs these
+REQUIRES_PRIVATE = ["libisal", "zlib", "blosc"]  # only a static link needs these
+PLAIN_PRIVATE = ["-lzfp"]  # the same, for libraries without a pkg-config file (libzfp)
 
 HEADERS = ["client/client.h", "client/grpc_tuning.h", "gpu/cuda_runtime.h",
            "gpu/device_stager.h", "gpu/pinned_buffer_pool.h"]
@@ -88,7 +89,7 @@ def pc_file(ver, libdir, cuda):
         "Requires: " + " ".join(REQUIRES),
         "Requires.private: " + " ".join(REQUIRES_PRIVATE),
         "Libs: -L${libdir} -lshotstream_client",
-        "Libs.private: " + " ".join(cuda + ["-lpthread"]),
+        "Libs.private: " + " ".join(PLAIN_PRIVATE + cuda + ["-lpthread"]),
         "Cflags: -I${includedir}/shotstream",
         "",
     ])
@@ -123,7 +124,7 @@ if(NOT TARGET shotstream::client)
     IMPORTED_LOCATION "${{_shotstream_prefix}}/{libdir}/libshotstream_client.a"
     INTERFACE_INCLUDE_DIRECTORIES "${{_shotstream_prefix}}/include/shotstream"
     INTERFACE_COMPILE_FEATURES cxx_std_17
-    INTERFACE_LINK_LIBRARIES "PkgConfig::SHOTSTREAM_DEPS;PkgConfig::SHOTSTREAM_PRIVATE_DEPS;Threads::Threads{''.join(';' + f for f in cuda)}")
+    INTERFACE_LINK_LIBRARIES "PkgConfig::SHOTSTREAM_DEPS;PkgConfig::SHOTSTREAM_PRIVATE_DEPS;Threads::Threads{''.join(';' + f for f in PLAIN_PRIVATE + cuda)}")
 endif()
 unset(_shotstream_prefix)
 """

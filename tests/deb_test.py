@@ -84,12 +84,17 @@ class DebTest(unittest.TestCase):
         elves.append(os.path.join(self.root, f"usr/lib/{MULTIARCH}/libshotstream_client.so"))
         checked = set()
         for elf in elves:
+            # What it links itself (NEEDED), where the loader finds it (ldd); libraries
+            # those pull in come with their own packages' Depends.
+            direct = set(re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]",
+                                    subprocess.run(["readelf", "-d", elf], capture_output=True,
+                                                   text=True, check=True).stdout))
             for line in subprocess.run(["ldd", elf], capture_output=True, text=True,
                                        check=True).stdout.splitlines():
-                m = re.match(r"\s*\S+ => (/\S+)", line)
-                if not m:
+                m = re.match(r"\s*(\S+) => (/\S+)", line)
+                if not m or m.group(1) not in direct:
                     continue
-                path = os.path.realpath(m.group(1))
+                path = os.path.realpath(m.group(2))
                 owner = subprocess.run(["dpkg", "-S", path], capture_output=True, text=True)
                 if owner.returncode != 0:  # /usr/lib vs /lib (merged /usr): ask both
                     alt = path.replace("/usr/lib/", "/lib/", 1)
@@ -98,7 +103,7 @@ class DebTest(unittest.TestCase):
                 pkg = owner.stdout.split(":")[0]
                 self.assertIn(pkg, depends, f"{os.path.basename(elf)} links {path} of {pkg}")
                 checked.add(path)
-        self.assertGreater(len(checked), 20)  # gRPC, protobuf, Abseil's many, libc, ...
+        self.assertGreater(len(checked), 15)  # gRPC, protobuf, Abseil's many, libc, ...
 
     def test_packaged_server_serves(self):
         survey = os.path.join(self.tmp, "s.sgy")

@@ -13,6 +13,9 @@ PKGS=(
   python3-torch  # the torch adapter, tested on the CPU
   python3-pip python3-venv python3-setuptools python3-wheel  # pip install into a fresh venv
   cmake  # //tests:install_test builds a CMake project against the installed client
+  libblosc-dev libzfp-dev  # the LOSSLESS and ZFP encodings (server and native client)
+  python3-blosc python3-zfpy  # the grpcio path decodes them
+  libzstd-dev liblz4-dev  # the encoding benchmark's baselines
 )
 missing=()
 for p in "${PKGS[@]}"; do

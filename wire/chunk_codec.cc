@@ -158,6 +158,19 @@ absl::Status ReceivedChunk::Parse(grpc::ByteBuffer* bb) {
   return absl::OkStatus();
 }
 
+void ReceivedChunk::CopyPayload(uint8_t* dst) const {
+  uint64_t left = samples_size_;
+  size_t slice = samples_slice_, offset = samples_offset_;
+  while (left > 0 && slice < slices_.size()) {
+    const size_t n = std::min<uint64_t>(left, slices_[slice].size() - offset);
+    std::memcpy(dst, slices_[slice].begin() + offset, n);
+    dst += n;
+    left -= n;
+    ++slice;
+    offset = 0;
+  }
+}
+
 uint32_t ReceivedChunk::CopySamples(uint8_t* dst, uint32_t crc) const {
   constexpr size_t kPiece = 64 * 1024;  // CRC then copy while the piece is in cache
   const bool swap = meta_.big_endian();

@@ -46,6 +46,8 @@ class ReceivedChunk {
   // when meta().big_endian()) and returns the CRC-32 of the bytes as received, continued
   // from `crc`. REQUIRES: dst is 4-byte aligned; samples_size() is a multiple of 4.
   uint32_t CopySamples(uint8_t* dst, uint32_t crc) const;
+  // Copies the samples field's bytes as they are (an encoded payload) to `dst`.
+  void CopyPayload(uint8_t* dst) const;
 
  private:
   std::vector<grpc::Slice> slices_;

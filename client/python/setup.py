@@ -46,6 +46,7 @@ NATIVE_SOURCES = [
     "client/python/native/shotstream_native.cc",
     "client/client.cc",
     "wire/chunk_codec.cc",
+    "wire/sample_encoding.cc",
     "segy/sample_format.cc",
     "gpu/pinned_buffer_pool.cc",
     "gpu/cuda_runtime.cc",
@@ -57,13 +58,18 @@ NATIVE_HEADERS = [
     "common/crc32.h",
     "common/malloc_tuning.h",
     "common/sample_buffer.h",
+    "common/status_macros.h",
     "gpu/cuda_runtime.h",
     "gpu/pinned_buffer_pool.h",
     "segy/sample_format.h",
     "wire/chunk_codec.h",
+    "wire/encoding.h",
+    "wire/sample_encoding.h",
 ]
-PKG_CONFIG = ["grpc++", "protobuf", "libisal", "zlib", "absl_status", "absl_statusor",
+PKG_CONFIG = ["grpc++", "protobuf", "libisal", "zlib", "blosc", "absl_status", "absl_statusor",
               "absl_synchronization", "absl_strings", "absl_str_format", "absl_time"]
+# Libraries without a pkg-config file: (link flag, header, Debian package).
+PLAIN_LIBS = [("-lzfp", "zfp.h", "libzfp-dev")]
 NATIVE_FLAGS = ["-std=c++17", "-O2", "-g0", "-Wall", "-Wno-sign-compare", "-fvisibility=hidden"]
 VENDORED_NATIVE = os.path.join(HERE, "native_src")  # in an sdist
 REPO_ROOT = os.path.join(HERE, "..", "..")
@@ -92,6 +98,10 @@ def native_missing():
         for module in PKG_CONFIG:
             if subprocess.run(["pkg-config", "--exists", module]).returncode != 0:
                 missing.append(f"pkg-config {module}")
+    for _, header, package in PLAIN_LIBS:
+        if not any(os.path.isfile(os.path.join(d, header))
+                   for d in ("/usr/include", "/usr/local/include")):
+            missing.append(f"{header} ({package})")
     return missing
 
 
@@ -135,7 +145,8 @@ class BuildNative(build_ext):
                     "Client.stream) was not built; missing: " + ", ".join(missing) +
                     ". The package streams through grpcio alone. To build it (Debian): "
                     "apt-get install g++ pkg-config libgrpc++-dev libprotobuf-dev "
-                    "protobuf-compiler-grpc libabsl-dev libisal-dev zlib1g-dev, then pip "
+                    "protobuf-compiler-grpc libabsl-dev libisal-dev zlib1g-dev libblosc-dev "
+                    "libzfp-dev, then pip "
                     "install again.")
             sys.stderr.write(text + "\n")
             os.makedirs(os.path.dirname(note), exist_ok=True)
@@ -160,7 +171,7 @@ class BuildNative(build_ext):
                 os.path.join(gen, "shotstream", "v1", "shotstream.grpc.pb.cc")]
             ext.include_dirs = [root, gen]
             ext.extra_compile_args = NATIVE_FLAGS + cflags.split()
-            ext.extra_link_args = libs.split()
+            ext.extra_link_args = libs.split() + [flag for flag, _, _ in PLAIN_LIBS]
         super().run()
 
 

@@ -3,6 +3,7 @@
 #include <glob.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -13,6 +14,7 @@
 #include "common/crc32.h"
 #include "server/common/mapping_guard.h"
 #include "common/status_macros.h"
+#include "wire/sample_encoding.h"
 
 namespace shotstream::dataset {
 namespace {
@@ -181,67 +183,159 @@ absl::Status Dataset::LoadOrBuildCatalog(const catalog::ScanProgress& progress) 
 absl::StatusOr<ShotData> Dataset::ReadShot(int64_t shot_id,
                                            absl::Span<const segy::HeaderSelector> headers,
                                            uint64_t max_chunk_bytes, io::ReadStats* stats,
-                                           ZeroCopy zero_copy, bool raw_trace_headers) const {
+                                           ZeroCopy zero_copy, bool raw_trace_headers,
+                                           const TraceSelection& selection) const {
   const catalog::ShotEntry* shot = catalog_.Find(shot_id);
   if (shot == nullptr) {
     return absl::NotFoundError(
         absl::StrCat("dataset '", spec_.name, "' has no shot ", shot_id));
   }
+  if (uint64_t{selection.start} + selection.count > n_samples_ || selection.start >= n_samples_) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "dataset '", spec_.name, "': samples [", selection.start, ", ",
+        selection.start + selection.count, ") are outside its traces of ", n_samples_));
+  }
+  const io::SampleRange range{selection.start,
+                              selection.count == 0 ? n_samples_ - selection.start
+                                                   : selection.count};
   const absl::Span<const io::TraceRef> traces = catalog_.TracesOf(*shot);
   ShotData out;
   out.shot_id = shot_id;
-  out.n_traces = shot->n_traces;
-  out.n_samples = n_samples_;
-  const uint64_t trace_out_bytes = uint64_t{n_samples_} * sizeof(float);
-  out.total_bytes = trace_out_bytes * out.n_traces;
-  const uint64_t per_chunk = std::max<uint64_t>(1, max_chunk_bytes / trace_out_bytes);
+  out.n_samples = range.count;
+  const uint64_t trace_out_bytes = uint64_t{range.count} * sizeof(float);
   SS_RETURN_IF_ERROR(CheckFilesOf(traces));
+  // Native samples: the shot's traces must share a format sent natively and a byte order.
+  const int native_width = selection.native ? NativeWidth(traces) : 0;
+  const uint64_t trace_wire_bytes =
+      native_width > 0 ? uint64_t{range.count} * native_width : trace_out_bytes;
+  const uint64_t per_chunk = std::max<uint64_t>(1, max_chunk_bytes / trace_wire_bytes);
   // Every trace's header comes with its samples (the same coalesced reads): its shot key
-  // is checked against the catalog's, and the asked-for columns are taken from it.
+  // is checked against the catalog's, the conditions and the asked-for columns are taken
+  // from it.
   std::vector<uint8_t> raw_headers(traces.size() * segy::kTraceHeaderBytes);
   uint8_t* header_dst = raw_headers.data();
-  if (const std::optional<bool> big_endian = StoredByteOrder(traces, zero_copy)) {
+  const std::optional<bool> big_endian =
+      native_width > 0 ? std::nullopt : StoredByteOrder(traces, zero_copy);
+  // Without conditions the samples go straight into their chunks; with them, into one
+  // buffer for the shot, and the traces kept are copied into chunks after the headers
+  // are read.
+  const bool filter = !selection.where.empty();
+  std::vector<uint32_t> trace_crc;
+  std::vector<SampleBuffer> read_into;
+  if (big_endian.has_value()) {
     out.stored.resize(traces.size());
     out.stored_file.resize(traces.size());
     for (size_t i = 0; i < traces.size(); ++i) out.stored_file[i] = traces[i].file_id;
     out.traces_per_chunk = static_cast<uint32_t>(std::min<uint64_t>(per_chunk, UINT32_MAX));
     out.big_endian = *big_endian;
     SS_RETURN_IF_ERROR(io::LocateTraces(file_ptrs_, traces, spec_.coalesce, out.stored.data(),
-                                        header_dst, stats));
+                                        header_dst, stats, range));
   } else {
-    std::vector<float*> dst(traces.size());
-    for (uint64_t t = 0; t < traces.size(); t += per_chunk) {
-      const uint64_t n = std::min<uint64_t>(per_chunk, traces.size() - t);
-      out.chunks.emplace_back(n * trace_out_bytes);  // not zero-filled: the decoder writes all
-      float* base = reinterpret_cast<float*>(out.chunks.back().data());
-      for (uint64_t i = 0; i < n; ++i) dst[t + i] = base + i * n_samples_;
+    const uint64_t run = filter ? std::max<uint64_t>(traces.size(), 1) : per_chunk;
+    std::vector<uint8_t*> dst(traces.size());
+    for (uint64_t t = 0; t < traces.size(); t += run) {
+      const uint64_t n = std::min<uint64_t>(run, traces.size() - t);
+      read_into.emplace_back(n * trace_wire_bytes);  // not zero-filled: every byte is written
+      for (uint64_t i = 0; i < n; ++i) dst[t + i] = read_into.back().data() + i * trace_wire_bytes;
     }
     // Each trace's CRC-32 is taken as it is decoded (in cache), then joined in shot order.
-    std::vector<uint32_t> trace_crc(traces.size());
-    SS_RETURN_IF_ERROR(io::ReadTraces(file_ptrs_, traces, spec_.coalesce, dst.data(),
-                                      header_dst, stats, trace_crc.data()));
-    const Crc32Joiner join(trace_out_bytes);
-    for (uint32_t c : trace_crc) out.crc32 = join.Append(out.crc32, c);
+    trace_crc.resize(traces.size());
+    if (native_width > 0) {
+      const segy::SegyLayout& layout = files_[traces[0].file_id]->layout();
+      out.encoding = wire::Encoding::kNative;
+      out.sample_format = static_cast<int>(layout.format);
+      out.big_endian = layout.byte_order == segy::ByteOrder::kBigEndian;
+      SS_RETURN_IF_ERROR(io::CopyStoredTraces(file_ptrs_, traces, spec_.coalesce, dst.data(),
+                                              header_dst, stats, trace_crc.data(), range));
+    } else {
+      SS_RETURN_IF_ERROR(io::ReadTraces(file_ptrs_, traces, spec_.coalesce,
+                                        reinterpret_cast<float* const*>(dst.data()), header_dst,
+                                        stats, trace_crc.data(), range));
+    }
   }
   SS_RETURN_IF_ERROR(CheckShotKeys(shot_id, traces, raw_headers.data()));
+  // The traces kept: all, or those whose header values meet every condition.
+  std::vector<size_t> kept;
+  kept.reserve(traces.size());
+  for (size_t i = 0; i < traces.size(); ++i) {
+    const uint8_t* h = raw_headers.data() + i * segy::kTraceHeaderBytes;
+    const segy::ByteOrder order = files_[traces[i].file_id]->layout().byte_order;
+    bool keep = true;
+    for (const TraceCondition& c : selection.where) {
+      const double v = segy::HeaderValue(c.header, h, order);
+      if (!(v >= c.low && v <= c.high)) keep = false;
+    }
+    if (keep) kept.push_back(i);
+  }
+  out.n_traces = static_cast<uint32_t>(kept.size());
+  out.total_bytes = trace_out_bytes * out.n_traces;
+  if (big_endian.has_value()) {
+    if (filter) {
+      std::vector<const uint8_t*> stored;
+      std::vector<uint32_t> files;
+      for (size_t i : kept) {
+        stored.push_back(out.stored[i]);
+        files.push_back(out.stored_file[i]);
+      }
+      out.stored = std::move(stored);
+      out.stored_file = std::move(files);
+      if (out.stored.empty()) {  // no trace left: an empty decoded chunk says so
+        out.chunks.emplace_back();
+        out.chunk_traces.push_back(0);
+      }
+    }
+  } else {
+    if (!filter) {
+      out.chunks = std::move(read_into);
+    } else {
+      const uint8_t* all = read_into.empty() ? nullptr : read_into.front().data();
+      for (size_t k = 0; k < kept.size(); k += per_chunk) {
+        const size_t n = std::min<size_t>(per_chunk, kept.size() - k);
+        out.chunks.emplace_back(n * trace_wire_bytes);
+        for (size_t i = 0; i < n; ++i) {
+          std::memcpy(out.chunks.back().data() + i * trace_wire_bytes,
+                      all + kept[k + i] * trace_wire_bytes, trace_wire_bytes);
+        }
+      }
+      if (out.chunks.empty()) out.chunks.emplace_back();
+    }
+    for (const SampleBuffer& c : out.chunks) {
+      out.chunk_traces.push_back(static_cast<uint32_t>(c.size() / trace_wire_bytes));
+    }
+    const Crc32Joiner join(trace_out_bytes);
+    for (size_t i : kept) out.crc32 = join.Append(out.crc32, trace_crc[i]);
+  }
   for (const segy::HeaderSelector& h : headers) {
-    std::vector<double> column(traces.size());
-    for (size_t i = 0; i < traces.size(); ++i) {
+    std::vector<double> column(kept.size());
+    for (size_t k = 0; k < kept.size(); ++k) {
+      const size_t i = kept[k];
       const segy::ByteOrder order = files_[traces[i].file_id]->layout().byte_order;
-      column[i] = segy::HeaderValue(h, raw_headers.data() + i * segy::kTraceHeaderBytes, order);
+      column[k] = segy::HeaderValue(h, raw_headers.data() + i * segy::kTraceHeaderBytes, order);
     }
     out.headers.emplace_back(h.name, std::move(column));
   }
   if (raw_trace_headers) {
-    out.trace_headers.resize(raw_headers.size());
-    for (size_t i = 0; i < traces.size(); ++i) {
+    out.trace_headers.resize(kept.size() * segy::kTraceHeaderBytes);
+    for (size_t k = 0; k < kept.size(); ++k) {
+      const size_t i = kept[k];
       segy::TraceHeaderToBigEndian(raw_headers.data() + i * segy::kTraceHeaderBytes,
                                    files_[traces[i].file_id]->layout().byte_order,
                                    reinterpret_cast<uint8_t*>(&out.trace_headers[0]) +
-                                       i * segy::kTraceHeaderBytes);
+                                       k * segy::kTraceHeaderBytes);
     }
   }
   return out;
+}
+
+int Dataset::NativeWidth(absl::Span<const io::TraceRef> traces) const {
+  if (traces.empty()) return 0;
+  const segy::SegyLayout& first = files_[traces[0].file_id]->layout();
+  const int width = wire::NativeBytesPerSample(static_cast<int>(first.format));
+  for (const io::TraceRef& t : traces) {
+    const segy::SegyLayout& l = files_[t.file_id]->layout();
+    if (l.format != first.format || l.byte_order != first.byte_order) return 0;
+  }
+  return width;
 }
 
 absl::Status Dataset::FilesChanged(absl::Status why) const {
@@ -303,8 +397,9 @@ absl::Status Dataset::CheckShotKeys(int64_t shot_id, absl::Span<const io::TraceR
 
 absl::Status Dataset::ForEachStoredRun(
     int64_t shot_id, absl::Span<const uint8_t* const> traces, absl::Span<const uint32_t> files,
+    uint32_t n_samples,
     absl::FunctionRef<void(size_t first, size_t count, size_t span)> run) const {
-  const size_t sample_bytes = size_t{n_samples_} * sizeof(float);
+  const size_t sample_bytes = size_t{n_samples} * sizeof(float);
   for (size_t i = 0; i < traces.size();) {
     const segy::SegyFile& file = *files_[files[i]];
     const uint64_t step = file.layout().trace_bytes;
@@ -325,17 +420,19 @@ absl::Status Dataset::ForEachStoredRun(
 absl::StatusOr<uint32_t> Dataset::StoredCrc(int64_t shot_id,
                                             absl::Span<const uint8_t* const> traces,
                                             absl::Span<const uint32_t> files,
-                                            uint32_t crc) const {
-  const size_t sample_bytes = size_t{n_samples_} * sizeof(float);
-  SS_RETURN_IF_ERROR(ForEachStoredRun(shot_id, traces, files, [&](size_t first, size_t n, size_t) {
+                                            uint32_t n_samples, uint32_t crc) const {
+  const size_t sample_bytes = size_t{n_samples} * sizeof(float);
+  SS_RETURN_IF_ERROR(ForEachStoredRun(shot_id, traces, files, n_samples,
+                                      [&](size_t first, size_t n, size_t) {
     for (size_t k = first; k < first + n; ++k) crc = Crc32(crc, traces[k], sample_bytes);
   }));
   return crc;
 }
 
 absl::Status Dataset::TouchStored(int64_t shot_id, absl::Span<const uint8_t* const> traces,
-                                  absl::Span<const uint32_t> files) const {
-  return ForEachStoredRun(shot_id, traces, files, [&](size_t first, size_t, size_t span) {
+                                  absl::Span<const uint32_t> files, uint32_t n_samples) const {
+  return ForEachStoredRun(shot_id, traces, files, n_samples,
+                          [&](size_t first, size_t, size_t span) {
     const volatile uint8_t* p = traces[first];
     uint8_t sink = 0;
     for (size_t off = 0; off < span; off += 4096) sink ^= p[off];

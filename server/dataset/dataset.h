@@ -84,14 +84,19 @@ class Dataset {
   // The CRC-32 of stored traces of shot `shot_id` (ShotData::stored and stored_file, or
   // a run of them) continued from `crc`, read under the mapping's SIGBUS guard: DATA_LOSS
   // naming the file and byte offset when it was truncated since it was opened.
+  // `n_samples`: samples per trace sent (ShotData::n_samples, a window's).
   absl::StatusOr<uint32_t> StoredCrc(int64_t shot_id, absl::Span<const uint8_t* const> traces,
-                                     absl::Span<const uint32_t> files, uint32_t crc) const;
+                                     absl::Span<const uint32_t> files, uint32_t n_samples,
+                                     uint32_t crc) const;
   // Reads one byte of every page of those traces, under the same guard and with the same
   // error: their first touch, where a page not in memory is read from disk.
   absl::Status TouchStored(int64_t shot_id, absl::Span<const uint8_t* const> traces,
-                           absl::Span<const uint32_t> files) const;
+                           absl::Span<const uint32_t> files, uint32_t n_samples) const;
 
   // Reads one shot. Chunks hold at most max(1, max_chunk_bytes / trace bytes) traces.
+  // `selection` narrows it to a window of samples and the traces meeting its conditions
+  // (a shot may be left with none: one empty chunk), and may keep integer and IBM samples
+  // as stored (NATIVE, where the shot's traces share such a format and byte order).
   // NOT_FOUND for an unknown shot id. Never serves stale data: each file of the shot is
   // checked to be the one opened, unchanged, and each trace header's shot key to be the
   // shot asked for; otherwise DATA_LOSS naming the file and byte ("changed since its
@@ -101,7 +106,8 @@ class Dataset {
                                     uint64_t max_chunk_bytes,
                                     io::ReadStats* stats = nullptr,
                                     ZeroCopy zero_copy = ZeroCopy::kOff,
-                                    bool raw_trace_headers = false) const;
+                                    bool raw_trace_headers = false,
+                                    const TraceSelection& selection = {}) const;
 
  private:
   Dataset() = default;
@@ -109,6 +115,9 @@ class Dataset {
   // big-endian), or nullopt where they must be decoded.
   std::optional<bool> StoredByteOrder(absl::Span<const io::TraceRef> traces,
                                       ZeroCopy zero_copy) const;
+  // Bytes per sample where the traces can be sent NATIVE (one format sent natively, one
+  // byte order), else 0.
+  int NativeWidth(absl::Span<const io::TraceRef> traces) const;
   absl::Status LoadOrBuildCatalog(const catalog::ScanProgress& progress);
   // The files of `traces` are unchanged and each header (raw, 240 bytes a trace) carries
   // shot `shot_id`'s key; else DATA_LOSS, after the on_files_changed hook.
@@ -120,7 +129,7 @@ class Dataset {
   // in one file (`span` bytes from traces[first]) under the mapping's SIGBUS guard.
   absl::Status ForEachStoredRun(
       int64_t shot_id, absl::Span<const uint8_t* const> traces,
-      absl::Span<const uint32_t> files,
+      absl::Span<const uint32_t> files, uint32_t n_samples,
       absl::FunctionRef<void(size_t first, size_t count, size_t span)> run) const;
 
   DatasetSpec spec_;

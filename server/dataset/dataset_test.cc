@@ -9,6 +9,7 @@
 
 #include "gtest/gtest.h"
 #include "server/segy/test_writer.h"
+#include "wire/sample_encoding.h"
 
 namespace shotstream::dataset {
 namespace {
@@ -126,9 +127,9 @@ TEST(DatasetTest, ZeroCopyLocatesStoredIeeeTracesInTheMappingWithTheirCrc) {
     const uint32_t want_crc = ::crc32(0, reinterpret_cast<const Bytef*>(all.data()), all.size());
     const absl::Span<const uint8_t* const> located(stored->stored);
     const absl::Span<const uint32_t> files(stored->stored_file);
-    auto head = (*d)->StoredCrc(2, located.subspan(0, 3), files.subspan(0, 3), 0);
+    auto head = (*d)->StoredCrc(2, located.subspan(0, 3), files.subspan(0, 3), kNs, 0);
     ASSERT_TRUE(head.ok()) << head.status();
-    auto whole = (*d)->StoredCrc(2, located.subspan(3), files.subspan(3), *head);
+    auto whole = (*d)->StoredCrc(2, located.subspan(3), files.subspan(3), kNs, *head);
     ASSERT_TRUE(whole.ok()) << whole.status();
     EXPECT_EQ(*whole, want_crc);
     EXPECT_EQ(decoded->crc32, ::crc32(0, reinterpret_cast<const Bytef*>(want.data()), want.size()));
@@ -155,6 +156,93 @@ TEST(DatasetTest, ZeroCopyLocatesStoredIeeeTracesInTheMappingWithTheirCrc) {
   always_decoded("/zibm*.sgy", segy::IoMode::kMmap);
 }
 
+TEST(DatasetTest, WindowAndConditionsSelectSamplesAndTraces) {
+  WriteSurvey("w", 6);
+  DatasetSpec spec;
+  spec.name = "w";
+  spec.globs = {Dir() + "/w*.sgy"};
+  auto d = Dataset::Load(spec);
+  ASSERT_TRUE(d.ok()) << d.status();
+  const segy::HeaderSelector offset = *segy::ResolveHeader("offset");
+  TraceSelection sel;
+  sel.start = 1;
+  sel.count = 3;
+  sel.where = {{offset, 25, 75}, {*segy::ResolveHeader("group_x"), -1e9, 1e9}};
+  for (ZeroCopy zc : {ZeroCopy::kOff, ZeroCopy::kAnyByteOrder}) {
+    auto shot = (*d)->ReadShot(2, {offset}, 2 * 3 * 4, nullptr, zc, false, sel);
+    ASSERT_TRUE(shot.ok()) << shot.status();
+    ASSERT_EQ(shot->n_traces, 3u);  // traces 1, 2, 3 (offsets 25, 50, 75)
+    EXPECT_EQ(shot->n_samples, 3u);
+    EXPECT_EQ(shot->total_bytes, 3u * 3 * 4);
+    EXPECT_EQ(shot->headers[0].second, (std::vector<double>{25, 50, 75}));
+    ASSERT_EQ(shot->chunks.size(), 2u);  // 2 traces a chunk (file 0 is IBM: decoded)
+    EXPECT_EQ(shot->chunk_traces, (std::vector<uint32_t>{2, 1}));
+    std::string all;
+    for (const auto& c : shot->chunks) all.append(c.view());
+    const float* v = reinterpret_cast<const float*>(all.data());
+    for (int t = 0; t < 3; ++t) {
+      for (int s = 0; s < 3; ++s) EXPECT_EQ(v[t * 3 + s], 2000 + (t + 1) * 10 + s + 1);
+    }
+    EXPECT_EQ(shot->crc32, ::crc32(0, reinterpret_cast<const Bytef*>(all.data()), all.size()));
+  }
+  // A condition no trace meets: the shot comes with no trace, one empty chunk.
+  sel.where = {{offset, 1e6, 2e6}};
+  auto none = (*d)->ReadShot(2, {offset}, 1 << 20, nullptr, ZeroCopy::kOff, false, sel);
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->n_traces, 0u);
+  EXPECT_EQ(none->total_bytes, 0u);
+  ASSERT_EQ(none->n_chunks(), 1u);
+  EXPECT_TRUE(none->headers[0].second.empty());
+  // Outside the traces.
+  sel.where.clear();
+  sel.start = 4;
+  sel.count = 3;
+  EXPECT_EQ((*d)->ReadShot(2, {}, 1 << 20, nullptr, ZeroCopy::kOff, false, sel).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(DatasetTest, NativeKeepsIntegerSamplesAsStoredWithTheCrcOfTheirValues) {
+  segy::TestFileSpec spec16;
+  spec16.format = 3;
+  spec16.n_samples = 8;
+  for (int t = 0; t < 5; ++t) {
+    segy::TestTrace tr;
+    tr.fields = {{9, 4, 1}};
+    for (int s = 0; s < 8; ++s) tr.samples.push_back(t * 100 - s);
+    spec16.traces.push_back(tr);
+  }
+  segy::WriteSegyFile(Dir() + "/n16.sgy", spec16);
+  DatasetSpec spec;
+  spec.name = "n16";
+  spec.globs = {Dir() + "/n16.sgy"};
+  auto d = Dataset::Load(spec);
+  ASSERT_TRUE(d.ok()) << d.status();
+  TraceSelection sel;
+  sel.native = true;
+  sel.start = 2;
+  auto shot = (*d)->ReadShot(1, {}, 1 << 20, nullptr, ZeroCopy::kAnyByteOrder, false, sel);
+  ASSERT_TRUE(shot.ok()) << shot.status();
+  EXPECT_EQ(shot->encoding, wire::Encoding::kNative);
+  EXPECT_EQ(shot->sample_format, 3);
+  EXPECT_TRUE(shot->big_endian);
+  ASSERT_EQ(shot->chunks.size(), 1u);
+  ASSERT_EQ(shot->chunks[0].size(), 5u * 6 * 2);  // 2 bytes a sample, samples 2..7
+  std::vector<float> v(5 * 6);
+  ASSERT_TRUE(wire::DecodeSamples(wire::Encoding::kNative, 3, true, shot->chunks[0].data(),
+                                  shot->chunks[0].size(), 5, 6, v.data())
+                  .ok());
+  for (int t = 0; t < 5; ++t) {
+    for (int s = 0; s < 6; ++s) ASSERT_EQ(v[t * 6 + s], t * 100 - (s + 2));
+  }
+  EXPECT_EQ(shot->crc32, ::crc32(0, reinterpret_cast<const Bytef*>(v.data()), v.size() * 4));
+  // Without native: decoded float32.
+  sel.native = false;
+  auto decoded = (*d)->ReadShot(1, {}, 1 << 20, nullptr, ZeroCopy::kOff, false, sel);
+  ASSERT_TRUE(decoded.ok());
+  EXPECT_EQ(decoded->encoding, wire::Encoding::kFloat32);
+  EXPECT_EQ(decoded->crc32, shot->crc32);
+}
+
 TEST(DatasetTest, StoredTracesOfATruncatedFileAreDataLossWhenSent) {
   const std::string path = Dir() + "/ztrunc.sgy";
   WriteIeeeFile(path, segy::ByteOrder::kBigEndian, 2048);  // traces of 8432 bytes
@@ -168,7 +256,7 @@ TEST(DatasetTest, StoredTracesOfATruncatedFileAreDataLossWhenSent) {
   ASSERT_TRUE(shot.ok()) << shot.status();
   ASSERT_FALSE(shot->stored.empty());
   ASSERT_EQ(::truncate(path.c_str(), 3600 + 8432), 0);  // only the first trace is left
-  auto crc = (*d)->StoredCrc(3, shot->stored, shot->stored_file, 0);
+  auto crc = (*d)->StoredCrc(3, shot->stored, shot->stored_file, shot->n_samples, 0);
   ASSERT_EQ(crc.status().code(), absl::StatusCode::kDataLoss) << crc.status();
   EXPECT_NE(crc.status().message().find("ztrunc.sgy"), absl::string_view::npos);
   EXPECT_NE(crc.status().message().find("shot 3"), absl::string_view::npos);

@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "common/sample_buffer.h"
+#include "segy/trace_header.h"
+#include "wire/encoding.h"
 
 namespace shotstream::dataset {
 
@@ -34,11 +36,34 @@ struct ShotData {
   // With raw_trace_headers: n_traces * 240 bytes, each trace header big-endian.
   std::string trace_headers;
   uint32_t crc32 = 0;
+  // What `chunks` hold: float32 (decoded), or kNative (samples as stored, SEG-Y format
+  // `sample_format`, big-endian when big_endian), or what the stream's encoder made of
+  // them; chunk_traces[c] traces in chunk c (every encoding but stored float32).
+  wire::Encoding encoding = wire::Encoding::kFloat32;
+  int sample_format = 5;
+  std::vector<uint32_t> chunk_traces;
 
   size_t n_chunks() const {
     return stored.empty() ? chunks.size()
                           : (stored.size() + traces_per_chunk - 1) / traces_per_chunk;
   }
+};
+
+// low <= value <= high of a trace header field (its HeaderColumn value).
+struct TraceCondition {
+  segy::HeaderSelector header;
+  double low = 0;
+  double high = 0;
+};
+
+// Which part of a shot a read delivers: samples [start, start + count) of every trace
+// (count 0: to the end), the traces that meet every condition, and whether integer and
+// IBM samples stay as stored (ENCODING_NATIVE) rather than decoded.
+struct TraceSelection {
+  uint32_t start = 0;
+  uint32_t count = 0;
+  std::vector<TraceCondition> where;
+  bool native = false;
 };
 
 // Which shots ReadShot may leave as stored (see ShotData) rather than decode: those whose

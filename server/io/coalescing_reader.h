@@ -48,6 +48,26 @@ ReadPlan PlanReads(absl::Span<const TraceRef> traces,
                    absl::Span<const uint64_t> trace_bytes_by_file,
                    const CoalesceOptions& options);
 
+// A byte range of a file wanted by a read (a whole trace, or a trace's header, or a
+// window of its samples).
+struct Piece {
+  uint32_t file_id = 0;
+  uint64_t offset = 0;
+  uint64_t length = 0;
+};
+
+// Plans the reads for `pieces` (plan.order indexes them): sorted, neighbours within
+// max_gap_bytes merged (the gap read through and thrown away), none beyond max_read_bytes.
+ReadPlan PlanPieces(absl::Span<const Piece> pieces, const CoalesceOptions& options);
+
+// The samples of every trace a read delivers: `count` samples from `start` (count 0: all).
+// With a window, each trace's header and its window are separate pieces, so the bytes
+// between them are read only where the gap rule reads through.
+struct SampleRange {
+  uint32_t start = 0;
+  uint32_t count = 0;
+};
+
 struct ReadStats {
   uint64_t reads = 0;         // positioned reads issued
   uint64_t bytes_read = 0;    // including gap bytes
@@ -62,7 +82,16 @@ struct ReadStats {
 absl::Status ReadTraces(absl::Span<const segy::SegyFile* const> files,
                         absl::Span<const TraceRef> traces, const CoalesceOptions& options,
                         float* const* sample_dst, uint8_t* header_dst,
-                        ReadStats* stats = nullptr, uint32_t* trace_crc = nullptr);
+                        ReadStats* stats = nullptr, uint32_t* trace_crc = nullptr,
+                        SampleRange range = {});
+
+// As ReadTraces, but trace i's samples are copied as stored (the file's format and byte
+// order, range.count x bytes per sample) to raw_dst[i], and trace_crc[i] (not null) is the
+// CRC-32 of them decoded to float32: what a client that decodes them gets.
+absl::Status CopyStoredTraces(absl::Span<const segy::SegyFile* const> files,
+                              absl::Span<const TraceRef> traces, const CoalesceOptions& options,
+                              uint8_t* const* raw_dst, uint8_t* header_dst, ReadStats* stats,
+                              uint32_t* trace_crc, SampleRange range = {});
 
 // For sending traces as they are stored (zero copy); every file must be mapped. Points
 // sample_src[i] at trace i's stored sample bytes inside its file's mapping (valid while
@@ -71,7 +100,7 @@ absl::Status ReadTraces(absl::Span<const segy::SegyFile* const> files,
 absl::Status LocateTraces(absl::Span<const segy::SegyFile* const> files,
                           absl::Span<const TraceRef> traces, const CoalesceOptions& options,
                           const uint8_t** sample_src, uint8_t* header_dst,
-                          ReadStats* stats = nullptr);
+                          ReadStats* stats = nullptr, SampleRange range = {});
 
 }  // namespace shotstream::io
 

@@ -127,6 +127,56 @@ TEST_F(ReadTracesTest, ReturnsTracesInCallerOrderBitExact) {
   EXPECT_EQ(stats.reads, 2u);
 }
 
+TEST_F(ReadTracesTest, WindowReadsItsSamplesAndTheGapRuleDecidesWhatElse) {
+  std::vector<TraceRef> traces;
+  for (int t = kTraces - 1; t >= 0; t -= 2) {
+    for (uint32_t f = 0; f < 2; ++f) traces.push_back({f, files_[f]->layout().TraceOffset(t)});
+  }
+  const SampleRange range{5, 11};
+  std::vector<float> out(traces.size() * range.count, -1.0f);
+  std::vector<float*> dst;
+  for (size_t i = 0; i < traces.size(); ++i) dst.push_back(out.data() + i * range.count);
+  std::vector<uint8_t> headers(traces.size() * 240);
+  std::vector<uint32_t> crc(traces.size());
+  ReadStats through;
+  ASSERT_TRUE(ReadTraces(files_, traces, CoalesceOptions{}, dst.data(), headers.data(), &through,
+                         crc.data(), range)
+                  .ok());
+  for (size_t i = 0; i < traces.size(); ++i) {
+    const int f = traces[i].file_id;
+    const int t = kTraces - 1 - 2 * static_cast<int>(i / 2);
+    for (uint32_t s = 0; s < range.count; ++s) {
+      ASSERT_EQ(out[i * range.count + s], Value(f, t, range.start + s)) << i << " " << s;
+    }
+    EXPECT_EQ(segy::ReadHeaderInt(headers.data() + 240 * i, 9, 4, files_[f]->layout().byte_order),
+              f * 1000 + t);
+    EXPECT_EQ(crc[i], ::crc32(0, reinterpret_cast<const Bytef*>(dst[i]), range.count * 4));
+  }
+  // Read through (the default gap) in one read a file; wanted: headers and windows only.
+  EXPECT_EQ(through.reads, 2u);
+  EXPECT_EQ(through.bytes_wanted, traces.size() * (240 + range.count * 4));
+  // With no gap allowed, each header and its window are read apart: only wanted bytes.
+  CoalesceOptions tight;
+  tight.max_gap_bytes = 0;
+  ReadStats apart;
+  ASSERT_TRUE(ReadTraces(files_, traces, tight, dst.data(), nullptr, &apart, nullptr, range).ok());
+  EXPECT_EQ(apart.bytes_read, apart.bytes_wanted);
+  EXPECT_LT(apart.bytes_read, through.bytes_read);
+  EXPECT_EQ(apart.reads, 2 * traces.size());
+  // As stored: the IEEE file's bytes, and the CRC of what a client decodes them to.
+  std::vector<uint8_t> raw(traces.size() * range.count * 4);
+  std::vector<uint8_t*> raw_dst;
+  for (size_t i = 0; i < traces.size(); ++i) raw_dst.push_back(raw.data() + i * range.count * 4);
+  std::vector<uint32_t> raw_crc(traces.size());
+  ASSERT_TRUE(CopyStoredTraces(files_, traces, CoalesceOptions{}, raw_dst.data(), nullptr,
+                               nullptr, raw_crc.data(), range)
+                  .ok());
+  EXPECT_EQ(raw_crc, crc);
+  float first;
+  std::memcpy(&first, raw_dst[1], 4);  // file 1 is IEEE little-endian
+  EXPECT_EQ(first, Value(1, kTraces - 1, range.start));
+}
+
 TEST_F(ReadTracesTest, TruncatedFileIsDataLossNamingFileAndOffset) {
   std::vector<TraceRef> traces = {{0, files_[0]->size() - 10}};
   std::vector<float> out(kSamples);

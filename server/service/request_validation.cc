@@ -1,6 +1,7 @@
 #include "server/service/request_validation.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "absl/strings/str_cat.h"
 
@@ -47,6 +48,43 @@ absl::StatusOr<ValidatedRequest> ValidateStreamRequest(const v1::StreamShotsRequ
       return absl::NotFoundError(absl::StrCat("dataset '", r.dataset(), "' has no shot ", id));
     }
   }
+  const uint32_t ns = v.dataset->n_samples();
+  if (r.has_window()) {
+    const uint32_t start = r.window().start();
+    const uint32_t stop = r.window().stop() == 0 ? ns : r.window().stop();
+    if (start >= stop || stop > ns) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "window: samples [", start, ", ", r.window().stop(), ") are not within the traces' ",
+          ns, " samples of dataset '", r.dataset(), "' (need start < stop <= ", ns,
+          "; stop 0 means to the end)"));
+    }
+    v.selection.start = start;
+    v.selection.count = stop - start;
+  }
+  for (int i = 0; i < r.where_size(); ++i) {
+    const v1::TraceCondition& c = r.where(i);
+    auto sel = segy::ResolveHeader(c.header());
+    if (!sel.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("where[", i, "].header: ",
+                                                     sel.status().message()));
+    }
+    if (!(c.low() <= c.high())) {
+      return absl::InvalidArgumentError(absl::StrCat("where[", i, "] (", c.header(), "): low ",
+                                                     c.low(), " is above high ", c.high()));
+    }
+    v.selection.where.push_back({*std::move(sel), c.low(), c.high()});
+  }
+  if (!v1::Encoding_IsValid(r.encoding())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "encoding: ", static_cast<int>(r.encoding()), " is not a known Encoding (float32, "
+        "native, lossless, int16, zfp, auto)"));
+  }
+  v.encoding = static_cast<wire::Encoding>(r.encoding());
+  if (!(r.tolerance() >= 0) || !std::isfinite(r.tolerance())) {
+    return absl::InvalidArgumentError(absl::StrCat("tolerance: ", r.tolerance(),
+                                                   " is not a finite value >= 0"));
+  }
+  v.tolerance = r.tolerance();
   v.queue_depth = r.queue_depth() == 0 ? std::max<uint32_t>(1, limits.default_queue_depth)
                                        : r.queue_depth();
   v.max_chunk_bytes = r.max_chunk_bytes() == 0

@@ -16,6 +16,7 @@
 #include "server/dataset/dataset.h"
 #include "server/dataset/dataset_entry.h"
 #include "segy/trace_header.h"
+#include "wire/encoding.h"
 #include "shotstream/v1/shotstream.pb.h"
 
 namespace shotstream::service {
@@ -42,11 +43,16 @@ struct ValidatedRequest {
   std::vector<segy::HeaderSelector> headers;
   uint32_t queue_depth = 2;       // 1 .. max_queue_depth
   uint64_t max_chunk_bytes = 0;   // 1 .. limits.max_chunk_bytes
+  dataset::TraceSelection selection;  // window (count: its samples) and conditions
+  wire::Encoding encoding = wire::Encoding::kFloat32;  // as asked (kAuto: still to pick)
+  double tolerance = 0;
 };
 
 // NOT_FOUND: unknown dataset or shot id (named); a dataset that is not READY:
 // NotReadyError;
-// INVALID_ARGUMENT: over a limit (named) or an unknown header field.
+// INVALID_ARGUMENT: over a limit (named), an unknown header field, a window outside the
+// traces, a condition on an unknown header or with low > high, an unknown encoding or a
+// negative tolerance (each naming the request field).
 absl::StatusOr<ValidatedRequest> ValidateStreamRequest(const v1::StreamShotsRequest& request,
                                                        const std::vector<DatasetEntry>& datasets,
                                                        const RequestLimits& limits);

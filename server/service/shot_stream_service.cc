@@ -14,6 +14,8 @@
 #include "server/service/stream_admission.h"
 #include "server/stream/byte_budget.h"
 #include "server/stream/dataset_shot_source.h"
+#include "server/stream/encoding_advisor.h"
+#include "wire/sample_encoding.h"
 #include "shotstream/v1/shotstream.grpc.pb.h"
 
 namespace shotstream::service {
@@ -153,10 +155,10 @@ class ShotStreamServiceImpl final
       return Reject(ctx, name, absl::UnavailableError("the server is shutting down; no new "
                                                       "streams (try another server)"));
     }
-    absl::StatusOr<stream::WindowPlan> plan = Validate(*request);
+    const std::string peer = StreamAdmission::PeerAddress(ctx->peer());
+    absl::StatusOr<stream::WindowPlan> plan = Validate(*request, peer);
     if (!plan.ok()) return Reject(ctx, name, plan.status());
     // Limits last, so that a stream slot is taken only by a request that will run.
-    const std::string peer = StreamAdmission::PeerAddress(ctx->peer());
     if (absl::Status s = admission_.Admit(peer); !s.ok()) return Reject(ctx, name, s);
     StreamContext context;
     context.counters = counters_;
@@ -166,6 +168,8 @@ class ShotStreamServiceImpl final
     context.stream_id = ++counters_->streams_started;
     context.log = options_.log_streams;
     context.on_gone = [this, peer] { admission_.Release(peer); };
+    context.advisor = &advisor_;
+    context.peer_address = peer;
     return StartStream(*std::move(plan), pool_, std::move(context));
   }
 
@@ -214,10 +218,21 @@ class ShotStreamServiceImpl final
   }
 
   // Everything a request can get wrong is found here, before any data is sent.
-  absl::StatusOr<stream::WindowPlan> Validate(const v1::StreamShotsRequest& r) const {
+  absl::StatusOr<stream::WindowPlan> Validate(const v1::StreamShotsRequest& r,
+                                              const std::string& peer) {
     auto v = ValidateStreamRequest(r, *datasets_, options_.limits);
     if (!v.ok()) return v.status();
     stream::WindowPlan plan;
+    plan.selection = std::move(v->selection);
+    plan.tolerance = v->tolerance;
+    plan.encoding = v->encoding;
+    plan.advisor = &advisor_;
+    plan.dataset = r.dataset();
+    if (plan.encoding == wire::Encoding::kAuto) {
+      const int native = wire::NativeBytesPerSample(v->dataset->sample_format());
+      plan.encoding = advisor_.Choose(peer, r.dataset(), native == 0 ? 4 : native);
+      plan.probe_codec = plan.encoding != wire::Encoding::kLossless;
+    }
     plan.source = stream::MakeDatasetShotSource(std::move(v->dataset));
     plan.raw_trace_headers = r.raw_trace_headers();
     plan.shot_ids = std::move(v->shot_ids);
@@ -242,6 +257,7 @@ class ShotStreamServiceImpl final
   ServiceCounters own_counters_;
   ServiceCounters* const counters_;
   const std::unique_ptr<stream::ByteBudget> budget_;
+  stream::EncodingAdvisor advisor_{pool_->threads()};  // ENCODING_AUTO's measurements
 };
 
 }  // namespace

@@ -14,9 +14,10 @@ class DatasetShotSource final : public ShotSource {
 
   double sample_interval_us() const override { return dataset_->sample_interval_us(); }
 
-  uint64_t ShotBytes(int64_t shot_id) const override {
+  uint64_t ShotBytes(int64_t shot_id, uint32_t samples_per_trace) const override {
     const catalog::ShotEntry* e = dataset_->catalog().Find(shot_id);
-    return e == nullptr ? 0 : uint64_t{e->n_traces} * dataset_->n_samples() * sizeof(float);
+    const uint32_t ns = samples_per_trace == 0 ? dataset_->n_samples() : samples_per_trace;
+    return e == nullptr ? 0 : uint64_t{e->n_traces} * ns * sizeof(float);
   }
 
   absl::StatusOr<dataset::ShotData> ReadShot(int64_t shot_id, const ShotReadOptions& options,
@@ -24,7 +25,7 @@ class DatasetShotSource final : public ShotSource {
     io::ReadStats stats;
     absl::StatusOr<dataset::ShotData> shot =
         dataset_->ReadShot(shot_id, options.headers, options.max_chunk_bytes, &stats,
-                           options.zero_copy, options.raw_trace_headers);
+                           options.zero_copy, options.raw_trace_headers, options.selection);
     cost->reads = stats.reads;
     cost->bytes_read = stats.bytes_read;
     cost->bytes_wanted = stats.bytes_wanted;
@@ -32,14 +33,14 @@ class DatasetShotSource final : public ShotSource {
   }
 
   absl::Status TouchStored(int64_t shot_id, absl::Span<const uint8_t* const> traces,
-                           absl::Span<const uint32_t> files) const override {
-    return dataset_->TouchStored(shot_id, traces, files);
+                           absl::Span<const uint32_t> files, uint32_t n_samples) const override {
+    return dataset_->TouchStored(shot_id, traces, files, n_samples);
   }
 
   absl::StatusOr<uint32_t> StoredCrc(int64_t shot_id, absl::Span<const uint8_t* const> traces,
-                                     absl::Span<const uint32_t> files,
+                                     absl::Span<const uint32_t> files, uint32_t n_samples,
                                      uint32_t crc) const override {
-    return dataset_->StoredCrc(shot_id, traces, files, crc);
+    return dataset_->StoredCrc(shot_id, traces, files, n_samples, crc);
   }
 
  private:

@@ -20,6 +20,7 @@ struct ShotReadOptions {
   uint64_t max_chunk_bytes = 1 << 20;               // chunks of whole traces up to this
   dataset::ZeroCopy zero_copy = dataset::ZeroCopy::kOff;
   bool raw_trace_headers = false;  // the 240-byte trace headers too
+  dataset::TraceSelection selection;  // a window of samples, trace conditions, native
 };
 
 // What a read cost on disk (coalescing: reads issued, bytes read with gaps, bytes wanted).
@@ -33,21 +34,23 @@ class ShotSource {
  public:
   virtual ~ShotSource() = default;
   virtual double sample_interval_us() const = 0;
-  // Decoded bytes of shot `shot_id` (n_traces x n_samples x 4): what the byte budget
-  // holds for it. REQUIRES: the shot exists (the request was validated).
-  virtual uint64_t ShotBytes(int64_t shot_id) const = 0;
+  // Decoded bytes of shot `shot_id` with `samples_per_trace` samples a trace (0: all):
+  // n_traces x samples x 4, what the byte budget holds for it. REQUIRES: the shot exists
+  // (the request was validated).
+  virtual uint64_t ShotBytes(int64_t shot_id, uint32_t samples_per_trace) const = 0;
   virtual absl::StatusOr<dataset::ShotData> ReadShot(int64_t shot_id,
                                                      const ShotReadOptions& options,
                                                      ShotReadCost* cost) const = 0;
   // The first touch of a stored shot's traces (ShotData::stored, stored_file): every page
   // brought into memory (from disk if need be). Fails when the file was truncated.
+  // `n_samples`: samples per trace sent (ShotData::n_samples).
   virtual absl::Status TouchStored(int64_t shot_id, absl::Span<const uint8_t* const> traces,
-                                   absl::Span<const uint32_t> files) const = 0;
+                                   absl::Span<const uint32_t> files, uint32_t n_samples) const = 0;
   // The CRC-32 of stored traces continued from `crc`; fails as TouchStored does.
   virtual absl::StatusOr<uint32_t> StoredCrc(int64_t shot_id,
                                              absl::Span<const uint8_t* const> traces,
                                              absl::Span<const uint32_t> files,
-                                             uint32_t crc) const = 0;
+                                             uint32_t n_samples, uint32_t crc) const = 0;
 };
 
 }  // namespace shotstream::stream

@@ -6,6 +6,9 @@
 
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/status_macros.h"
+#include "server/stream/shot_encoder.h"
+#include "wire/sample_encoding.h"
 
 namespace shotstream::stream {
 namespace {
@@ -26,6 +29,18 @@ void RaiseMax(std::atomic<int64_t>* max, int64_t value) {
   }
 }
 
+// Stored (zero-copy) samples go as float32 only, never re-encoded; NATIVE reads integer
+// and IBM samples as stored.
+ShotReadOptions ReadOptionsFor(const WindowPlan& plan) {
+  const bool plain = plan.encoding == wire::Encoding::kFloat32 ||
+                     plan.encoding == wire::Encoding::kNative;
+  ShotReadOptions o{plan.headers, plan.max_chunk_bytes,
+                    plain ? plan.zero_copy : dataset::ZeroCopy::kOff, plan.raw_trace_headers,
+                    plan.selection};
+  o.selection.native = plan.encoding == wire::Encoding::kNative;
+  return o;
+}
+
 }  // namespace
 
 std::shared_ptr<ShotWindow> ShotWindow::Create(WindowPlan plan, Executor* executor,
@@ -41,8 +56,7 @@ void ShotWindow::Start() {
 
 ShotWindow::ShotWindow(WindowPlan plan, Executor* executor, std::function<void()> on_ready)
     : plan_(std::move(plan)),
-      read_options_{plan_.headers, plan_.max_chunk_bytes, plan_.zero_copy,
-                    plan_.raw_trace_headers},
+      read_options_(ReadOptionsFor(plan_)),
       executor_(executor),
       on_ready_(std::move(on_ready)),
       counters_(plan_.counters),
@@ -65,7 +79,7 @@ void ShotWindow::SubmitReadsLocked() {
          next_submit_ - window_base_ < plan_.queue_depth) {
     uint64_t bytes = 0;
     if (budget_ != nullptr) {
-      bytes = plan_.source->ShotBytes(plan_.shot_ids[next_submit_]);
+      bytes = plan_.source->ShotBytes(plan_.shot_ids[next_submit_], plan_.selection.count);
       if (!budget_->TryAcquire(bytes, held_bytes_ == 0, this)) {
         counters_->budget_waits++;
         waiting_ = true;
@@ -116,10 +130,14 @@ absl::StatusOr<dataset::ShotData> ShotWindow::ReadShot(size_t index) const {
   absl::StatusOr<dataset::ShotData> shot = plan_.source->ReadShot(id, options, &cost);
   if (shot.ok() && !shot->stored.empty()) {
     // The first touch of the mapped pages, here on the executor, not in the writer.
-    if (absl::Status touched = plan_.source->TouchStored(id, shot->stored, shot->stored_file);
+    if (absl::Status touched =
+            plan_.source->TouchStored(id, shot->stored, shot->stored_file, shot->n_samples);
         !touched.ok()) {
       shot = touched;
     }
+  }
+  if (shot.ok()) {  // compression, here on the executor too
+    if (absl::Status encoded = Encode(index, &*shot); !encoded.ok()) shot = encoded;
   }
   ObserveLatency(counters_, absl::ToDoubleSeconds(absl::Now() - t0));
   counters_->reads_issued += static_cast<int64_t>(cost.reads);
@@ -129,6 +147,29 @@ absl::StatusOr<dataset::ShotData> ShotWindow::ReadShot(size_t index) const {
     shot->chunks[0].data()[0] ^= 0x01;  // after its CRC-32 was taken
   }
   return shot;
+}
+
+absl::Status ShotWindow::Encode(size_t index, dataset::ShotData* shot) const {
+  if (plan_.advisor != nullptr && plan_.probe_codec && index % kProbeEvery == 0) {
+    const std::vector<float> probe = FirstTraces(*shot, 64);
+    const uint32_t n_traces = shot->n_samples == 0 ? 0 : probe.size() / shot->n_samples;
+    const absl::Time t0 = absl::Now();
+    auto packed = wire::EncodeSamples(wire::Encoding::kLossless, probe.data(), n_traces,
+                                      shot->n_samples);
+    if (packed.ok()) {
+      plan_.advisor->RecordCodec(plan_.dataset, probe.size() * sizeof(float), packed->size(),
+                                 absl::ToDoubleSeconds(absl::Now() - t0));
+    }
+  }
+  const uint64_t raw = shot->total_bytes;
+  const absl::Time t0 = absl::Now();
+  SS_RETURN_IF_ERROR(EncodeShot(shot, plan_.encoding, plan_.tolerance));
+  if (plan_.advisor != nullptr && shot->encoding == wire::Encoding::kLossless) {
+    uint64_t encoded = 0;
+    for (const SampleBuffer& c : shot->chunks) encoded += c.size();
+    plan_.advisor->RecordCodec(plan_.dataset, raw, encoded, absl::ToDoubleSeconds(absl::Now() - t0));
+  }
+  return absl::OkStatus();
 }
 
 void ShotWindow::Read(size_t index) {
@@ -174,14 +215,15 @@ ShotWindow::Pull ShotWindow::Next(OutgoingChunk* chunk, absl::Status* end) {
       *end = *stopped_;
       return Pull::kEnd;
     }
-    crc_before = chunk_offset_ == 0 ? 0 : stored_crc_;
+    crc_before = chunk_trace_ == 0 ? 0 : stored_crc_;
     FillChunkLocked(slot, chunk, &files);
     if (chunk->stored.empty()) return Pull::kChunk;
   }
   // A stored chunk's CRC-32, taken by the writer without the lock (the pages were
   // touched on the executor). Only the writer reads or writes stored_crc_.
   absl::StatusOr<uint32_t> crc =
-      plan_.source->StoredCrc(chunk->meta.shot_id(), chunk->stored, files, crc_before);
+      plan_.source->StoredCrc(chunk->meta.shot_id(), chunk->stored, files,
+                              chunk->meta.n_samples(), crc_before);
   absl::MutexLock lock(&mu_);
   if (!crc.ok()) {
     if (!stopped_) stopped_ = crc.status();
@@ -204,8 +246,10 @@ void ShotWindow::FillChunkLocked(Slot& slot, OutgoingChunk* chunk,
   meta.set_n_traces(shot.n_traces);
   meta.set_n_samples(shot.n_samples);
   meta.set_sample_interval_us(plan_.source->sample_interval_us());
-  meta.set_offset(chunk_offset_);
+  meta.set_offset(chunk_trace_ * shot.n_samples * sizeof(float));
   meta.set_total_bytes(shot.total_bytes);
+  meta.set_encoding(static_cast<v1::Encoding>(shot.encoding));
+  if (shot.encoding == wire::Encoding::kNative) meta.set_sample_format(shot.sample_format);
   if (c == 0) {
     for (auto& [name, values] : shot.headers) {
       v1::HeaderColumn* col = meta.add_headers();
@@ -223,17 +267,24 @@ void ShotWindow::FillChunkLocked(Slot& slot, OutgoingChunk* chunk,
   chunk->samples = SampleBuffer();
   chunk->stored.clear();
   chunk->trace_bytes = 0;
+  uint32_t traces;
   if (!shot.stored.empty()) {
     const size_t first = c * shot.traces_per_chunk;
     const size_t n = std::min<size_t>(shot.traces_per_chunk, shot.stored.size() - first);
     chunk->stored.assign(shot.stored.begin() + first, shot.stored.begin() + first + n);
     files->assign(shot.stored_file.begin() + first, shot.stored_file.begin() + first + n);
     chunk->trace_bytes = size_t{shot.n_samples} * sizeof(float);
+    traces = static_cast<uint32_t>(n);
   } else {
     chunk->samples = std::move(shot.chunks[c]);
+    traces = c < shot.chunk_traces.size()
+                 ? shot.chunk_traces[c]
+                 : static_cast<uint32_t>(chunk->samples.size() / sizeof(float) /
+                                         std::max<uint32_t>(shot.n_samples, 1));
   }
+  if (shot.encoding != wire::Encoding::kFloat32) meta.set_chunk_traces(traces);
   const uint64_t size = chunk->sample_bytes();
-  chunk_offset_ += size;
+  chunk_trace_ += traces;
   bytes_sent_ += size;
   counters_->bytes_sent += static_cast<int64_t>(size);
   if (last) {
@@ -243,7 +294,7 @@ void ShotWindow::FillChunkLocked(Slot& slot, OutgoingChunk* chunk,
     counters_->shots_held--;
     window_.pop_front();
     ++window_base_;
-    chunk_offset_ = 0;
+    chunk_trace_ = 0;
   }
 }
 

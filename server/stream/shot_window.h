@@ -21,6 +21,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -28,6 +29,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/sample_buffer.h"
 #include "server/stream/byte_budget.h"
+#include "server/stream/encoding_advisor.h"
 #include "server/stream/executor.h"
 #include "server/stream/shot_source.h"
 #include "server/stream/window_counters.h"
@@ -44,6 +46,19 @@ struct WindowPlan {
   uint64_t max_chunk_bytes = 1 << 20;
   dataset::ZeroCopy zero_copy = dataset::ZeroCopy::kOff;
   bool raw_trace_headers = false;
+  // A window of samples and trace conditions (selection.count: the window's samples, 0:
+  // all), and how the samples travel (never kAuto: the service picks before the window
+  // exists). kNative sets selection.native; LOSSLESS, INT16 and ZFP are encoded on the
+  // executor (ZFP within `tolerance` x the shot's RMS).
+  dataset::TraceSelection selection;
+  wire::Encoding encoding = wire::Encoding::kFloat32;
+  double tolerance = 0;
+  // ENCODING_AUTO's measurements: LOSSLESS encodes are reported to `advisor` (under
+  // `dataset`), and with probe_codec a plain stream compresses the first traces of every
+  // kProbeEvery-th shot (the result thrown away) so that the next stream can choose.
+  EncodingAdvisor* advisor = nullptr;
+  std::string dataset;
+  bool probe_codec = false;
   // Testing only: flip one sample byte of this shot's first chunk after its checksum was
   // computed (the shot is decoded, never sent as stored), to test clients' verification.
   std::optional<int64_t> corrupt_shot;
@@ -63,6 +78,8 @@ struct OutgoingChunk {
     return stored.empty() ? samples.size() : uint64_t{trace_bytes} * stored.size();
   }
 };
+
+inline constexpr size_t kProbeEvery = 16;
 
 class ShotWindow final : public ByteBudget::Waiter,
                          public std::enable_shared_from_this<ShotWindow> {
@@ -92,7 +109,7 @@ class ShotWindow final : public ByteBudget::Waiter,
   // Stops, and returns once on_ready is not running and will not be called again.
   void Close() ABSL_LOCKS_EXCLUDED(mu_);
 
-  // Shots and sample bytes handed out by Next() so far.
+  // Shots and sample bytes (as encoded) handed out by Next() so far.
   size_t shots_sent() const ABSL_LOCKS_EXCLUDED(mu_);
   uint64_t bytes_sent() const ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -113,6 +130,7 @@ class ShotWindow final : public ByteBudget::Waiter,
   void HoldLocked(uint64_t bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Read(size_t index) ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<dataset::ShotData> ReadShot(size_t index) const;
+  absl::Status Encode(size_t index, dataset::ShotData* shot) const;
   void Notify() ABSL_LOCKS_EXCLUDED(mu_);
   void FillChunkLocked(Slot& slot, OutgoingChunk* chunk, std::vector<uint32_t>* files)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -131,7 +149,7 @@ class ShotWindow final : public ByteBudget::Waiter,
   std::deque<Slot> window_ ABSL_GUARDED_BY(mu_);  // shots window_base_.. in request order
   size_t window_base_ ABSL_GUARDED_BY(mu_) = 0;   // request index of window_.front()
   size_t next_submit_ ABSL_GUARDED_BY(mu_) = 0;   // request index of the next read
-  uint64_t chunk_offset_ ABSL_GUARDED_BY(mu_) = 0;  // byte offset within the front shot
+  uint64_t chunk_trace_ ABSL_GUARDED_BY(mu_) = 0;  // first trace of the next chunk, front shot
   uint32_t stored_crc_ ABSL_GUARDED_BY(mu_) = 0;    // of the front shot's stored chunks so far
   uint64_t held_bytes_ ABSL_GUARDED_BY(mu_) = 0;    // taken from the budget, not given back
   uint64_t release_after_sent_ ABSL_GUARDED_BY(mu_) = 0;  // bytes of a shot on the wire

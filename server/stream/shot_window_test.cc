@@ -72,7 +72,7 @@ class FakeSource final : public ShotSource {
   mutable std::atomic<int> crcs_on_the_executor{0};
 
   double sample_interval_us() const override { return 2000; }
-  uint64_t ShotBytes(int64_t) const override { return shot_bytes(); }
+  uint64_t ShotBytes(int64_t, uint32_t) const override { return shot_bytes(); }
 
   absl::StatusOr<dataset::ShotData> ReadShot(int64_t id, const ShotReadOptions& options,
                                              ShotReadCost* cost) const override {
@@ -104,14 +104,15 @@ class FakeSource final : public ShotSource {
   }
 
   absl::Status TouchStored(int64_t id, absl::Span<const uint8_t* const>,
-                           absl::Span<const uint32_t>) const override {
+                           absl::Span<const uint32_t>, uint32_t) const override {
     if (executor_ != nullptr && !executor_->running()) ++touches_off_the_executor;
     if (fail_touch.count(id)) return absl::DataLossError("file truncated before the touch");
     return absl::OkStatus();
   }
 
   absl::StatusOr<uint32_t> StoredCrc(int64_t id, absl::Span<const uint8_t* const> traces,
-                                     absl::Span<const uint32_t>, uint32_t crc) const override {
+                                     absl::Span<const uint32_t>, uint32_t,
+                                     uint32_t crc) const override {
     if (executor_ != nullptr && executor_->running()) ++crcs_on_the_executor;
     if (fail_crc.count(id)) return absl::DataLossError("file truncated under shot");
     for (const uint8_t* t : traces) crc = Crc32(crc, t, trace_bytes());

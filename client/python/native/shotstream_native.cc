@@ -8,7 +8,8 @@
 //   NativeClient(targets, token, tls_root_pem, retries, reconnect_timeout_s,
 //                connect_timeout_s)
 //     .stream(dataset, shot_ids, queue_depth, headers, max_chunk_bytes,
-//             raw_trace_headers=False) -> NativeStream
+//             raw_trace_headers=False, has_window=False, window_start=0, window_stop=0,
+//             where=[(header, lo, hi)], encoding="float32", tolerance=0) -> NativeStream
 //     .close()  closes the connections once no stream is left (shots keep the pool only)
 //   NativeStream.next() -> None at the end, or (index, shot_id, sample_interval_us,
 //       n_traces, n_samples, samples, [(header name, bytearray of float64)])
@@ -293,11 +294,23 @@ PyObject* NativeStreamReconnects(NativeStreamObject* self, void*) {
   return PyLong_FromLong(self->reader->reconnects());
 }
 
+PyObject* NativeStreamWireBytes(NativeStreamObject* self, void*) {
+  return PyLong_FromUnsignedLongLong(self->reader->wire_bytes());
+}
+
+PyObject* NativeStreamLastEncoding(NativeStreamObject* self, void*) {
+  const std::string e = self->reader->last_encoding();
+  return PyUnicode_FromStringAndSize(e.data(), static_cast<Py_ssize_t>(e.size()));
+}
+
 PyTypeObject g_stream_type = {PyVarObject_HEAD_INIT(nullptr, 0)};
 
 PyObject* NativeClientStream(NativeClientObject* self, PyObject* args, PyObject* kwargs) {
-  static const char* kKeywords[] = {"dataset", "shot_ids", "queue_depth", "headers",
-                                    "max_chunk_bytes", "raw_trace_headers", nullptr};
+  static const char* kKeywords[] = {"dataset",     "shot_ids",     "queue_depth",
+                                    "headers",     "max_chunk_bytes", "raw_trace_headers",
+                                    "has_window",  "window_start", "window_stop",
+                                    "where",       "encoding",     "tolerance",
+                                    nullptr};
   const char* dataset = nullptr;
   Py_ssize_t dataset_len = 0;
   PyObject* ids_obj = nullptr;
@@ -305,9 +318,16 @@ PyObject* NativeClientStream(NativeClientObject* self, PyObject* args, PyObject*
   PyObject* headers_obj = nullptr;
   unsigned long long max_chunk_bytes = 0;
   int raw_trace_headers = 0;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s#O|IOKp", const_cast<char**>(kKeywords),
+  int has_window = 0;
+  unsigned int window_start = 0, window_stop = 0;
+  PyObject* where_obj = nullptr;
+  const char* encoding = "float32";
+  double tolerance = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s#O|IOKppIIOsd", const_cast<char**>(kKeywords),
                                    &dataset, &dataset_len, &ids_obj, &queue_depth, &headers_obj,
-                                   &max_chunk_bytes, &raw_trace_headers)) {
+                                   &max_chunk_bytes, &raw_trace_headers, &has_window,
+                                   &window_start, &window_stop, &where_obj, &encoding,
+                                   &tolerance)) {
     return nullptr;
   }
   if (self->client == nullptr || self->closed) {
@@ -331,6 +351,24 @@ PyObject* NativeClientStream(NativeClientObject* self, PyObject* args, PyObject*
   options.queue_depth = queue_depth;
   options.max_chunk_bytes = max_chunk_bytes;
   options.raw_trace_headers = raw_trace_headers != 0;
+  if (has_window) options.window = std::make_pair(window_start, window_stop);
+  options.encoding = encoding;
+  options.tolerance = tolerance;
+  if (where_obj != nullptr && where_obj != Py_None) {  // [(header, low, high), ...]
+    PyObject* list = PySequence_Fast(where_obj, "where must be a sequence of (str, lo, hi)");
+    if (list == nullptr) return nullptr;
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(list); ++i) {
+      const char* h = nullptr;
+      StreamOptions::TraceCondition c;
+      if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(list, i), "sdd", &h, &c.low, &c.high)) {
+        Py_DECREF(list);
+        return nullptr;
+      }
+      c.header = h;
+      options.where.push_back(std::move(c));
+    }
+    Py_DECREF(list);
+  }
   if (headers_obj != nullptr &&
       !StringList(headers_obj, "headers must be a sequence of str", &options.headers)) {
     return nullptr;
@@ -369,6 +407,10 @@ PyMethodDef g_stream_methods[] = {
 PyGetSetDef g_stream_getset[] = {
     {"reconnects", reinterpret_cast<getter>(NativeStreamReconnects), nullptr,
      "Streams resumed after a break so far.", nullptr},
+    {"wire_bytes", reinterpret_cast<getter>(NativeStreamWireBytes), nullptr,
+     "Sample bytes received as they travelled (encoded).", nullptr},
+    {"last_encoding", reinterpret_cast<getter>(NativeStreamLastEncoding), nullptr,
+     "The encoding of the last shot received.", nullptr},
     {nullptr, nullptr, nullptr, nullptr, nullptr},
 };
 

@@ -8,6 +8,7 @@
 #include "absl/time/time.h"
 #include "server/service/grpc_status.h"
 #include "wire/chunk_codec.h"
+#include "wire/sample_encoding.h"
 
 namespace shotstream::service {
 
@@ -38,14 +39,17 @@ class StreamReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
       : context_(std::move(context)),
         n_shots_(plan.shot_ids.size()),
         queue_depth_(plan.queue_depth),
+        encoding_(plan.encoding),
         start_(absl::Now()),
         window_(stream::ShotWindow::Create(std::move(plan), executor, [this] { Pump(); })) {
     context_.registry->Add(this);
     context_.counters->active_streams++;
     if (context_.log) {
-      std::fprintf(stderr, "stream %lld: peer %s dataset %s shots %zu queue_depth %u\n",
+      std::fprintf(stderr,
+                   "stream %lld: peer %s dataset %s shots %zu queue_depth %u encoding %s\n",
                    static_cast<long long>(context_.stream_id), context_.peer.c_str(),
-                   context_.dataset.c_str(), n_shots_, queue_depth_);
+                   context_.dataset.c_str(), n_shots_, queue_depth_,
+                   std::string(wire::EncodingName(encoding_)).c_str());
     }
     window_->Start();
     Pump();
@@ -55,6 +59,10 @@ class StreamReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
     context_.registry->Remove(this);
     context_.counters->active_streams--;
     if (context_.on_gone) context_.on_gone();
+    if (context_.advisor != nullptr) {
+      context_.advisor->RecordLink(context_.peer_address, wire_bytes_,
+                                   absl::ToDoubleSeconds(wire_time_));
+    }
     if (context_.log) {
       const double secs = absl::ToDoubleSeconds(absl::Now() - start_);
       std::fprintf(stderr, "stream %lld: %s, %zu of %zu shots, %.1f MB in %.2f s%s%s\n",
@@ -69,6 +77,8 @@ class StreamReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   void Cut(const absl::Status& status) { window_->Stop(status); }
 
   void OnWriteDone(bool ok) override {
+    wire_time_ += absl::Now() - write_start_;  // only this reaction touches them now
+    wire_bytes_ += write_bytes_;
     window_->Sent();
     if (!ok) window_->Stop(absl::CancelledError("stream broken"));  // the client is gone
     {
@@ -114,21 +124,29 @@ class StreamReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
       Finish(ToGrpcStatus(end));
       return;
     }
+    write_bytes_ = chunk.sample_bytes();
     msg_ = chunk.stored.empty()
                ? wire::EncodeShotChunk(chunk.meta, std::move(chunk.samples))
                : wire::EncodeStoredChunk(chunk.meta, chunk.stored, chunk.trace_bytes);
+    write_start_ = absl::Now();
     StartWrite(&msg_);
   }
 
   const StreamContext context_;
   const size_t n_shots_;
   const uint32_t queue_depth_;
+  const wire::Encoding encoding_;
   const absl::Time start_;
   const std::shared_ptr<stream::ShotWindow> window_;
   absl::Mutex mu_;
   bool writing_ ABSL_GUARDED_BY(mu_) = false;   // msg_ is gRPC's until OnWriteDone
   bool finished_ ABSL_GUARDED_BY(mu_) = false;  // Finish called (or about to be)
   grpc::ByteBuffer msg_;                        // the message on the wire
+  // Owned by whoever owns msg_ (the writer, then the OnWriteDone reaction).
+  uint64_t write_bytes_ = 0;
+  absl::Time write_start_;
+  uint64_t wire_bytes_ = 0;
+  absl::Duration wire_time_;
   absl::Status end_ = absl::CancelledError("");  // how the call finished, for the log
 };
 

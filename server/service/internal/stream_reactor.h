@@ -44,6 +44,10 @@ struct StreamContext {
   int64_t stream_id = 0;
   bool log = false;
   std::function<void()> on_gone;  // called once, when the stream is gone
+  // Told the link rate this stream saw (sample bytes over the time writes were on the
+  // wire), for ENCODING_AUTO; may be null.
+  stream::EncodingAdvisor* advisor = nullptr;
+  std::string peer_address;
 };
 
 // Starts one StreamShots call over `plan`; reads and ready callbacks run on `executor`.

@@ -12,7 +12,7 @@ import os
 import queue
 import threading
 import time
-from typing import Dict, Iterator, List, Optional, Sequence, Union
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import grpc
 import numpy as np
@@ -23,7 +23,7 @@ from shotstream.routing import RetryBudget, check_target, expand_targets
 from shotstream.types import DatasetInfo, Shot
 from shotstream.v1 import shotstream_pb2 as pb
 from shotstream.v1 import shotstream_pb2_grpc as pb_grpc
-from shotstream.wire import Assembler
+from shotstream.wire import Assembler, decoder_missing, encoding_number
 
 _CHANNEL_OPTIONS = [
     ("grpc.max_receive_message_length", -1),
@@ -81,6 +81,32 @@ def _error(exc: BaseException) -> ShotstreamError:
     return ShotstreamError(grpc.StatusCode.UNKNOWN, str(exc))
 
 
+class _Selection:
+    """stream()'s window, where, encoding and tolerance, checked and as the request has
+    them."""
+
+    def __init__(self, window, where, encoding, tolerance):
+        self.window = None
+        if window is not None:
+            start, stop = window
+            self.window = (int(start), 0 if stop is None else int(stop))
+        self.where = []
+        for header, bounds in (where or {}).items():
+            lo, hi = bounds
+            self.where.append((str(header), float(lo), float(hi)))
+        encoding_number(encoding)  # INVALID_ARGUMENT for an unknown name
+        self.encoding = encoding
+        self.tolerance = 0.0 if tolerance is None else float(tolerance)
+
+    def apply(self, req) -> None:
+        if self.window is not None:
+            req.window.start, req.window.stop = self.window
+        for header, lo, hi in self.where:
+            req.where.add(header=header, low=lo, high=hi)
+        req.encoding = encoding_number(self.encoding)
+        req.tolerance = self.tolerance
+
+
 class _Rerouted(Exception):
     """Internal: the remaining shots moved to other targets; stream again."""
 
@@ -130,6 +156,7 @@ class Client:
         self._timeout = timeout
         self._reconnect_timeout = reconnect_timeout
         self.reconnects = 0  # streams resumed after a break, over this client's life
+        self.wire_bytes = 0  # sample bytes received as they travelled (encoded), its life
         creds = None
         root_pem = b""
         native_ok = _native is not None
@@ -278,8 +305,25 @@ class Client:
 
     def stream(self, name: str, shot_ids: Sequence[int], queue_depth: int = 2,
                headers: Sequence[str] = (), max_chunk_bytes: Optional[int] = None,
-               trace_headers: bool = False) -> Iterator[Shot]:
+               trace_headers: bool = False, window: Optional[Tuple[int, int]] = None,
+               where: Optional[Dict[str, Tuple[float, float]]] = None,
+               encoding: str = "float32", tolerance: Optional[float] = None) -> Iterator[Shot]:
         """Yields Shot objects in the order of shot_ids (repeats allowed).
+
+        Asking for less: window=(start, stop) gives samples [start, stop) of every trace
+        (stop None: to the end); where={"offset": (lo, hi), ...} only the traces whose
+        header values (scalars applied) are within every range, and the asked-for headers
+        of those traces only (a shot may come with 0 traces). The server reads only the
+        window's bytes of each trace (where its gap rule allows) and sends only the traces
+        kept.
+
+        Sending less: encoding="native" sends integer and IBM samples as stored (int16:
+        half the bytes of float32), "lossless" float32 compressed with c-blosc (bit-exact),
+        "int16" each trace scaled to int16 (error <= max|trace| / 32767), "zfp" ZFP within
+        tolerance x the shot's RMS (None: 1e-3), "auto" what the server finds fastest for
+        this link (shot.encoding says what it picked). Samples always arrive as float32
+        (n_traces, n_samples). Through grpcio, "lossless" needs python3-blosc and "zfp"
+        python3-zfpy ("auto" then stays off lossless); the native client decodes all.
 
         trace_headers=True: each shot also carries its traces' raw 240-byte headers
         (shot.trace_headers), e.g. to write them out unchanged.
@@ -302,14 +346,21 @@ class Client:
         if self._closed:
             raise ShotstreamError(grpc.StatusCode.FAILED_PRECONDITION, "the client is closed")
         shot_ids = [int(s) for s in shot_ids]
+        sel = _Selection(window, where, encoding, tolerance)
         if self.native:
             return self._stream_native(name, shot_ids, queue_depth, headers,
-                                       max_chunk_bytes or 0, bool(trace_headers))
+                                       max_chunk_bytes or 0, bool(trace_headers), sel)
+        if encoding != "auto":
+            missing = decoder_missing(encoding)
+            if missing:
+                raise ShotstreamError(grpc.StatusCode.FAILED_PRECONDITION, missing)
+        elif decoder_missing("lossless"):
+            sel.encoding = "native"  # auto, limited to what this path can decode
         return self._stream_grpcio(name, shot_ids, queue_depth, headers,
-                                   max_chunk_bytes or 0, bool(trace_headers))
+                                   max_chunk_bytes or 0, bool(trace_headers), sel)
 
     def _stream_native(self, name, shot_ids, queue_depth, headers, max_chunk_bytes,
-                       trace_headers):
+                       trace_headers, sel):
         if self._native_client is None:
             try:
                 self._native_client = _native.NativeClient(
@@ -317,10 +368,12 @@ class Client:
                     float(self._reconnect_timeout), self._connect_timeout)
             except _native.NativeError as e:
                 raise _error(e) from None
-        stream = self._native_client.stream(name, shot_ids, max(1, int(queue_depth)),
-                                            [str(h) for h in headers], int(max_chunk_bytes),
-                                            trace_headers)
+        stream = self._native_client.stream(
+            name, shot_ids, max(1, int(queue_depth)), [str(h) for h in headers],
+            int(max_chunk_bytes), trace_headers, sel.window is not None,
+            *(sel.window or (0, 0)), sel.where, sel.encoding, sel.tolerance)
         base = self.reconnects
+        base_wire = self.wire_bytes
         try:
             while True:
                 try:
@@ -337,12 +390,14 @@ class Client:
                 headers_out = {h: np.frombuffer(v, dtype=np.float64) for h, v in header_columns}
                 raw = None if raw is None else \
                     np.frombuffer(raw, dtype=np.uint8).reshape(n_traces, 240)
-                yield Shot(index, shot_id, samples, headers_out, interval, raw)
+                self.wire_bytes = base_wire + stream.wire_bytes
+                yield Shot(index, shot_id, samples, headers_out, interval, raw,
+                           stream.last_encoding)
         finally:
             stream.cancel()
 
     def _stream_grpcio(self, name, shot_ids, queue_depth, headers, max_chunk_bytes,
-                       trace_headers):
+                       trace_headers, sel):
         route, holders = self._route(name, shot_ids)
         out = queue.Queue(maxsize=max(1, int(queue_depth)))
         stop = threading.Event()
@@ -391,11 +446,14 @@ class Client:
                                                         headers=list(headers),
                                                         max_chunk_bytes=int(max_chunk_bytes),
                                                         raw_trace_headers=trace_headers)
+                            sel.apply(req)
                             call = self._raw_stream[t](req, metadata=self._metadata)
                             state["call"] = call
                             asm = Assembler()
                             for chunk in call:
+                                before = asm.wire_bytes
                                 shot = asm.add(chunk)
+                                self.wire_bytes += asm.wire_bytes - before
                                 if shot is None:
                                     continue
                                 shot.index = delivered

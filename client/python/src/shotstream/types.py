@@ -60,6 +60,8 @@ class Shot:
     headers: Dict[str, np.ndarray]
     sample_interval_us: float
     trace_headers: Optional[np.ndarray] = None
+    # How its samples travelled (stream(..., encoding="auto"): what the server picked).
+    encoding: str = "float32"
 
     def __repr__(self) -> str:
         return f"Shot(shot_id={self.shot_id}, samples={self.samples.shape})"

@@ -115,6 +115,106 @@ def _trace_headers(chunk) -> Optional[np.ndarray]:
     return np.frombuffer(chunk.trace_headers, dtype=np.uint8).reshape(chunk.n_traces, 240)
 
 
+ENCODINGS = {"float32": pb.ENCODING_FLOAT32, "native": pb.ENCODING_NATIVE,
+             "lossless": pb.ENCODING_LOSSLESS, "int16": pb.ENCODING_INT16,
+             "zfp": pb.ENCODING_ZFP, "auto": pb.ENCODING_AUTO}
+ENCODING_NAMES = {v: k for k, v in ENCODINGS.items()}
+
+# What decodes LOSSLESS and ZFP chunks on this path: Debian's python3-blosc and
+# python3-zfpy (the native client decodes them itself).
+_DECODER_PACKAGES = {"lossless": ("blosc", "python3-blosc"), "zfp": ("zfpy", "python3-zfpy")}
+
+
+def encoding_number(name: str) -> int:
+    """The proto's Encoding for a name; INVALID_ARGUMENT naming the choices."""
+    if name not in ENCODINGS:
+        raise ShotstreamError(grpc.StatusCode.INVALID_ARGUMENT,
+                              f"encoding {name!r} is not one of {', '.join(ENCODINGS)}")
+    return ENCODINGS[name]
+
+
+def decoder_missing(name: str) -> Optional[str]:
+    """Why chunks of `name` cannot be decoded here (the package to install), or None."""
+    if name not in _DECODER_PACKAGES:
+        return None
+    module, package = _DECODER_PACKAGES[name]
+    try:
+        __import__(module)
+    except ImportError:
+        return (f"encoding {name!r} through grpcio needs the {module} module (Debian: "
+                f"apt install {package}); or use the native client (pip install with the "
+                f"C++ build dependencies), which decodes it itself")
+    return None
+
+
+def _ibm_to_float(words: np.ndarray) -> np.ndarray:
+    """IBM System/360 single-precision words (uint32) to float32."""
+    sign = np.where(words >> 31, -1.0, 1.0)
+    exponent = ((words >> 24) & 0x7F).astype(np.int32) - 64
+    fraction = (words & 0x00FFFFFF).astype(np.float64) / float(1 << 24)
+    return (sign * fraction * np.power(16.0, exponent)).astype(np.float32)
+
+
+def _native_samples(data, fmt: int, big: bool, n: int) -> np.ndarray:
+    """NATIVE samples (SEG-Y format `fmt`, n of them) as float32."""
+    e = ">" if big else "<"
+    if fmt == 1:
+        return _ibm_to_float(np.frombuffer(data, dtype=e + "u4", count=n).astype(np.uint32))
+    simple = {2: "i4", 3: "i2", 8: "i1", 10: "u4", 11: "u2", 16: "u1"}
+    if fmt in simple:
+        return np.frombuffer(data, dtype=e + simple[fmt], count=n).astype(np.float32)
+    if fmt in (7, 15):  # 24-bit integers
+        b = np.frombuffer(data, dtype=np.uint8, count=3 * n).reshape(n, 3).astype(np.int32)
+        v = (b[:, 0] << 16 | b[:, 1] << 8 | b[:, 2]) if big else (b[:, 2] << 16 | b[:, 1] << 8 | b[:, 0])
+        if fmt == 7:
+            v = np.where(v & 0x800000, v - (1 << 24), v)
+        return v.astype(np.float32)
+    raise ShotstreamError(grpc.StatusCode.DATA_LOSS, f"native chunk of sample format {fmt}")
+
+
+def decode_chunk(chunk, data, n_samples: int) -> np.ndarray:
+    """An encoded chunk's samples as float32 (chunk_traces, n_samples); DATA_LOSS when the
+    payload does not hold them."""
+    n_traces = chunk.chunk_traces
+    n = n_traces * n_samples
+    name = ENCODING_NAMES.get(chunk.encoding, str(chunk.encoding))
+    try:
+        if chunk.encoding == pb.ENCODING_NATIVE:
+            width = {1: 4, 2: 4, 3: 2, 7: 3, 8: 1, 10: 4, 11: 2, 15: 3, 16: 1}.get(
+                chunk.sample_format, 0)
+            if width == 0 or len(data) != n * width:
+                raise ValueError(f"{len(data)} bytes for {n} samples of format "
+                                 f"{chunk.sample_format}")
+            out = _native_samples(data, chunk.sample_format, chunk.big_endian, n)
+        elif chunk.encoding == pb.ENCODING_INT16:
+            if len(data) != 4 * n_traces + 2 * n:
+                raise ValueError(f"{len(data)} bytes for {n_traces} traces of {n_samples}")
+            scales = np.frombuffer(data, dtype="<f4", count=n_traces)
+            q = np.frombuffer(data, dtype="<i2", count=n, offset=4 * n_traces)
+            out = (q.reshape(n_traces, n_samples) * scales[:, None]).astype(np.float32)
+        elif chunk.encoding == pb.ENCODING_LOSSLESS:
+            import blosc
+            raw = blosc.decompress(bytes(data))
+            if len(raw) != 4 * n:
+                raise ValueError(f"{len(raw)} bytes where {4 * n} were sent")
+            out = np.frombuffer(raw, dtype="<f4")
+        elif chunk.encoding == pb.ENCODING_ZFP:
+            if n == 0:
+                return np.empty((0, n_samples), dtype=np.float32)
+            import zfpy
+            out = zfpy.decompress_numpy(bytes(data))
+            if out.dtype != np.float32 or out.shape != (n_traces, n_samples):
+                raise ValueError(f"a {out.dtype} field of shape {out.shape}")
+        else:
+            raise ValueError("unknown encoding")
+    except ImportError:
+        raise ShotstreamError(grpc.StatusCode.FAILED_PRECONDITION, decoder_missing(name)) from None
+    except (ValueError, RuntimeError, TypeError) as e:
+        raise ShotstreamError(grpc.StatusCode.DATA_LOSS,
+                              f"shot {chunk.shot_id}: {name} chunk: {e}") from None
+    return np.asarray(out, dtype=np.float32).reshape(n_traces, n_samples)
+
+
 def _dtype(chunk) -> str:
     """The samples' dtype on the wire: little-endian float32 unless the chunk says
     big_endian (sent as stored, only to requests that set accept_big_endian)."""
@@ -128,10 +228,62 @@ class Assembler:
         self._buf: Optional[np.ndarray] = None
         self._crc = 0
         self._first = None
+        self._lossy = []  # (chunk, payload) of a lossy shot, decoded once verified
+        self.wire_bytes = 0  # sample bytes received as they travelled
+
+    def _start(self, chunk) -> None:
+        n = chunk.n_traces * chunk.n_samples
+        if chunk.total_bytes != 4 * n:
+            raise ShotstreamError(grpc.StatusCode.DATA_LOSS,
+                                  f"shot {chunk.shot_id}: total_bytes {chunk.total_bytes} "
+                                  f"!= 4 * {chunk.n_traces} * {chunk.n_samples}")
+        self._buf = np.empty(n, dtype="<f4")
+        self._crc = 0
+        self._first = chunk
+        self._lossy = []
+
+    def _finish(self, chunk) -> Shot:
+        first = self._first
+        _check_crc(first.shot_id, self._crc, chunk.crc32)
+        ns = first.n_samples
+        for c, payload in self._lossy:  # verified: now decoded
+            start = c.offset // 4
+            self._buf[start:start + c.chunk_traces * ns] = decode_chunk(c, payload, ns).ravel()
+        headers = {c.name: np.array(c.values, dtype=np.float64) for c in first.headers}
+        samples = self._buf.reshape(first.n_traces, ns)
+        samples.flags.writeable = False  # as in the one-message case: the same contract
+        shot = Shot(first.index, first.shot_id, samples, headers, first.sample_interval_us,
+                    _trace_headers(first), ENCODING_NAMES.get(chunk.encoding, "float32"))
+        self._buf = None
+        self._first = None
+        self._lossy = []
+        return shot
+
+    def _add_encoded(self, chunk, data) -> Optional[Shot]:
+        if self._buf is None:
+            self._start(chunk)
+        ns = self._first.n_samples
+        start = chunk.offset
+        if start % 4 or start // 4 + chunk.chunk_traces * ns > self._buf.size:
+            raise ShotstreamError(grpc.StatusCode.DATA_LOSS,
+                                  f"shot {chunk.shot_id}: chunk at byte {start} overruns the shot")
+        if chunk.encoding in (pb.ENCODING_INT16, pb.ENCODING_ZFP):
+            # Lossy: the CRC-32 covers the encoded bytes; nothing is decoded before it matched.
+            payload = bytes(data)
+            self._crc = crc32(payload, self._crc)
+            self._lossy.append((chunk, payload))
+        else:
+            out = decode_chunk(chunk, data, ns)
+            self._buf[start // 4:start // 4 + out.size] = out.ravel()
+            self._crc = crc32(np.ascontiguousarray(out), self._crc)
+        return self._finish(chunk) if chunk.last else None
 
     def add(self, raw: bytes) -> Optional[Shot]:
         """Returns a Shot when the raw chunk completes one, else None."""
         chunk, data = split_chunk(raw)
+        self.wire_bytes += len(data)
+        if chunk.encoding != pb.ENCODING_FLOAT32:
+            return self._add_encoded(chunk, data)
         if self._buf is None and chunk.last and chunk.offset == 0 and \
                 len(data) == chunk.total_bytes == 4 * chunk.n_traces * chunk.n_samples:
             # The whole shot in one message: the samples are viewed where gRPC put them.
@@ -145,14 +297,7 @@ class Assembler:
             return Shot(chunk.index, chunk.shot_id, samples, headers, chunk.sample_interval_us,
                         _trace_headers(chunk))
         if self._buf is None:
-            n = chunk.n_traces * chunk.n_samples
-            if chunk.total_bytes != 4 * n:
-                raise ShotstreamError(grpc.StatusCode.DATA_LOSS,
-                                      f"shot {chunk.shot_id}: total_bytes {chunk.total_bytes} "
-                                      f"!= 4 * {chunk.n_traces} * {chunk.n_samples}")
-            self._buf = np.empty(n, dtype="<f4")
-            self._crc = 0
-            self._first = chunk
+            self._start(chunk)
         start = chunk.offset
         if start % 4 or len(data) % 4 or start + len(data) > self._buf.nbytes:
             raise ShotstreamError(grpc.StatusCode.DATA_LOSS,
@@ -161,13 +306,4 @@ class Assembler:
         self._crc = crc32(data, self._crc)
         if not chunk.last:
             return None
-        first = self._first
-        _check_crc(first.shot_id, self._crc, chunk.crc32)
-        headers = {c.name: np.array(c.values, dtype=np.float64) for c in first.headers}
-        samples = self._buf.reshape(first.n_traces, first.n_samples)
-        samples.flags.writeable = False  # as in the one-message case: the same contract
-        shot = Shot(first.index, first.shot_id, samples, headers, first.sample_interval_us,
-                    _trace_headers(first))
-        self._buf = None
-        self._first = None
-        return shot
+        return self._finish(chunk)

@@ -1,0 +1,51 @@
+#include "server/stream/encoding_advisor.h"
+
+#include "gtest/gtest.h"
+
+namespace shotstream::stream {
+namespace {
+
+constexpr double kMB = 1e6;
+
+TEST(EncodingAdvisorTest, PlainUntilBothLinkAndCodecAreMeasured) {
+  EncodingAdvisor a(2);
+  EXPECT_EQ(a.Choose("p", "d", 4), wire::Encoding::kFloat32);
+  EXPECT_EQ(a.Choose("p", "d", 2), wire::Encoding::kNative);  // int16: half the bytes
+  a.RecordLink("p", 100 * kMB, 1.0);
+  EXPECT_EQ(a.Choose("p", "d", 4), wire::Encoding::kFloat32);  // codec not measured yet
+  a.RecordCodec("d", 4 * kMB, 2 * kMB, 0.002);                  // 2x at 2 GB/s a thread
+  EXPECT_EQ(a.Choose("p", "d", 4), wire::Encoding::kLossless);
+  EXPECT_EQ(a.Choose("other peer", "d", 4), wire::Encoding::kFloat32);
+}
+
+TEST(EncodingAdvisorTest, LosslessOnlyWhereTheLinkIsSlowerThanTheCodec) {
+  EncodingAdvisor a(1);
+  a.RecordCodec("d", 4 * kMB, 2 * kMB, 0.004);  // 2x at 1 GB/s
+  a.RecordLink("slow", 120 * kMB, 1.0);         // 1 Gbit/s: lossless delivers 240 MB/s
+  a.RecordLink("fast", 5000 * kMB, 1.0);        // loopback: the codec would hold it back
+  EXPECT_EQ(a.Choose("slow", "d", 4), wire::Encoding::kLossless);
+  EXPECT_EQ(a.Choose("fast", "d", 4), wire::Encoding::kFloat32);
+  // Against NATIVE int16 (already 2x), a 2x codec gains nothing.
+  EXPECT_EQ(a.Choose("slow", "d", 2), wire::Encoding::kNative);
+}
+
+TEST(EncodingAdvisorTest, IncompressibleDataStaysFloat32) {
+  EncodingAdvisor a(4);
+  a.RecordCodec("noise", 4 * kMB, 3.6 * kMB, 0.002);  // 1.11x
+  a.RecordLink("slow", 120 * kMB, 1.0);
+  EXPECT_EQ(a.Choose("slow", "noise", 4), wire::Encoding::kFloat32);
+}
+
+TEST(EncodingAdvisorTest, MeasurementsBlendAndTinyOnesAreIgnored) {
+  EncodingAdvisor a(1);
+  a.RecordLink("p", 1000, 1e-6);  // under 1 MiB: says nothing
+  EXPECT_EQ(a.link_rate("p"), 0);
+  a.RecordLink("p", 100 * kMB, 1.0);
+  a.RecordLink("p", 300 * kMB, 1.0);
+  EXPECT_DOUBLE_EQ(a.link_rate("p"), 200 * kMB);
+  a.RecordCodec("d", 400, 100, 1e-6);
+  EXPECT_DOUBLE_EQ(a.lossless_ratio("d"), 4.0);
+}
+
+}  // namespace
+}  // namespace shotstream::stream

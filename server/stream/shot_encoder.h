@@ -1,0 +1,30 @@
+// EncodeShot: a decoded shot's float32 chunks re-encoded for the wire (LOSSLESS, INT16,
+// ZFP), on the reader pool, before the stream window hands them out. Thread-safe (a pure
+// function of its arguments).
+#ifndef SHOTSTREAM_SERVER_STREAM_SHOT_ENCODER_H_
+#define SHOTSTREAM_SERVER_STREAM_SHOT_ENCODER_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "server/dataset/shot_data.h"
+#include "wire/encoding.h"
+
+namespace shotstream::stream {
+
+// Encodes every chunk of `shot` (decoded float32: shot->encoding kFloat32, no stored
+// traces) as `encoding`, each chunk freed as soon as it is encoded. ZFP's accuracy is
+// `tolerance` (0: the default) times the RMS of the whole shot. A shot INT16 or ZFP cannot
+// carry (NaN or infinite samples) goes LOSSLESS instead: shot->encoding says what it got.
+// For the lossy encodings shot->crc32 becomes the CRC-32 of the encoded chunks; the exact
+// ones keep the CRC-32 of the float32 samples. kFloat32 and kNative change nothing.
+absl::Status EncodeShot(dataset::ShotData* shot, wire::Encoding encoding, double tolerance);
+
+// Up to `max_traces` of the shot's first traces as float32 (whatever its chunks hold:
+// float32, NATIVE, stored traces), for a codec probe; empty for a shot of no trace.
+std::vector<float> FirstTraces(const dataset::ShotData& shot, uint32_t max_traces);
+
+}  // namespace shotstream::stream
+
+#endif  // SHOTSTREAM_SERVER_STREAM_SHOT_ENCODER_H_

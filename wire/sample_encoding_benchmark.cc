@@ -1,0 +1,116 @@
+// Codec speed (bytes of float32 per second, one core) and ratio on the benchmark's two
+// kinds of data: IEEE samples of 16-bit recordings (int16 values as float32, with at most
+// 16 significant bits) and full-precision noise. c-blosc's settings against Zstd and LZ4
+// alone (docs/encodings.md).
+//   bazel run -c opt //wire:sample_encoding_benchmark
+#include <blosc.h>
+#include <lz4.h>
+#include <zstd.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "benchmark/benchmark.h"
+#include "wire/sample_encoding.h"
+
+namespace {
+
+constexpr uint32_t kTraces = 480, kSamples = 2000;  // one 3.84 MB shot
+
+const std::vector<float>& Data(bool sixteen_bits) {
+  static const auto make = [](bool q) {
+    std::mt19937 rng(1);
+    std::normal_distribution<float> noise(0, 1);
+    std::vector<float> v(size_t{kTraces} * kSamples);
+    for (float& x : v) {
+      x = noise(rng) * 1000;
+      if (q) x = std::round(std::fmin(std::fmax(x, -32767.0f), 32767.0f));
+    }
+    return v;
+  };
+  static const std::vector<float> q16 = make(true), full = make(false);
+  return sixteen_bits ? q16 : full;
+}
+
+void Report(benchmark::State& state, size_t raw, size_t packed) {
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * raw));
+  state.counters["ratio"] = static_cast<double>(raw) / static_cast<double>(packed);
+}
+
+void BM_Blosc(benchmark::State& state, const char* codec, int shuffle, int level) {
+  const auto& v = Data(state.range(0));
+  const size_t raw = v.size() * 4;
+  std::vector<uint8_t> out(raw + BLOSC_MAX_OVERHEAD);
+  int size = 0;
+  for (auto _ : state) {
+    size = blosc_compress_ctx(level, shuffle, 4, raw, v.data(), out.data(), out.size(), codec, 0, 1);
+    benchmark::DoNotOptimize(size);
+  }
+  Report(state, raw, size);
+}
+
+void BM_BloscDecode(benchmark::State& state) {
+  const auto& v = Data(state.range(0));
+  auto b = shotstream::wire::EncodeSamples(shotstream::wire::Encoding::kLossless, v.data(),
+                                           kTraces, kSamples);
+  std::vector<float> out(v.size());
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(shotstream::wire::DecodeSamples(
+        shotstream::wire::Encoding::kLossless, 0, false, b->data(), b->size(), kTraces,
+        kSamples, out.data()));
+  }
+  Report(state, v.size() * 4, b->size());
+}
+
+void BM_Zstd(benchmark::State& state) {
+  const auto& v = Data(state.range(0));
+  const size_t raw = v.size() * 4;
+  std::vector<uint8_t> out(ZSTD_compressBound(raw));
+  ZSTD_CCtx* ctx = ZSTD_createCCtx();
+  size_t size = 0;
+  for (auto _ : state) {
+    size = ZSTD_compressCCtx(ctx, out.data(), out.size(), v.data(), raw, 1);
+    benchmark::DoNotOptimize(size);
+  }
+  ZSTD_freeCCtx(ctx);
+  Report(state, raw, size);
+}
+
+void BM_Lz4(benchmark::State& state) {
+  const auto& v = Data(state.range(0));
+  const int raw = static_cast<int>(v.size() * 4);
+  std::vector<char> out(LZ4_compressBound(raw));
+  int size = 0;
+  for (auto _ : state) {
+    size = LZ4_compress_default(reinterpret_cast<const char*>(v.data()), out.data(), raw,
+                                static_cast<int>(out.size()));
+    benchmark::DoNotOptimize(size);
+  }
+  Report(state, raw, size);
+}
+
+void BM_Codec(benchmark::State& state, shotstream::wire::Encoding e) {
+  const auto& v = Data(state.range(0));
+  const double accuracy = 1e-3 * shotstream::wire::Rms(v.data(), v.size());
+  size_t size = 0;
+  for (auto _ : state) {
+    auto b = shotstream::wire::EncodeSamples(e, v.data(), kTraces, kSamples, accuracy);
+    size = b->size();
+    benchmark::DoNotOptimize(b);
+  }
+  Report(state, v.size() * 4, size);
+}
+
+// Arg 1: 16 significant bits (data b); 0: full-precision noise (data c).
+BENCHMARK_CAPTURE(BM_Blosc, lz4_shuffle_5, "lz4", BLOSC_SHUFFLE, 5)->Arg(1)->Arg(0);
+BENCHMARK_CAPTURE(BM_Blosc, lz4_bitshuffle_5, "lz4", BLOSC_BITSHUFFLE, 5)->Arg(1)->Arg(0);
+BENCHMARK_CAPTURE(BM_Blosc, zstd_shuffle_1, "zstd", BLOSC_SHUFFLE, 1)->Arg(1)->Arg(0);
+BENCHMARK_CAPTURE(BM_Blosc, zstd_bitshuffle_1, "zstd", BLOSC_BITSHUFFLE, 1)->Arg(1)->Arg(0);
+BENCHMARK(BM_BloscDecode)->Arg(1)->Arg(0);
+BENCHMARK(BM_Zstd)->Arg(1)->Arg(0);
+BENCHMARK(BM_Lz4)->Arg(1)->Arg(0);
+BENCHMARK_CAPTURE(BM_Codec, int16, shotstream::wire::Encoding::kInt16)->Arg(1)->Arg(0);
+BENCHMARK_CAPTURE(BM_Codec, zfp_1e3, shotstream::wire::Encoding::kZfp)->Arg(1)->Arg(0);
+
+}  // namespace
