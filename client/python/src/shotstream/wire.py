@@ -209,7 +209,7 @@ def decode_chunk(chunk, data, n_samples: int) -> np.ndarray:
             raise ValueError("unknown encoding")
     except ImportError:
         raise ShotstreamError(grpc.StatusCode.FAILED_PRECONDITION, decoder_missing(name)) from None
-    except (ValueError, RuntimeError, TypeError) as e:
+    except Exception as e:  # noqa: BLE001 - whatever a decoder says of bad bytes
         raise ShotstreamError(grpc.StatusCode.DATA_LOSS,
                               f"shot {chunk.shot_id}: {name} chunk: {e}") from None
     return np.asarray(out, dtype=np.float32).reshape(n_traces, n_samples)
