@@ -396,11 +396,10 @@ class GrpcShotReader final : public ShotReader {
 
   // An encoded chunk's samples (its chunk_traces traces) decoded to float32 at `at`.
   static absl::Status Decode(const v1::ShotChunk& chunk, const Shot& shot,
-                             const std::string& payload, uint8_t* at) {
+                             const uint8_t* payload, size_t size, uint8_t* at) {
     absl::Status s = wire::DecodeSamples(
         static_cast<wire::Encoding>(chunk.encoding()), chunk.sample_format(), chunk.big_endian(),
-        reinterpret_cast<const uint8_t*>(payload.data()), payload.size(), chunk.chunk_traces(),
-        shot.n_samples, reinterpret_cast<float*>(at));
+        payload, size, chunk.chunk_traces(), shot.n_samples, reinterpret_cast<float*>(at));
     if (s.ok()) return s;
     return absl::DataLossError(absl::StrCat("shot ", shot.shot_id, ": ", s.message()));
   }
@@ -415,6 +414,7 @@ class GrpcShotReader final : public ShotReader {
     uint64_t wire_bytes = 0;  // of the shot being received
     wire::Encoding shot_encoding = wire::Encoding::kFloat32;
     std::vector<std::pair<v1::ShotChunk, std::string>> lossy;  // verified before decoding
+    std::vector<uint8_t> scratch;  // an exact chunk's payload split across slices
     while (reader->Read(&bb)) {
       if (absl::Status s = raw.Parse(&bb); !s.ok()) return s;
       const v1::ShotChunk& chunk = raw.meta();
@@ -468,12 +468,19 @@ class GrpcShotReader final : public ShotReader {
         // Encoded: the payload in one piece, then decoded into the shot (exact encodings:
         // the CRC-32 of the float32 samples) or, for the lossy ones, kept until the shot's
         // CRC-32 over the encoded bytes has matched: nothing unverified is decoded.
-        std::string payload(raw.samples_size(), '\0');
-        raw.CopyPayload(reinterpret_cast<uint8_t*>(payload.data()));
         if (wire::IsExact(encoding)) {
-          SS_RETURN_IF_ERROR(Decode(chunk, shot, payload, at));
+          // Decoded from where gRPC put it when it lies in one slice, else from a copy.
+          const uint8_t* payload = raw.ContiguousPayload();
+          if (payload == nullptr) {
+            if (scratch.size() < raw.samples_size()) scratch.resize(raw.samples_size());
+            raw.CopyPayload(scratch.data());
+            payload = scratch.data();
+          }
+          SS_RETURN_IF_ERROR(Decode(chunk, shot, payload, raw.samples_size(), at));
           crc = Crc32(crc, at, out_bytes);
         } else {
+          std::string payload(raw.samples_size(), '\0');
+          raw.CopyPayload(reinterpret_cast<uint8_t*>(payload.data()));
           crc = Crc32(crc, payload.data(), payload.size());
           lossy.emplace_back(chunk, std::move(payload));
         }
@@ -486,7 +493,8 @@ class GrpcShotReader final : public ShotReader {
                                                 " received, ", chunk.crc32(), " sent)"));
       }
       for (const auto& [meta, payload] : lossy) {
-        SS_RETURN_IF_ERROR(Decode(meta, shot, payload,
+        SS_RETURN_IF_ERROR(Decode(meta, shot, reinterpret_cast<const uint8_t*>(payload.data()),
+                                  payload.size(),
                                   reinterpret_cast<uint8_t*>(shot.samples.data()) + meta.offset()));
       }
       lossy.clear();

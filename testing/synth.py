@@ -51,9 +51,11 @@ def _encode(data, fmt):
 
 
 def write_survey(directory, n_shots=48, traces_per_shot=480, n_samples=2000, n_files=4,
-                 fmt=1, dt_us=2000, seed=0):
+                 fmt=1, dt_us=2000, seed=0, sixteen_bit=False):
     """Writes n_files files, shots split evenly (a shot may span two files). Returns the
-    list of paths and the total sample bytes (as float32)."""
+    list of paths and the total sample bytes (as float32). sixteen_bit: the samples of a
+    16-bit recording converted to float (integers within +-32767, as format 3 would hold
+    them), whatever the format."""
     os.makedirs(directory, exist_ok=True)
     rng = np.random.default_rng(seed)
     n_traces = n_shots * traces_per_shot
@@ -94,6 +96,8 @@ def write_survey(directory, n_shots=48, traces_per_shot=480, n_samples=2000, n_f
             tt = np.sqrt(t0 ** 2 + (offset / v) ** 2)
             arg = (t[None, :] - tt[:, None]) * np.pi * wavelet_f
             data += ((1 - 2 * arg ** 2) * np.exp(-arg ** 2)).astype(np.float32)
+        if sixteen_bit:
+            data = np.clip(np.round(data * 1e4), -32767, 32767).astype(np.float32)
         words = _encode(data, fmt)
         path = os.path.join(directory, f"survey_{f:03d}.sgy")
         with open(path, "wb") as out:

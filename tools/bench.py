@@ -387,7 +387,7 @@ def main():
     p.add_argument("--workdir", default=None)
     p.add_argument("--load_seconds", type=int, default=60)
     p.add_argument("--skip_reliability", action="store_true")
-    p.add_argument("--only", choices=["link"], default=None,
+    p.add_argument("--only", choices=["link", "encodings"], default=None,
                    help="measure only this section and merge it into the saved bench.json")
     p.add_argument("--link_rate", default="10gbit", help="the emulated link's rate (tbf)")
     p.add_argument("--link_python", default=None,
@@ -403,6 +403,8 @@ def main():
     ieee_dir, ibm_dir = os.path.join(work, "ieee"), os.path.join(work, "ibm")
     if args.only == "link":
         return link_only(args, out_dir, work, ieee_dir)
+    if args.only == "encodings":
+        return encodings_only(args, out_dir, work)
     results = {"machine": {"nproc": os.cpu_count(), "platform": platform.platform(),
                            "cpu": cpu_name()},
                "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -545,6 +547,8 @@ def main():
         results["catalog_1m"] = catalog_1m(work)
         print("emulated link ...", flush=True)
         results["link"] = measure_link(args, ieee_dir)
+        print("windows, conditions and encodings on emulated links ...", flush=True)
+        results["encodings"] = measure_encodings(work, args.reps)
         if not args.skip_reliability:
             print("reliability (32-client load) ...", flush=True)
             results["reliability"] = reliability(work, args.load_seconds)
@@ -565,6 +569,58 @@ def measure_link(args, ieee_dir):
     for key, runs in out.pop("runs", {}).items():
         out[key + "_gbps"] = summary(runs)
     return out
+
+
+def codec_per_core():
+    """Google Benchmark's figures for the encodings' codecs on one core (GB/s of float32
+    and ratio), with Zstd and LZ4 alone beside c-blosc's settings."""
+    tool = harness.runfile("wire/sample_encoding_benchmark")
+    res = subprocess.run([tool, "--benchmark_format=json", "--benchmark_repetitions=3",
+                          "--benchmark_report_aggregates_only=true"],
+                         capture_output=True, text=True, check=True)
+    out = {}
+    for b in json.loads(res.stdout)["benchmarks"]:
+        if b.get("aggregate_name") == "median":
+            out[b["run_name"].replace("BM_", "")] = {"gbps": b["bytes_per_second"] / 1e9,
+                                                     "ratio": b.get("ratio")}
+    return out
+
+
+def measure_encodings(work, reps):
+    """Windows, conditions and encodings on emulated 10 and 1 Gbit/s links (root only),
+    and the codecs per core."""
+    dirs = {}
+    for name, fmt, sixteen in (("a", 3, False), ("b", 5, True), ("c", 5, False)):
+        d = os.path.join(work, f"enc_{name}")
+        synth.write_survey(d, 16, 480, 2000, n_files=2, fmt=fmt, sixteen_bit=sixteen)
+        dirs[name] = f"{d}/*.sgy"
+        warm_page_cache(d)
+    out = link_bench.measure_encodings(harness.runfile(harness.SERVER),
+                                       harness.runfile(harness.CLI), dirs,
+                                       reps=max(3, reps // 2))
+    if "skipped" not in out:
+        for row in out.values():
+            row["iperf3_gbps"] = summary(row.pop("iperf3"))
+            for c in row["configs"].values():
+                c["shots_per_s"] = summary(c["shots_per_s"])
+                c["wire_ratio"] = summary(c["wire_ratio"])
+    return {"links": out, "codecs": codec_per_core(),
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+
+
+def encodings_only(args, out_dir, work):
+    """--only=encodings: that section, measured now, into the saved figures."""
+    path = os.path.join(out_dir, ARTIFACTS, "bench.json")
+    with open(path) as f:
+        results = json.load(f)
+    try:
+        results["encodings"] = measure_encodings(work, args.reps)
+    finally:
+        if args.workdir is None:
+            shutil.rmtree(work, ignore_errors=True)
+    with open(path, "w") as f:
+        json.dump(results, f, indent=1)
+    print(bench_report.write(results, out_dir))
 
 
 def link_only(args, out_dir, work, ieee_dir):

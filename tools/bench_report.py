@@ -259,6 +259,7 @@ def render(r):
                   f"{fmt(lk['py_grpcio_gbps'])} | {ratio(lk['py_grpcio_gbps'], ip):.2f}x |"]
     elif lk:
         lines += ["", "## On an emulated link", "", f"Not measured in this run: {lk['skipped']}."]
+    lines += encodings_section(r.get("encodings"))
     rel = r.get("reliability")
     if rel:
         lines += ["", "## Reliability", "",
@@ -294,6 +295,58 @@ def render(r):
               "client the package through grpcio alone in a fresh process, without the native "
               "extension's process tuning.", ""]
     return "\n".join(lines)
+
+
+# The targets: (link rate, configuration) -> least shots/s against its float32 run.
+ENCODING_TARGETS = {
+    ("10gbit", "native"): 1.8, ("10gbit", "window of 1/4 of the samples"): 3.2,
+    ("10gbit", "offsets of half the traces"): 1.8, ("1gbit", "lossless"): 2.0,
+    ("1gbit", "zfp, tolerance 1e-3"): 4.0, ("10gbit", "auto (c)"): 0.95,
+    ("1gbit", "auto (c)"): 0.95,
+}
+
+
+def encodings_section(e):
+    if not e:
+        return []
+    lines = ["", "## Asking for less, sending less: windows, conditions, encodings", ""]
+    links = e.get("links", {})
+    if "skipped" in links:
+        lines.append(f"Links not measured in this run: {links['skipped']}.")
+    for rate, row in links.items():
+        if not isinstance(row, dict) or "configs" not in row:
+            continue
+        lines += [f"### Emulated {rate} link (iperf3 {fmt(row['iperf3_gbps'])})", "",
+                  "`shotstream bench --queue_depth=4 --warmup_shots=4` in the client "
+                  "namespace, each configuration alternated with the others; 3.84 MB shots "
+                  "(480 traces x 2000 samples); data (a) an int16 survey, (b) IEEE samples of "
+                  "a 16-bit recording, (c) IEEE full-precision samples (events and noise). "
+                  "`auto` picks from what the client's earlier streams measured (one "
+                  "unmeasured run of it first).", "",
+                  "| configuration | data | flags | shots/s | vs float32, same data | target "
+                  "| float32 bytes / wire bytes | sent as |",
+                  "| --- | --- | --- | ---: | ---: | ---: | ---: | --- |"]
+        configs = row["configs"]
+        for name, c in configs.items():
+            base = configs.get(c["baseline"]) if c["baseline"] else None
+            x = ratio(c["shots_per_s"], base["shots_per_s"]) if base else None
+            target = ENCODING_TARGETS.get((rate, name))
+            verdict = "" if target is None else (
+                f">= {target:.2f}x ({'met' if x is not None and x >= target else 'NOT met'})")
+            lines.append(
+                f"| {name} | ({c['dataset']}) | `{' '.join(c['flags']) or '(none)'}` | "
+                f"{c['shots_per_s']['median']:.1f} | {'' if x is None else f'{x:.2f}x'} | "
+                f"{verdict} | {c['wire_ratio']['median']:.2f} | {c['encoding']} |")
+        lines.append("")
+    codecs = e.get("codecs")
+    if codecs:
+        lines += ["### Codecs on one core (`bazel run -c opt //wire:sample_encoding_benchmark`)",
+                  "", "Arg 1: IEEE samples of a 16-bit recording; arg 0: full-precision noise.",
+                  "", "| codec | GB/s of float32 | ratio |", "| --- | ---: | ---: |"]
+        for name, c in codecs.items():
+            rt = "" if c.get("ratio") is None else f"{c['ratio']:.2f}"
+            lines.append(f"| {name} | {c['gbps']:.2f} | {rt} |")
+    return lines
 
 
 def plot(results, out_dir):

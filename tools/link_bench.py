@@ -68,6 +68,100 @@ def _in(ns, *cmd, **kw):
                           text=True, **kw)
 
 
+# What the encodings benchmark streams on each link (name, dataset, flags, the float32
+# configuration it is compared with): (a) an int16 survey, (b) IEEE samples of a 16-bit
+# recording, (c) IEEE full-precision samples (events plus noise).
+ENCODING_CONFIGS = [
+    ("float32", "a", [], None),
+    ("native", "a", ["--encoding=native"], "float32"),
+    ("float32 (b)", "b", [], None),
+    ("window of 1/4 of the samples", "b", ["--window=0:500"], "float32 (b)"),
+    ("offsets of half the traces", "b", ["--where=offset:0:3090"], "float32 (b)"),
+    ("lossless", "b", ["--encoding=lossless"], "float32 (b)"),
+    ("int16", "b", ["--encoding=int16"], "float32 (b)"),
+    ("zfp, tolerance 1e-3", "b", ["--encoding=zfp", "--tolerance=1e-3"], "float32 (b)"),
+    ("auto (b)", "b", ["--encoding=auto"], "float32 (b)"),
+    ("float32 (c)", "c", [], None),
+    ("lossless (c)", "c", ["--encoding=lossless"], "float32 (c)"),
+    ("auto (c)", "c", ["--encoding=auto"], "float32 (c)"),
+]
+
+
+def _start_server(server_bin, datasets):
+    server = subprocess.Popen(["ip", "netns", "exec", SERVER_NS, server_bin,
+                               f"--listen={SERVER_IP}:50051", "--log_streams=false",
+                               "--drain_delay=0s"] +
+                              [f"--dataset={n}={g}" for n, g in datasets.items()],
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    line = server.stdout.readline()
+    assert line.startswith("shotstream listening on"), line
+    return server
+
+
+def _iperf3():
+    for attempt in range(20):  # iperf3 -s takes a moment to listen
+        res = _in(CLIENT_NS, "iperf3", "-c", SERVER_IP, "-l", "1M", "-t", "3", "-J", timeout=60)
+        if res.returncode == 0:
+            return json.loads(res.stdout)["end"]["sum_received"]["bits_per_second"] / 8e9
+        time.sleep(0.1)
+    raise RuntimeError(f"iperf3 failed: {res.stderr}")
+
+
+def measure_encodings(server_bin, cli_bin, datasets, rates=("10gbit", "1gbit"), reps=2):
+    """Shots a second of every ENCODING_CONFIGS entry on each emulated link, the
+    configurations alternated `reps` times, with iperf3 on the same link;
+    {rate: {"iperf3": [...], "configs": {name: {...}}}}, or {"skipped": why}."""
+    why = available()
+    if why:
+        return {"skipped": why}
+    out = {}
+    for rate in rates:
+        setup(rate)
+        iperf = server = None
+        try:
+            iperf = subprocess.Popen(["ip", "netns", "exec", SERVER_NS, "iperf3", "-s"],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            server = _start_server(server_bin, datasets)
+            target = f"{SERVER_IP}:50051"
+            # About 0.5-1 s a run at either rate.
+            repeat = "10" if rate.startswith("10g") else "2"
+            row = {"iperf3": [], "configs": {}}
+            # auto learns from a client's earlier streams: one unmeasured run of each first
+            # (its warm-up stream sends plain and measures the link and the codec; its
+            # main stream tries what the model suggests; the measured runs then pick by
+            # what each delivered).
+            for name, ds, flags, base in ENCODING_CONFIGS:
+                if "--encoding=auto" in flags:
+                    _in(CLIENT_NS, cli_bin, "bench", f"--target={target}", f"--dataset={ds}",
+                        f"--repeat={repeat}", "--warmup_shots=4", "--queue_depth=4", *flags,
+                        timeout=600)
+            for _ in range(reps):
+                row["iperf3"].append(_iperf3())
+                for name, ds, flags, base in ENCODING_CONFIGS:
+                    res = _in(CLIENT_NS, cli_bin, "bench", f"--target={target}",
+                              f"--dataset={ds}", f"--repeat={repeat}", "--warmup_shots=4",
+                              "--queue_depth=4", *flags, timeout=600)
+                    assert res.returncode == 0, res.stderr[-2000:]
+                    j = json.loads(res.stdout.strip().splitlines()[-1])
+                    c = row["configs"].setdefault(name, {"dataset": ds, "flags": flags,
+                                                         "baseline": base, "shots_per_s": [],
+                                                         "wire_ratio": [], "encoding": None})
+                    c["shots_per_s"].append(j["shots"] / j["seconds"])
+                    c["wire_ratio"].append(j["bytes"] / max(1, j["wire_bytes"]))
+                    c["encoding"] = j.get("encoding")
+            out[rate] = row
+        finally:
+            for p in (server, iperf):
+                if p is not None:
+                    p.terminate()
+                    try:
+                        p.wait(timeout=30)
+                    except subprocess.TimeoutExpired:
+                        p.kill()
+            teardown()
+    return out
+
+
 def measure(server_bin, cli_bin, data_glob, package_dir, reps=3, rate="10gbit", python=None):
     """The link's figures, GB/s a run ({"iperf3": [...], "cpp": [...], ...} under "runs"),
     or {"skipped": why}."""

@@ -158,6 +158,15 @@ absl::Status ReceivedChunk::Parse(grpc::ByteBuffer* bb) {
   return absl::OkStatus();
 }
 
+const uint8_t* ReceivedChunk::ContiguousPayload() const {
+  if (samples_size_ == 0) return nullptr;
+  if (samples_slice_ >= slices_.size() ||
+      slices_[samples_slice_].size() - samples_offset_ < samples_size_) {
+    return nullptr;
+  }
+  return slices_[samples_slice_].begin() + samples_offset_;
+}
+
 void ReceivedChunk::CopyPayload(uint8_t* dst) const {
   uint64_t left = samples_size_;
   size_t slice = samples_slice_, offset = samples_offset_;

@@ -48,6 +48,9 @@ class ReceivedChunk {
   uint32_t CopySamples(uint8_t* dst, uint32_t crc) const;
   // Copies the samples field's bytes as they are (an encoded payload) to `dst`.
   void CopyPayload(uint8_t* dst) const;
+  // The samples field's bytes where gRPC put them, when they lie in one slice (the usual
+  // case for chunks up to the channel's read size); else null.
+  const uint8_t* ContiguousPayload() const;
 
  private:
   std::vector<grpc::Slice> slices_;

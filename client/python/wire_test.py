@@ -75,5 +75,44 @@ class WireTest(unittest.TestCase):
         self.assertEqual(wire.crc32(data[50:], wire.crc32(data[:50])), zlib.crc32(data))
 
 
+class NativeDecodeTest(unittest.TestCase):
+    """The numpy decoders of NATIVE chunks against values written by hand."""
+
+    def decode(self, fmt, big, data, n):
+        c = pb.ShotChunk(shot_id=1, n_traces=1, n_samples=n, encoding=pb.ENCODING_NATIVE,
+                         sample_format=fmt, big_endian=big, chunk_traces=1)
+        return wire.decode_chunk(c, data, n).ravel()
+
+    def test_integers_of_every_width_and_order(self):
+        v = np.array([0, 1, -1, 127, -128, 100], dtype=np.int64)
+        for fmt, dtype in [(2, "i4"), (3, "i2"), (8, "i1")]:
+            for big in (True, False):
+                raw = v.astype((">" if big else "<") + dtype).tobytes()
+                np.testing.assert_array_equal(self.decode(fmt, big, raw, len(v)), v)
+        u = np.array([0, 1, 255, 200], dtype=np.int64)
+        for fmt, dtype in [(10, "u4"), (11, "u2"), (16, "u1")]:
+            np.testing.assert_array_equal(self.decode(fmt, True, u.astype(">" + dtype).tobytes(),
+                                                      len(u)), u)
+
+    def test_int24_both_orders_and_signs(self):
+        v = [0, 1, -1, 8388607, -8388608, 1234567]
+        be = b"".join((x & 0xFFFFFF).to_bytes(3, "big") for x in v)
+        le = b"".join((x & 0xFFFFFF).to_bytes(3, "little") for x in v)
+        np.testing.assert_array_equal(self.decode(7, True, be, len(v)), v)
+        np.testing.assert_array_equal(self.decode(7, False, le, len(v)), v)
+        np.testing.assert_array_equal(self.decode(15, True, (8388608).to_bytes(3, "big"), 1),
+                                      [8388608])  # unsigned
+
+    def test_ibm(self):
+        # The IBM words of 100.0, -1.0, 0.5 and 0.
+        words = np.array([0x42640000, 0xC1100000, 0x40800000, 0], dtype=">u4").tobytes()
+        np.testing.assert_array_equal(self.decode(1, True, words, 4), [100.0, -1.0, 0.5, 0.0])
+
+    def test_wrong_size_is_data_loss(self):
+        with self.assertRaises(ShotstreamError) as cm:
+            self.decode(3, True, b"\x00" * 5, 4)
+        self.assertEqual(cm.exception.code(), grpc.StatusCode.DATA_LOSS)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "absl/strings/str_cat.h"
+
 namespace shotstream::stream {
 namespace {
 
@@ -16,6 +18,12 @@ wire::Encoding EncodingAdvisor::Choose(const std::string& peer, const std::strin
   const bool native_smaller = native_bytes > 0 && native_bytes < 4;
   const wire::Encoding plain = native_smaller ? wire::Encoding::kNative : wire::Encoding::kFloat32;
   absl::MutexLock lock(&mu_);
+  auto seen_plain = outcome_.find(OutcomeKey(peer, dataset, plain));
+  auto seen_lossless = outcome_.find(OutcomeKey(peer, dataset, wire::Encoding::kLossless));
+  if (seen_plain != outcome_.end() && seen_lossless != outcome_.end()) {
+    return seen_lossless->second > kMargin * seen_plain->second ? wire::Encoding::kLossless
+                                                                 : plain;
+  }
   auto l = link_.find(peer);
   auto c = codec_.find(dataset);
   if (l == link_.end() || c == codec_.end()) return plain;
@@ -30,6 +38,20 @@ void EncodingAdvisor::RecordLink(const std::string& peer, uint64_t bytes, double
   absl::MutexLock lock(&mu_);
   double& rate = link_[peer];
   rate = Blend(rate, static_cast<double>(bytes) / seconds);
+}
+
+std::string EncodingAdvisor::OutcomeKey(const std::string& peer, const std::string& dataset,
+                                        wire::Encoding e) {
+  return absl::StrCat(peer, "\n", dataset, "\n", static_cast<int>(e));
+}
+
+void EncodingAdvisor::RecordOutcome(const std::string& peer, const std::string& dataset,
+                                    wire::Encoding encoding, uint64_t float32_bytes,
+                                    double seconds) {
+  if (float32_bytes < (1 << 20) || seconds <= 0) return;
+  absl::MutexLock lock(&mu_);
+  double& rate = outcome_[OutcomeKey(peer, dataset, encoding)];
+  rate = Blend(rate, static_cast<double>(float32_bytes) / seconds);
 }
 
 void EncodingAdvisor::RecordCodec(const std::string& dataset, uint64_t raw, uint64_t encoded,

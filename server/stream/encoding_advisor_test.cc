@@ -36,6 +36,24 @@ TEST(EncodingAdvisorTest, IncompressibleDataStaysFloat32) {
   EXPECT_EQ(a.Choose("slow", "noise", 4), wire::Encoding::kFloat32);
 }
 
+TEST(EncodingAdvisorTest, OutcomesOverruleTheModel) {
+  EncodingAdvisor a(2);
+  a.RecordCodec("d", 4 * kMB, 2 * kMB, 0.002);
+  a.RecordLink("p", 1000 * kMB, 1.0);
+  EXPECT_EQ(a.Choose("p", "d", 4), wire::Encoding::kLossless);  // the model says try it
+  a.RecordOutcome("p", "d", wire::Encoding::kFloat32, 1000 * kMB, 1.0);
+  a.RecordOutcome("p", "d", wire::Encoding::kLossless, 700 * kMB, 1.0);  // the client was slow
+  EXPECT_EQ(a.Choose("p", "d", 4), wire::Encoding::kFloat32);
+  // Where it did deliver more, it stays.
+  a.RecordOutcome("q", "d", wire::Encoding::kFloat32, 100 * kMB, 1.0);
+  a.RecordOutcome("q", "d", wire::Encoding::kLossless, 200 * kMB, 1.0);
+  EXPECT_EQ(a.Choose("q", "d", 4), wire::Encoding::kLossless);
+  // Within the margin: the plain encoding (no decoding for the client).
+  a.RecordOutcome("r", "d", wire::Encoding::kNative, 100 * kMB, 1.0);
+  a.RecordOutcome("r", "d", wire::Encoding::kLossless, 110 * kMB, 1.0);
+  EXPECT_EQ(a.Choose("r", "d", 2), wire::Encoding::kNative);
+}
+
 TEST(EncodingAdvisorTest, MeasurementsBlendAndTinyOnesAreIgnored) {
   EncodingAdvisor a(1);
   a.RecordLink("p", 1000, 1e-6);  // under 1 MiB: says nothing

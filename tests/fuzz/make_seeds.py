@@ -40,6 +40,14 @@ def catalog():
     return b + struct.pack("<I", zlib.crc32(b))
 
 
+def lossless_frame(n):
+    """A c-blosc frame of n float32 samples, as the server writes them (bitshuffle, LZ4)."""
+    import blosc
+    import numpy as np
+    return blosc.compress(np.arange(n, dtype="<f4").tobytes(), typesize=4, cname="lz4",
+                          shuffle=blosc.BITSHUFFLE, clevel=5)
+
+
 def main():
     c = os.path.join(HERE, "corpus")
     seeds = {
@@ -49,6 +57,10 @@ def main():
         "trace_decode": {"ibm": b"\0" + bytes(range(64)), "le": b"\x80" + bytes(range(64)),
                          "f64": b"\x04" + bytes(range(64))},
         "catalog_load": {"ok": catalog()},
+        # encoding, format | byte order, traces, samples, then the payload.
+        "sample_decode": {"lossless": b"\x00\x05\x02\x08" + lossless_frame(16),
+                          "int16": b"\x01\x05\x02\x04" + bytes(8) + bytes(range(16)),
+                          "native": b"\x02\x83\x02\x04" + bytes(range(16))},
         # byte 0 bit 0: force dataset "d"; then a serialized StreamShotsRequest.
         "request_validation": {"ok": b"\x01" + b"\x0a\x01d" + b"\x12\x03\x01\x02\x03"
                                + b"\x18\x02" + b"\x22\x06offset",

@@ -1,5 +1,6 @@
 #include "server/service/internal/stream_reactor.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <utility>
@@ -62,6 +63,11 @@ class StreamReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
     if (context_.advisor != nullptr) {
       context_.advisor->RecordLink(context_.peer_address, wire_bytes_,
                                    absl::ToDoubleSeconds(wire_time_));
+      if (end_.ok()) {  // a stream that ran to its end: what its encoding delivered
+        context_.advisor->RecordOutcome(context_.peer_address, context_.dataset, encoding_,
+                                        float32_bytes_,
+                                        absl::ToDoubleSeconds(last_write_done_ - first_write_));
+      }
     }
     if (context_.log) {
       const double secs = absl::ToDoubleSeconds(absl::Now() - start_);
@@ -77,8 +83,10 @@ class StreamReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   void Cut(const absl::Status& status) { window_->Stop(status); }
 
   void OnWriteDone(bool ok) override {
-    wire_time_ += absl::Now() - write_start_;  // only this reaction touches them now
+    last_write_done_ = absl::Now();  // only this reaction touches these now
+    wire_time_ += last_write_done_ - write_start_;
     wire_bytes_ += write_bytes_;
+    float32_bytes_ += write_float32_bytes_;
     window_->Sent();
     if (!ok) window_->Stop(absl::CancelledError("stream broken"));  // the client is gone
     {
@@ -125,10 +133,16 @@ class StreamReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
       return;
     }
     write_bytes_ = chunk.sample_bytes();
+    write_float32_bytes_ =
+        uint64_t{chunk.meta.n_samples()} * sizeof(float) *
+        (chunk.meta.encoding() == v1::ENCODING_FLOAT32
+             ? chunk.sample_bytes() / std::max<uint64_t>(1, uint64_t{chunk.meta.n_samples()} * 4)
+             : chunk.meta.chunk_traces());
     msg_ = chunk.stored.empty()
                ? wire::EncodeShotChunk(chunk.meta, std::move(chunk.samples))
                : wire::EncodeStoredChunk(chunk.meta, chunk.stored, chunk.trace_bytes);
     write_start_ = absl::Now();
+    if (first_write_ == absl::InfinitePast()) first_write_ = write_start_;
     StartWrite(&msg_);
   }
 
@@ -147,6 +161,10 @@ class StreamReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   absl::Time write_start_;
   uint64_t wire_bytes_ = 0;
   absl::Duration wire_time_;
+  uint64_t write_float32_bytes_ = 0;  // the samples of the chunk on the wire, as float32
+  uint64_t float32_bytes_ = 0;
+  absl::Time first_write_ = absl::InfinitePast();
+  absl::Time last_write_done_ = absl::InfinitePast();
   absl::Status end_ = absl::CancelledError("");  // how the call finished, for the log
 };
 
