@@ -143,6 +143,40 @@ class Server:
         self.stop()
 
 
+def free_port():
+    """A TCP port on 127.0.0.1 that was free a moment ago (for a server restarted on it)."""
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def bench_across_a_restart(server_args, port, dataset, shots, *flags):
+    """Runs `shotstream bench` of `shots` against a server on `port`, SIGKILLs the server
+    once the stream has started (its stderr line says so) and starts it again on the same
+    port; returns (returncode, stdout, stderr) of the bench. Raises if the stream ended
+    before the server was killed."""
+    import signal
+    server = Server(server_args)
+    bench = subprocess.Popen(
+        [runfile(CLI), "bench", f"--target=127.0.0.1:{port}", f"--dataset={dataset}",
+         "--shots=" + ",".join(map(str, shots)), *flags],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(lambda: any(l.startswith("stream ") and f"shots {len(shots)} " in l
+                             for l in server.stderr_lines), what="the stream to start")
+        if bench.poll() is not None:
+            raise AssertionError("the stream ended before the server was killed")
+        server.stop(signal.SIGKILL)
+        server = Server(server_args)
+        out, err = bench.communicate(timeout=300)
+    finally:
+        server.stop()
+        if bench.poll() is None:
+            bench.kill()
+    return bench.returncode, out, err
+
+
 def cli(*args, check=True, env=None):
     """Runs the C++ CLI (with `env` added to the environment); returns CompletedProcess."""
     res = subprocess.run([runfile(CLI)] + list(args), capture_output=True, text=True,

@@ -5,12 +5,9 @@ import json
 import os
 import random
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 import unittest
 
 import numpy as np
@@ -18,12 +15,6 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "testing"))
 import harness  # noqa: E402
 import synth  # noqa: E402
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class CppClientTest(unittest.TestCase):
@@ -37,27 +28,13 @@ class CppClientTest(unittest.TestCase):
     def test_resume_after_server_restart(self):
         d = os.path.join(self.tmp, "big")
         synth.write_survey(d, n_shots=30, traces_per_shot=250, n_samples=2000, n_files=2, fmt=5)
-        port = free_port()
+        port = harness.free_port()
         args = [f"--dataset=d={d}/*.sgy", f"--listen=127.0.0.1:{port}"]
-        server = harness.Server(args)
         order = list(range(1, 31)) * 48  # 1440 shots, ~2.9 GB: long enough to be cut
         random.Random(3).shuffle(order)
-        bench = subprocess.Popen(
-            [harness.runfile(harness.CLI), "bench", f"--target=127.0.0.1:{port}", "--dataset=d",
-             "--shots=" + ",".join(map(str, order)), "--queue_depth=1", "--retries=5"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        try:
-            # Killed once the server logs the stream's start (the stream is 2.9 GB long).
-            harness.wait_for(lambda: any(l.startswith("stream ") and f"shots {len(order)} " in l
-                                         for l in server.stderr_lines),
-                             what="the stream to start")
-            self.assertIsNone(bench.poll(), "the stream ended before the server was killed")
-            server.stop(signal.SIGKILL)
-            server = harness.Server(args)
-            out, err = bench.communicate(timeout=120)
-        finally:
-            server.stop()
-        self.assertEqual(bench.returncode, 0, err)
+        rc, out, err = harness.bench_across_a_restart(args, port, "d", order, "--queue_depth=1",
+                                                      "--retries=5")
+        self.assertEqual(rc, 0, err)
         result = json.loads(out.strip().splitlines()[-1])
         self.assertEqual(result["shots"], len(order))
         self.assertEqual(result["checksums_verified"], len(order))

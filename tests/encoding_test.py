@@ -5,11 +5,10 @@ both Python paths and the C++ client (its CLI), against slicing the float32 stre
 within their bounds. Bad requests fail before any data; a corrupted compressed chunk is
 DATA_LOSS; a stream with a window and an encoding resumes across a server restart."""
 
+import json
 import os
 import random
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
 import unittest
@@ -187,7 +186,6 @@ class EncodingTest(unittest.TestCase):
     def test_cpp_bench_reports_wire_bytes(self):
         res = harness.cli("bench", f"--target={self.server.target}", "--dataset=int16",
                           "--encoding=native", "--window=0:60")
-        import json
         line = json.loads(res.stdout.strip().splitlines()[-1])
         self.assertEqual(line["bytes"], len(SHOTS) * NT * 60 * 4)
         self.assertEqual(line["wire_bytes"], len(SHOTS) * NT * 60 * 2)
@@ -257,33 +255,14 @@ class EncodingTest(unittest.TestCase):
     def test_resume_after_server_restart_with_window_and_encoding(self):
         d = os.path.join(self.tmp, "big")
         synth.write_survey(d, n_shots=30, traces_per_shot=250, n_samples=2000, n_files=2, fmt=5)
-        port = harness.free_port() if hasattr(harness, "free_port") else None
-        if port is None:
-            import socket
-            with socket.socket() as s:
-                s.bind(("127.0.0.1", 0))
-                port = s.getsockname()[1]
+        port = harness.free_port()
         args = [f"--dataset=d={d}/*.sgy", f"--listen=127.0.0.1:{port}"]
-        server = harness.Server(args)
         order = list(range(1, 31)) * 40
         random.Random(5).shuffle(order)
-        bench = subprocess.Popen(
-            [harness.runfile(harness.CLI), "bench", f"--target=127.0.0.1:{port}", "--dataset=d",
-             "--shots=" + ",".join(map(str, order)), "--queue_depth=1", "--retries=5",
-             "--window=100:1700", "--encoding=lossless"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        try:
-            harness.wait_for(lambda: any(l.startswith("stream ") and f"shots {len(order)} " in l
-                                         for l in server.stderr_lines),
-                             what="the stream to start")
-            self.assertIsNone(bench.poll(), "the stream ended before the server was killed")
-            server.stop(signal.SIGKILL)
-            server = harness.Server(args)
-            out, err = bench.communicate(timeout=300)
-        finally:
-            server.stop()
-        self.assertEqual(bench.returncode, 0, err)
-        import json
+        rc, out, err = harness.bench_across_a_restart(
+            args, port, "d", order, "--queue_depth=1", "--retries=5", "--window=100:1700",
+            "--encoding=lossless")
+        self.assertEqual(rc, 0, err)
         line = json.loads(out.strip().splitlines()[-1])
         self.assertGreaterEqual(line["reconnects"], 1)
         self.assertTrue(line["in_order"])

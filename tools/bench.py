@@ -367,15 +367,18 @@ def reliability(work, load_seconds):
 def decode_per_core():
     """Google Benchmark's figures for decoding one 7.68 MB shot to float32 on one core,
     next to a memcpy of the same bytes (the limit)."""
-    tool = harness.runfile("segy/sample_format_benchmark")
-    res = subprocess.run([tool, "--benchmark_format=json", "--benchmark_repetitions=5",
+    return {name: b["bytes_per_second"] / 1e9
+            for name, b in google_benchmark("segy/sample_format_benchmark", 5).items()}
+
+
+def google_benchmark(tool, repetitions):
+    """The median of each benchmark of a Google Benchmark binary, by name without BM_."""
+    res = subprocess.run([harness.runfile(tool), "--benchmark_format=json",
+                          f"--benchmark_repetitions={repetitions}",
                           "--benchmark_report_aggregates_only=true"],
                          capture_output=True, text=True, check=True)
-    out = {}
-    for b in json.loads(res.stdout)["benchmarks"]:
-        if b.get("aggregate_name") == "median":
-            out[b["run_name"].replace("BM_", "")] = b["bytes_per_second"] / 1e9
-    return out
+    return {b["run_name"].replace("BM_", ""): b for b in json.loads(res.stdout)["benchmarks"]
+            if b.get("aggregate_name") == "median"}
 
 
 def main():
@@ -574,16 +577,8 @@ def measure_link(args, ieee_dir):
 def codec_per_core():
     """Google Benchmark's figures for the encodings' codecs on one core (GB/s of float32
     and ratio), with Zstd and LZ4 alone beside c-blosc's settings."""
-    tool = harness.runfile("wire/sample_encoding_benchmark")
-    res = subprocess.run([tool, "--benchmark_format=json", "--benchmark_repetitions=3",
-                          "--benchmark_report_aggregates_only=true"],
-                         capture_output=True, text=True, check=True)
-    out = {}
-    for b in json.loads(res.stdout)["benchmarks"]:
-        if b.get("aggregate_name") == "median":
-            out[b["run_name"].replace("BM_", "")] = {"gbps": b["bytes_per_second"] / 1e9,
-                                                     "ratio": b.get("ratio")}
-    return out
+    return {name: {"gbps": b["bytes_per_second"] / 1e9, "ratio": b.get("ratio")}
+            for name, b in google_benchmark("wire/sample_encoding_benchmark", 3).items()}
 
 
 def measure_encodings(work, reps):

@@ -87,6 +87,16 @@ ENCODING_CONFIGS = [
 ]
 
 
+def _stop(*procs):
+    for p in procs:
+        if p is not None:
+            p.terminate()
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+
+
 def _start_server(server_bin, datasets):
     server = subprocess.Popen(["ip", "netns", "exec", SERVER_NS, server_bin,
                                f"--listen={SERVER_IP}:50051", "--log_streams=false",
@@ -151,13 +161,7 @@ def measure_encodings(server_bin, cli_bin, datasets, rates=("10gbit", "1gbit"), 
                     c["encoding"] = j.get("encoding")
             out[rate] = row
         finally:
-            for p in (server, iperf):
-                if p is not None:
-                    p.terminate()
-                    try:
-                        p.wait(timeout=30)
-                    except subprocess.TimeoutExpired:
-                        p.kill()
+            _stop(server, iperf)
             teardown()
     return out
 
@@ -173,12 +177,7 @@ def measure(server_bin, cli_bin, data_glob, package_dir, reps=3, rate="10gbit", 
     try:
         iperf = subprocess.Popen(["ip", "netns", "exec", SERVER_NS, "iperf3", "-s"],
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        server = subprocess.Popen(["ip", "netns", "exec", SERVER_NS, server_bin,
-                                   f"--listen={SERVER_IP}:50051", f"--dataset=ieee={data_glob}",
-                                   "--log_streams=false", "--drain_delay=0s"],
-                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        line = server.stdout.readline()
-        assert line.startswith("shotstream listening on"), line
+        server = _start_server(server_bin, {"ieee": data_glob})
         target = f"{SERVER_IP}:50051"
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
         if python is None:
@@ -188,14 +187,7 @@ def measure(server_bin, cli_bin, data_glob, package_dir, reps=3, rate="10gbit", 
         runs = {"iperf3": [], "cpp": [], "py_native": [], "py_grpcio": []}
         natives = set()
         for _ in range(reps):
-            for attempt in range(20):  # iperf3 -s takes a moment to listen
-                res = _in(CLIENT_NS, "iperf3", "-c", SERVER_IP, "-l", "1M", "-t", "3", "-J",
-                          timeout=60)
-                if res.returncode == 0:
-                    break
-                time.sleep(0.1)
-            runs["iperf3"].append(json.loads(res.stdout)["end"]["sum_received"]
-                                  ["bits_per_second"] / 8e9)
+            runs["iperf3"].append(_iperf3())
             res = _in(CLIENT_NS, cli_bin, "bench", f"--target={target}", "--dataset=ieee",
                       "--repeat=2", "--warmup_shots=8", "--queue_depth=4", timeout=300)
             runs["cpp"].append(json.loads(res.stdout.strip().splitlines()[-1])["gbps"])
@@ -212,11 +204,5 @@ def measure(server_bin, cli_bin, data_glob, package_dir, reps=3, rate="10gbit", 
         out["py_native_was_native"] = natives == {"True"}
         return out
     finally:
-        for p in (server, iperf):
-            if p is not None:
-                p.terminate()
-                try:
-                    p.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    p.kill()
+        _stop(server, iperf)
         teardown()

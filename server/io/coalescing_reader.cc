@@ -132,6 +132,14 @@ absl::Status VisitTraces(absl::Span<const segy::SegyFile* const> files,
   return absl::OkStatus();
 }
 
+// The on_header of VisitTraces that copies trace i's 240-byte header to dst + 240 i
+// (nothing when dst is null).
+auto CopyHeaderTo(uint8_t* dst) {
+  return [dst](size_t i, const uint8_t* h) {
+    if (dst != nullptr) std::memcpy(dst + 240 * i, h, 240);
+  };
+}
+
 uint32_t Count(SampleRange range, const segy::SegyLayout& layout) {
   return range.count == 0 ? layout.n_samples : range.count;
 }
@@ -144,9 +152,7 @@ absl::Status ReadTraces(absl::Span<const segy::SegyFile* const> files,
                         uint32_t* trace_crc, SampleRange range) {
   return VisitTraces(
       files, traces, options, stats, range,
-      [&](size_t i, const uint8_t* h) {
-        if (header_dst != nullptr) std::memcpy(header_dst + 240 * i, h, 240);
-      },
+      CopyHeaderTo(header_dst),
       [&](size_t i, const uint8_t* samples) {
         const segy::SegyLayout& layout = files[traces[i].file_id]->layout();
         const uint32_t n = Count(range, layout);
@@ -162,9 +168,7 @@ absl::Status CopyStoredTraces(absl::Span<const segy::SegyFile* const> files,
   thread_local std::vector<float> decoded;
   return VisitTraces(
       files, traces, options, stats, range,
-      [&](size_t i, const uint8_t* h) {
-        if (header_dst != nullptr) std::memcpy(header_dst + 240 * i, h, 240);
-      },
+      CopyHeaderTo(header_dst),
       [&](size_t i, const uint8_t* samples) {
         const segy::SegyLayout& layout = files[traces[i].file_id]->layout();
         const uint32_t n = Count(range, layout);
@@ -188,9 +192,7 @@ absl::Status LocateTraces(absl::Span<const segy::SegyFile* const> files,
   }
   return VisitTraces(
       files, traces, options, stats, range,
-      [&](size_t i, const uint8_t* h) {
-        if (header_dst != nullptr) std::memcpy(header_dst + 240 * i, h, 240);
-      },
+      CopyHeaderTo(header_dst),
       [&](size_t i, const uint8_t* samples) { sample_src[i] = samples; });
 }
 
