@@ -9,6 +9,8 @@
 //   fetch and bench: [--window=START:STOP] [--where=HEADER:LO:HI ...] [--encoding=E]
 //                    [--tolerance=T]
 //   shotstream plot  --target=HOST:PORT --dataset=NAME --shot=N [--out=shot.png] [--clip=99]
+//   shotstream plan  --target=HOST:PORT --dataset=NAME --epoch=E --seed=S --rank=R
+//                    --world_size=W   (the rank's shot ids of the epoch, on the last line)
 //
 // bench verifies every checksum and prints one JSON object on its last line with
 // shots, bytes (float32 delivered), wire_bytes (sample bytes received, encoded), seconds
@@ -34,11 +36,13 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "client/grpc_tuning.h"
 #include "common/malloc_tuning.h"
 #include "client/client.h"
+#include "client/epoch_shots.h"
 #include "client/npy.h"
 #include "client/plot.h"
 #include "client/segy_writer.h"
@@ -81,6 +85,10 @@ ABSL_FLAG(std::string, encoding, "float32",
           "fetch/bench: how samples travel: float32, native, lossless, int16, zfp or auto "
           "(they arrive as float32 either way)");
 ABSL_FLAG(double, tolerance, 0, "fetch/bench: zfp: error <= tolerance x the shot's RMS (0: 1e-3)");
+ABSL_FLAG(uint64_t, epoch, 0, "plan: the epoch");
+ABSL_FLAG(uint64_t, seed, 0, "plan: the shuffle's seed");
+ABSL_FLAG(int, rank, 0, "plan: this rank (0 .. world_size - 1)");
+ABSL_FLAG(int, world_size, 1, "plan: how many ranks share the epoch");
 ABSL_FLAG(std::string, shot, "", "plot: the shot id (default: the dataset's first)");
 ABSL_FLAG(double, agc, 0, "plot: automatic gain control over a window of this many ms");
 ABSL_FLAG(std::string, gain, "", "plot: t^N, each sample times time^N (e.g. t^2)");
@@ -253,6 +261,29 @@ int Fetch(Client& client, const std::string& dataset) {
   return 0;
 }
 
+// The rank's shots of the epoch (EpochShots over the dataset's shot ids, balanced by their
+// trace counts); the ids comma-separated on the last line.
+int Plan(Client& client, const std::string& dataset) {
+  auto info = client.GetDataset(dataset);
+  if (!info.ok()) return Fail(info.status());
+  absl::flat_hash_map<int64_t, uint64_t> counts;
+  for (size_t i = 0; i < info->shot_ids.size() && i < info->shot_trace_counts.size(); ++i) {
+    counts[info->shot_ids[i]] = info->shot_trace_counts[i];
+  }
+  const int rank = absl::GetFlag(FLAGS_rank), world = absl::GetFlag(FLAGS_world_size);
+  auto mine = shotstream::client::EpochShots(info->shot_ids, absl::GetFlag(FLAGS_epoch),
+                                             absl::GetFlag(FLAGS_seed), rank, world, counts);
+  if (!mine.ok()) return Fail(mine.status());
+  uint64_t traces = 0;
+  for (int64_t id : *mine) traces += counts[id];
+  std::printf("rank %d of %d, epoch %llu, seed %llu: %zu of %zu shots, %llu traces\n", rank,
+              world, static_cast<unsigned long long>(absl::GetFlag(FLAGS_epoch)),
+              static_cast<unsigned long long>(absl::GetFlag(FLAGS_seed)), mine->size(),
+              info->shot_ids.size(), static_cast<unsigned long long>(traces));
+  std::printf("%s\n", absl::StrJoin(*mine, ",").c_str());
+  return 0;
+}
+
 int Plot(Client& client, const std::string& dataset) {
   shotstream::client::PlotOptions po;
   po.clip_percentile = absl::GetFlag(FLAGS_clip);
@@ -394,7 +425,8 @@ int main(int argc, char** argv) {
   shotstream::TuneMallocForLargeBuffers();
   shotstream::client::TuneGrpcForLargeMessages();
   absl::SetProgramUsageMessage(
-      "shotstream COMMAND --target=HOST:PORT [flags]; COMMAND is ls, info, fetch, bench or plot");
+      "shotstream COMMAND --target=HOST:PORT [flags]; COMMAND is ls, info, fetch, bench, plot "
+      "or plan");
   for (int i = 1; i < argc; ++i) {
     const absl::string_view a = argv[i];
     if (absl::StartsWith(a, "--where=")) WhereFlags().emplace_back(a.substr(8));
@@ -402,16 +434,17 @@ int main(int argc, char** argv) {
   }
   std::vector<char*> args = absl::ParseCommandLine(argc, argv);
   if (args.size() != 2) {
-    std::cerr << "usage: shotstream ls|info|fetch|bench|plot --target=HOST:PORT [--dataset=NAME] "
+    std::cerr << "usage: shotstream ls|info|fetch|bench|plot|plan --target=HOST:PORT "
+                 "[--dataset=NAME] "
                  "[flags]; see --help"
               << std::endl;
     return 2;
   }
   const std::string command = args[1];
-  constexpr absl::string_view kCommands[] = {"ls", "info", "fetch", "bench", "plot"};
+  constexpr absl::string_view kCommands[] = {"ls", "info", "fetch", "bench", "plot", "plan"};
   if (std::find(std::begin(kCommands), std::end(kCommands), command) == std::end(kCommands)) {
     std::cerr << "shotstream: unknown command '" << command
-              << "' (ls, info, fetch, bench, plot); see --help" << std::endl;
+              << "' (ls, info, fetch, bench, plot, plan); see --help" << std::endl;
     return 2;
   }
   shotstream::client::ClientOptions options;
@@ -448,6 +481,7 @@ int main(int argc, char** argv) {
     return Fail(absl::InvalidArgumentError(absl::StrCat(command, " needs --dataset=NAME")));
   }
   if (command == "info") return Info(**client, dataset);
+  if (command == "plan") return Plan(**client, dataset);
   if (command == "fetch") return Fetch(**client, dataset);
   if (command == "bench") return Bench(**client, dataset);
   if (command == "plot") return Plot(**client, dataset);

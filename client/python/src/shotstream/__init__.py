@@ -7,16 +7,18 @@
         shot.samples          # float32 (n_traces, n_samples)
         shot.headers["group_x"]
 
-Modules: client (Client), types (DatasetInfo, Shot), errors (ShotstreamError), wire (the
+Modules: client (Client), epochs (epoch_shots: each rank's shots of an epoch), types
+(DatasetInfo, Shot), errors (ShotstreamError), wire (the
 ShotChunk format, CRC-32 checks), routing (targets, shot routing, RetryBudget), torch
 (PyTorch adapter, imported on demand).
 """
 
 from shotstream._version import __version__
 from shotstream.client import Client
+from shotstream.epochs import epoch_permutation, epoch_shots
 from shotstream.errors import ShotstreamError
 from shotstream.routing import RetryBudget, expand_targets
 from shotstream.types import DatasetInfo, Shot
 
 __all__ = ["Client", "DatasetInfo", "RetryBudget", "Shot", "ShotstreamError",
-           "expand_targets", "__version__"]
+           "epoch_permutation", "epoch_shots", "expand_targets", "__version__"]

@@ -19,30 +19,61 @@ except ImportError as e:  # pragma: no cover - exercised where torch is absent
                       "shotstream works without it") from e
 
 from shotstream.client import Client
+from shotstream.epochs import epoch_shots
 
 
 class ShotDataset(torch.utils.data.IterableDataset):
-    """Shots as an IterableDataset. Each worker process (DataLoader num_workers > 1) streams
-    its own share of the shot ids, in order. Yields shotstream.Shot objects; len() is the
-    number of shots an epoch yields. Batches of shots of one shape: DataLoader(...,
-    batch_size=B) stacks them (see `collate`); errors raised in workers keep their
-    ShotstreamError type and `.code()`."""
+    """Shots as an IterableDataset, shared by data-parallel ranks and DataLoader workers.
 
-    def __init__(self, targets, dataset, shot_ids, queue_depth=2, headers=(), **client_kwargs):
+    Each epoch, the shots are shuffled by shotstream.epoch_shots (seed, epoch): this rank
+    takes its share (every shot in exactly one rank's share; with `trace_counts` the
+    shares balance traces), and each DataLoader worker of the rank a slice of that. Call
+    set_epoch(e) before each epoch for a new order (as with DistributedSampler). rank and
+    world_size default to torch.distributed's when it is initialised, else 0 and 1.
+    shuffle=False keeps the given order (the rank's share is then every world_size-th).
+
+    Yields shotstream.Shot objects; len() is this rank's shots an epoch. Batches of shots
+    of one shape: DataLoader(..., batch_size=B) stacks them (see `collate`); errors raised
+    in workers keep their ShotstreamError type and `.code()`."""
+
+    def __init__(self, targets, dataset, shot_ids, queue_depth=2, headers=(), shuffle=True,
+                 seed=0, rank=None, world_size=None, trace_counts=None, **client_kwargs):
         super().__init__()
         self.targets = targets
         self.dataset = dataset
         self.shot_ids = [int(s) for s in shot_ids]
         self.queue_depth = queue_depth
         self.headers = list(headers)
+        self.shuffle = bool(shuffle)
+        self.seed = int(seed)
+        dist = torch.distributed
+        initialised = dist.is_available() and dist.is_initialized()
+        self.rank = int(rank) if rank is not None else (dist.get_rank() if initialised else 0)
+        self.world_size = int(world_size) if world_size is not None else (
+            dist.get_world_size() if initialised else 1)
+        if not 0 <= self.rank < self.world_size:
+            raise ValueError(f"rank {self.rank} of world_size {self.world_size}")
+        self.trace_counts = trace_counts
+        self.epoch = 0
         self.client_kwargs = client_kwargs
 
+    def set_epoch(self, epoch):
+        """The epoch the next iteration streams (its order and this rank's share)."""
+        self.epoch = int(epoch)
+
+    def rank_shots(self):
+        """This rank's shot ids of the current epoch, in the order they are streamed."""
+        if not self.shuffle:
+            return self.shot_ids[self.rank::self.world_size]
+        return epoch_shots(self.shot_ids, self.epoch, self.seed, self.rank, self.world_size,
+                           self.trace_counts)
+
     def __len__(self):
-        return len(self.shot_ids)
+        return len(self.rank_shots())
 
     def __iter__(self):
         info = torch.utils.data.get_worker_info()
-        ids = self.shot_ids
+        ids = self.rank_shots()
         if info is not None:
             ids = ids[info.id::info.num_workers]
         with Client(self.targets, **self.client_kwargs) as client:
