@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -37,6 +38,7 @@ namespace {
 namespace v1 = ::shotstream::v1;
 
 constexpr char kStreamShotsMethod[] = "/shotstream.v1.ShotStream/StreamShots";
+constexpr char kStreamJobMethod[] = "/shotstream.v1.ShotStream/StreamJob";
 
 // The one place where grpc::Status becomes absl::Status on the client.
 absl::Status FromGrpc(const grpc::Status& s) {
@@ -143,6 +145,126 @@ struct Client::Impl {
 };
 
 namespace {
+
+// Assembles shots from one stream's chunks into `pool` buffers, decoding encoded samples
+// and verifying each shot's CRC-32 (lossy shots before they are decoded).
+// Thread-compatible: one receive thread.
+class ShotAssembler {
+ public:
+  ShotAssembler(gpu::PinnedBufferPool* pool, bool raw_trace_headers)
+      : pool_(pool), raw_trace_headers_(raw_trace_headers) {}
+
+  // Adds a received chunk: true with *out filled when it completed a verified shot.
+  absl::StatusOr<bool> Add(const wire::ReceivedChunk& raw, Shot* out) {
+    const v1::ShotChunk& chunk = raw.meta();
+    if (!in_shot_) {
+      shot_ = Shot();
+      shot_.shot_id = chunk.shot_id();
+      shot_.n_traces = chunk.n_traces();
+      shot_.n_samples = chunk.n_samples();
+      shot_.sample_interval_us = chunk.sample_interval_us();
+      const uint64_t n = uint64_t{shot_.n_traces} * shot_.n_samples;
+      if (chunk.total_bytes() != n * sizeof(float)) {
+        return absl::DataLossError(absl::StrCat("shot ", shot_.shot_id, ": total_bytes ",
+                                                chunk.total_bytes(), " != ", n * sizeof(float)));
+      }
+      shot_.samples = pool_->Acquire(n);
+      if (n > 0 && shot_.samples.data() == nullptr) {
+        return absl::ResourceExhaustedError(absl::StrCat("no memory for shot ", shot_.shot_id));
+      }
+      for (const v1::HeaderColumn& col : chunk.headers()) {
+        shot_.headers.emplace_back(col.name(), std::vector<double>(col.values().begin(),
+                                                                   col.values().end()));
+      }
+      if (raw_trace_headers_) {
+        if (chunk.trace_headers().size() != uint64_t{shot_.n_traces} * 240) {
+          return absl::DataLossError(absl::StrCat(
+              "shot ", shot_.shot_id, ": ", chunk.trace_headers().size(),
+              " bytes of trace headers for ", shot_.n_traces, " traces"));
+        }
+        shot_.trace_headers = chunk.trace_headers();
+      }
+      crc_ = 0;
+      wire_bytes_ = 0;
+      in_shot_ = true;
+      lossy_.clear();
+    }
+    const uint64_t total = shot_.samples.size() * sizeof(float);
+    uint8_t* at = reinterpret_cast<uint8_t*>(shot_.samples.data()) + chunk.offset();
+    const auto encoding = static_cast<wire::Encoding>(chunk.encoding());
+    // The bytes this chunk's samples take as float32 (the others say their traces).
+    const uint64_t out_bytes = encoding == wire::Encoding::kFloat32
+                                   ? raw.samples_size()
+                                   : uint64_t{chunk.chunk_traces()} * shot_.n_samples * 4;
+    if (chunk.offset() > total || out_bytes > total - chunk.offset()) {
+      return absl::DataLossError(absl::StrCat("shot ", shot_.shot_id, ": chunk at byte ",
+                                              chunk.offset(), " overruns the shot"));
+    }
+    wire_bytes_ += raw.samples_size();
+    encoding_ = encoding;
+    if (encoding == wire::Encoding::kFloat32) {
+      crc_ = raw.CopySamples(at, crc_);
+    } else if (wire::IsExact(encoding)) {
+      // Decoded from where gRPC put it when it lies in one slice, else from a copy; the
+      // CRC-32 is of the float32 samples.
+      const uint8_t* payload = raw.ContiguousPayload();
+      if (payload == nullptr) {
+        if (scratch_.size() < raw.samples_size()) scratch_.resize(raw.samples_size());
+        raw.CopyPayload(scratch_.data());
+        payload = scratch_.data();
+      }
+      SS_RETURN_IF_ERROR(Decode(chunk, payload, raw.samples_size(), at));
+      crc_ = Crc32(crc_, at, out_bytes);
+    } else {
+      // Lossy: kept until the shot's CRC-32 over the encoded bytes has matched; nothing
+      // unverified is decoded.
+      std::string payload(raw.samples_size(), '\0');
+      raw.CopyPayload(reinterpret_cast<uint8_t*>(payload.data()));
+      crc_ = Crc32(crc_, payload.data(), payload.size());
+      lossy_.emplace_back(chunk, std::move(payload));
+    }
+    if (!chunk.last()) return false;
+    in_shot_ = false;
+    if (crc_ != chunk.crc32()) {
+      return absl::DataLossError(absl::StrCat("shot ", shot_.shot_id,
+                                              ": checksum mismatch (CRC-32 ", crc_,
+                                              " received, ", chunk.crc32(), " sent)"));
+    }
+    for (const auto& [meta, payload] : lossy_) {
+      SS_RETURN_IF_ERROR(Decode(meta, reinterpret_cast<const uint8_t*>(payload.data()),
+                                payload.size(),
+                                reinterpret_cast<uint8_t*>(shot_.samples.data()) + meta.offset()));
+    }
+    lossy_.clear();
+    *out = std::move(shot_);
+    return true;
+  }
+
+  bool in_shot() const { return in_shot_; }
+  uint64_t shot_wire_bytes() const { return wire_bytes_; }  // of the last shot
+  wire::Encoding shot_encoding() const { return encoding_; }
+
+ private:
+  // An encoded chunk's samples (its chunk_traces traces) decoded to float32 at `at`.
+  absl::Status Decode(const v1::ShotChunk& chunk, const uint8_t* payload, size_t size,
+                      uint8_t* at) const {
+    absl::Status s = wire::DecodeSamples(
+        static_cast<wire::Encoding>(chunk.encoding()), chunk.sample_format(), chunk.big_endian(),
+        payload, size, chunk.chunk_traces(), shot_.n_samples, reinterpret_cast<float*>(at));
+    if (s.ok()) return s;
+    return absl::DataLossError(absl::StrCat("shot ", shot_.shot_id, ": ", s.message()));
+  }
+
+  gpu::PinnedBufferPool* const pool_;
+  const bool raw_trace_headers_;
+  Shot shot_;
+  bool in_shot_ = false;
+  uint32_t crc_ = 0;
+  uint64_t wire_bytes_ = 0;
+  wire::Encoding encoding_ = wire::Encoding::kFloat32;
+  std::vector<std::pair<v1::ShotChunk, std::string>> lossy_;
+  std::vector<uint8_t> scratch_;  // an exact chunk's payload split across slices
+};
 
 // Receives on its own thread; at most queue_depth assembled shots wait in ready_.
 class GrpcShotReader final : public ShotReader {
@@ -394,116 +516,22 @@ class GrpcShotReader final : public ShotReader {
     return FromGrpc(status);
   }
 
-  // An encoded chunk's samples (its chunk_traces traces) decoded to float32 at `at`.
-  static absl::Status Decode(const v1::ShotChunk& chunk, const Shot& shot,
-                             const uint8_t* payload, size_t size, uint8_t* at) {
-    absl::Status s = wire::DecodeSamples(
-        static_cast<wire::Encoding>(chunk.encoding()), chunk.sample_format(), chunk.big_endian(),
-        payload, size, chunk.chunk_traces(), shot.n_samples, reinterpret_cast<float*>(at));
-    if (s.ok()) return s;
-    return absl::DataLossError(absl::StrCat("shot ", shot.shot_id, ": ", s.message()));
-  }
-
   absl::Status ReadChunks(grpc::ClientReader<grpc::ByteBuffer>* reader, size_t* delivered,
                           bool* broke_inside_shot) {
     grpc::ByteBuffer bb;
     wire::ReceivedChunk raw;
+    ShotAssembler assembler(client_->pool, options_.raw_trace_headers);
     Shot shot;
-    uint32_t crc = 0;
-    bool in_shot = false;
-    uint64_t wire_bytes = 0;  // of the shot being received
-    wire::Encoding shot_encoding = wire::Encoding::kFloat32;
-    std::vector<std::pair<v1::ShotChunk, std::string>> lossy;  // verified before decoding
-    std::vector<uint8_t> scratch;  // an exact chunk's payload split across slices
     while (reader->Read(&bb)) {
       if (absl::Status s = raw.Parse(&bb); !s.ok()) return s;
-      const v1::ShotChunk& chunk = raw.meta();
-      if (!in_shot) {
-        shot = Shot();
-        shot.shot_id = chunk.shot_id();
-        shot.n_traces = chunk.n_traces();
-        shot.n_samples = chunk.n_samples();
-        shot.sample_interval_us = chunk.sample_interval_us();
-        const uint64_t n = uint64_t{shot.n_traces} * shot.n_samples;
-        if (chunk.total_bytes() != n * sizeof(float)) {
-          return absl::DataLossError(absl::StrCat("shot ", shot.shot_id, ": total_bytes ",
-                                                  chunk.total_bytes(), " != ", n * sizeof(float)));
-        }
-        shot.samples = client_->pool->Acquire(n);
-        if (n > 0 && shot.samples.data() == nullptr) {
-          return absl::ResourceExhaustedError(absl::StrCat("no memory for shot ", shot.shot_id));
-        }
-        for (const v1::HeaderColumn& col : chunk.headers()) {
-          shot.headers.emplace_back(col.name(), std::vector<double>(col.values().begin(),
-                                                                    col.values().end()));
-        }
-        if (options_.raw_trace_headers) {
-          if (chunk.trace_headers().size() != uint64_t{shot.n_traces} * 240) {
-            return absl::DataLossError(absl::StrCat(
-                "shot ", shot.shot_id, ": ", chunk.trace_headers().size(),
-                " bytes of trace headers for ", shot.n_traces, " traces"));
-          }
-          shot.trace_headers = chunk.trace_headers();
-        }
-        crc = 0;
-        in_shot = true;
-        lossy.clear();
-      }
-      const uint64_t total = shot.samples.size() * sizeof(float);
-      uint8_t* at = reinterpret_cast<uint8_t*>(shot.samples.data()) + chunk.offset();
-      const auto encoding = static_cast<wire::Encoding>(chunk.encoding());
-      // The bytes this chunk's samples take as float32 (the others say their traces).
-      const uint64_t out_bytes = encoding == wire::Encoding::kFloat32
-                                     ? raw.samples_size()
-                                     : uint64_t{chunk.chunk_traces()} * shot.n_samples * 4;
-      if (chunk.offset() > total || out_bytes > total - chunk.offset()) {
-        return absl::DataLossError(absl::StrCat("shot ", shot.shot_id, ": chunk at byte ",
-                                                chunk.offset(), " overruns the shot"));
-      }
-      wire_bytes += raw.samples_size();
-      shot_encoding = encoding;
-      if (encoding == wire::Encoding::kFloat32) {
-        crc = raw.CopySamples(at, crc);
-      } else {
-        // Encoded: the payload in one piece, then decoded into the shot (exact encodings:
-        // the CRC-32 of the float32 samples) or, for the lossy ones, kept until the shot's
-        // CRC-32 over the encoded bytes has matched: nothing unverified is decoded.
-        if (wire::IsExact(encoding)) {
-          // Decoded from where gRPC put it when it lies in one slice, else from a copy.
-          const uint8_t* payload = raw.ContiguousPayload();
-          if (payload == nullptr) {
-            if (scratch.size() < raw.samples_size()) scratch.resize(raw.samples_size());
-            raw.CopyPayload(scratch.data());
-            payload = scratch.data();
-          }
-          SS_RETURN_IF_ERROR(Decode(chunk, shot, payload, raw.samples_size(), at));
-          crc = Crc32(crc, at, out_bytes);
-        } else {
-          std::string payload(raw.samples_size(), '\0');
-          raw.CopyPayload(reinterpret_cast<uint8_t*>(payload.data()));
-          crc = Crc32(crc, payload.data(), payload.size());
-          lossy.emplace_back(chunk, std::move(payload));
-        }
-      }
-      if (!chunk.last()) continue;
-      in_shot = false;
-      if (crc != chunk.crc32()) {
-        return absl::DataLossError(absl::StrCat("shot ", shot.shot_id,
-                                                ": checksum mismatch (CRC-32 ", crc,
-                                                " received, ", chunk.crc32(), " sent)"));
-      }
-      for (const auto& [meta, payload] : lossy) {
-        SS_RETURN_IF_ERROR(Decode(meta, shot, reinterpret_cast<const uint8_t*>(payload.data()),
-                                  payload.size(),
-                                  reinterpret_cast<uint8_t*>(shot.samples.data()) + meta.offset()));
-      }
-      lossy.clear();
+      absl::StatusOr<bool> complete = assembler.Add(raw, &shot);
+      if (!complete.ok()) return complete.status();
+      if (!*complete) continue;
       shot.index = static_cast<uint32_t>(*delivered);
       absl::MutexLock lock(&mu_);
       ++checksums_verified_;  // the shot's CRC-32 matched what the server sent
-      wire_bytes_ += wire_bytes;
-      wire_bytes = 0;
-      last_encoding_ = std::string(wire::EncodingName(shot_encoding));
+      wire_bytes_ += assembler.shot_wire_bytes();
+      last_encoding_ = std::string(wire::EncodingName(assembler.shot_encoding()));
       auto room = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
         return ready_.size() < depth_ || cancelled_;
       };
@@ -512,7 +540,7 @@ class GrpcShotReader final : public ShotReader {
       ready_.push_back(std::move(shot));
       ++*delivered;
     }
-    if (in_shot) {
+    if (assembler.in_shot()) {
       *broke_inside_shot = true;
       return absl::UnavailableError("stream broke inside a shot");
     }
@@ -539,6 +567,212 @@ class GrpcShotReader final : public ShotReader {
   // the targets given up on in this stream.
   std::map<int64_t, std::vector<size_t>> holders_;
   std::set<size_t> failed_targets_;
+};
+
+
+// One consumer of a job: a StreamJob call to each target that holds some of the shots (a
+// shot held by several goes to the first), a receive thread each, their shots merged in
+// arrival order. Next() tells the target of the shot handed out before it that the
+// consumer is done with that one. Next() is for one thread; Cancel from any.
+class JobShotReader final : public ShotReader {
+ public:
+  JobShotReader(Client::Impl* client, std::string dataset, std::string job,
+                std::vector<int64_t> ids, uint64_t epoch, uint64_t seed, StreamOptions options)
+      : client_(client), options_(std::move(options)),
+        depth_(std::max<uint32_t>(1, options_.queue_depth)) {
+    request_.set_dataset(dataset);
+    request_.set_job(job);
+    request_.set_epoch(epoch);
+    request_.set_seed(seed);
+    request_.set_queue_depth(options_.queue_depth);
+    for (const std::string& h : options_.headers) request_.add_headers(h);
+    request_.set_max_chunk_bytes(options_.max_chunk_bytes);
+    absl::StatusOr<std::vector<std::vector<int64_t>>> per = Split(dataset, ids);
+    if (!per.ok()) {
+      absl::MutexLock lock(&mu_);
+      end_status_ = per.status();
+      running_ = 0;
+      return;
+    }
+    streams_.resize(client_->targets.size());
+    for (size_t t = 0; t < per->size(); ++t) {
+      if ((*per)[t].empty()) continue;
+      streams_[t] = std::make_unique<Stream>();
+      ++running_;
+    }
+    for (size_t t = 0; t < per->size(); ++t) {
+      if (streams_[t] == nullptr) continue;
+      threads_.emplace_back([this, t, mine = std::move((*per)[t])] { Run(t, mine); });
+    }
+  }
+
+  ~JobShotReader() override {
+    Cancel();
+    for (auto& th : threads_) th.join();
+  }
+
+  absl::StatusOr<bool> Next(Shot* shot) override {
+    if (last_target_ >= 0) {  // asking for the next one: done with the last
+      Stream& st = *streams_[last_target_];
+      v1::JobRequest ack;
+      ack.set_done(++st.taken);
+      Write(&st, ack);
+      last_target_ = -1;
+    }
+    absl::MutexLock lock(&mu_);
+    auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return !ready_.empty() || running_ == 0 || cancelled_ || !end_status_.ok();
+    };
+    mu_.Await(absl::Condition(&ready));
+    if (!end_status_.ok()) return end_status_;
+    if (!ready_.empty()) {
+      last_target_ = static_cast<int>(ready_.front().first);
+      *shot = std::move(ready_.front().second);
+      shot->index = static_cast<uint32_t>(handed_++);
+      ready_.pop_front();
+      return true;
+    }
+    if (cancelled_) return absl::CancelledError("stream cancelled by the client");
+    return false;
+  }
+
+  void Cancel() override {
+    absl::MutexLock lock(&mu_);
+    cancelled_ = true;
+    for (auto& st : streams_) {
+      if (st != nullptr) st->ctx.TryCancel();
+    }
+  }
+
+  int reconnects() const override { return 0; }
+  uint64_t checksums_verified() const override {
+    absl::MutexLock lock(&mu_);
+    return checksums_verified_;
+  }
+  uint64_t wire_bytes() const override {
+    absl::MutexLock lock(&mu_);
+    return wire_bytes_;
+  }
+  std::string last_encoding() const override { return "float32"; }
+
+ private:
+  struct Stream {
+    grpc::ClientContext ctx;
+    std::unique_ptr<grpc::ClientReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer>> call;
+    absl::Mutex write_mu;  // the first message (receive thread) and acks (Next)
+    uint64_t taken = 0;    // shots of this stream handed out by Next (Next's own)
+  };
+
+  // Each shot's target: target 0 alone, or the first that holds it.
+  absl::StatusOr<std::vector<std::vector<int64_t>>> Split(const std::string& dataset,
+                                                          const std::vector<int64_t>& ids) {
+    std::vector<std::vector<int64_t>> per(client_->targets.size());
+    if (client_->targets.size() == 1) {
+      per[0] = ids;
+      return per;
+    }
+    auto infos = client_->PerTarget(dataset);
+    if (!infos.ok()) return infos.status();
+    std::vector<absl::flat_hash_set<int64_t>> held(infos->size());
+    for (size_t t = 0; t < infos->size(); ++t) {
+      if ((*infos)[t]) held[t].insert((*infos)[t]->shot_ids().begin(), (*infos)[t]->shot_ids().end());
+    }
+    for (int64_t id : ids) {
+      size_t t = 0;
+      while (t < held.size() && !held[t].contains(id)) ++t;
+      if (t == held.size()) {
+        return absl::NotFoundError(absl::StrCat("no target holds shot ", id, " of '", dataset, "'"));
+      }
+      per[t].push_back(id);
+    }
+    return per;
+  }
+
+  static void Write(Stream* st, const v1::JobRequest& m) {
+    const std::string bytes = m.SerializeAsString();
+    grpc::Slice slice(bytes);
+    grpc::ByteBuffer bb(&slice, 1);
+    absl::MutexLock lock(&st->write_mu);
+    if (st->call != nullptr) st->call->Write(bb);  // a broken call says so in Read/Finish
+  }
+
+  void Run(size_t t, std::vector<int64_t> mine) {
+    Stream& st = *streams_[t];
+    absl::Status status = client_->Reach(t);
+    if (status.ok()) {
+      client_->Prepare(&st.ctx);
+      const auto& channel = client_->targets[t].channel;
+      grpc::internal::RpcMethod method(kStreamJobMethod,
+                                       grpc::internal::RpcMethod::BIDI_STREAMING, channel);
+      {
+        absl::MutexLock lock(&st.write_mu);
+        st.call.reset(grpc::internal::ClientReaderWriterFactory<
+                      grpc::ByteBuffer, grpc::ByteBuffer>::Create(channel.get(), method, &st.ctx));
+      }
+      v1::JobRequest first = request_;
+      first.mutable_shot_ids()->Add(mine.begin(), mine.end());
+      Write(&st, first);
+      status = Receive(t, st.call.get());
+    }
+    absl::MutexLock lock(&mu_);
+    if (!status.ok() && end_status_.ok() && !cancelled_) {
+      end_status_ = status;
+      for (auto& other : streams_) {
+        if (other != nullptr) other->ctx.TryCancel();
+      }
+    }
+    --running_;
+  }
+
+  absl::Status Receive(size_t t, grpc::ClientReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer>* call) {
+    grpc::ByteBuffer bb;
+    wire::ReceivedChunk raw;
+    ShotAssembler assembler(client_->pool, options_.raw_trace_headers);
+    Shot shot;
+    absl::Status error;
+    while (error.ok() && call->Read(&bb)) {
+      if (error = raw.Parse(&bb); !error.ok()) break;
+      absl::StatusOr<bool> complete = assembler.Add(raw, &shot);
+      if (!complete.ok()) {
+        error = complete.status();
+        break;
+      }
+      if (!*complete) continue;
+      absl::MutexLock lock(&mu_);
+      ++checksums_verified_;
+      wire_bytes_ += assembler.shot_wire_bytes();
+      auto room = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return ready_.size() < depth_ || cancelled_;
+      };
+      mu_.Await(absl::Condition(&room));
+      if (cancelled_) break;
+      ready_.emplace_back(t, std::move(shot));
+    }
+    if (!error.ok()) streams_[t]->ctx.TryCancel();
+    {
+      absl::MutexLock lock(&streams_[t]->write_mu);
+      call->WritesDone();
+    }
+    grpc::Status status = call->Finish();
+    if (!error.ok()) return error;
+    return FromGrpc(status);
+  }
+
+  Client::Impl* const client_;
+  const StreamOptions options_;
+  const size_t depth_;
+  v1::JobRequest request_;  // the job, without its shots
+  std::vector<std::unique_ptr<Stream>> streams_;  // by target; null where it holds none
+  std::vector<std::thread> threads_;
+  int last_target_ = -1;  // Next's own: the target of the shot it handed out last
+  size_t handed_ = 0;     // Next's own
+  mutable absl::Mutex mu_;
+  std::deque<std::pair<size_t, Shot>> ready_ ABSL_GUARDED_BY(mu_);
+  int running_ ABSL_GUARDED_BY(mu_) = 0;  // receive threads not done
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status end_status_ ABSL_GUARDED_BY(mu_);
+  uint64_t checksums_verified_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t wire_bytes_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace
@@ -684,6 +918,13 @@ std::unique_ptr<ShotReader> Client::Stream(const std::string& dataset,
                                            std::vector<int64_t> shot_ids,
                                            const StreamOptions& options) {
   return std::make_unique<GrpcShotReader>(impl_.get(), dataset, std::move(shot_ids), options);
+}
+
+std::unique_ptr<ShotReader> Client::StreamJob(const std::string& dataset, const std::string& job,
+                                              std::vector<int64_t> shot_ids, uint64_t epoch,
+                                              uint64_t seed, const StreamOptions& options) {
+  return std::make_unique<JobShotReader>(impl_.get(), dataset, job, std::move(shot_ids), epoch,
+                                         seed, options);
 }
 
 }  // namespace shotstream::client

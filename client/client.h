@@ -149,6 +149,15 @@ class Client {
   absl::StatusOr<DatasetSummary> GetDataset(const std::string& name);
   std::unique_ptr<ShotReader> Stream(const std::string& dataset, std::vector<int64_t> shot_ids,
                                      const StreamOptions& options);
+  // One consumer of a job shared by every consumer of (dataset, job, epoch): the epoch's
+  // permutation of shot_ids (EpochPermutation with `seed`), each shot to one consumer at
+  // a time. A shot is done once Next() is called again (or the stream ends); a reader
+  // destroyed or cancelled early gives back what it held. Next() returns false when every
+  // shot of the job is done. options: queue_depth, headers, max_chunk_bytes,
+  // raw_trace_headers (no window, conditions or encodings for jobs yet).
+  std::unique_ptr<ShotReader> StreamJob(const std::string& dataset, const std::string& job,
+                                        std::vector<int64_t> shot_ids, uint64_t epoch,
+                                        uint64_t seed, const StreamOptions& options);
   gpu::PinnedBufferPool& pool();
 
   struct Impl;  // internal; public only so that the reader in client.cc can name it

@@ -3,6 +3,7 @@
 // and a Cancel from another thread while Next waits for a server that went away.
 #include "client/client.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 #include <thread>
@@ -161,6 +162,42 @@ TEST(ClientTest, CancelFromAnotherThreadEndsANextWaitingForAServerToComeBack) {
   EXPECT_EQ(next.status().code(), absl::StatusCode::kCancelled) << next.status();
   EXPECT_LT(received, 20);
   EXPECT_GE(reader->reconnects(), 1);
+}
+
+TEST(ClientTest, TwoConsumersOfAJobShareItsShotsOnceEachInTheEpochsOrder) {
+  auto server = server::ShotStreamServer::Start(OneDataset("j", "field_record"));
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto client = Client::Connect((*server)->address());
+  ASSERT_TRUE(client.ok()) << client.status();
+  const std::vector<int64_t> ids = {1, 2, 3, 4};
+  StreamOptions so;
+  so.queue_depth = 1;
+  std::vector<int64_t> got[2];
+  std::thread consumers[2];
+  for (int c = 0; c < 2; ++c) {
+    consumers[c] = std::thread([&, c] {
+      auto reader = (*client)->StreamJob("j", "fwi", ids, /*epoch=*/1, /*seed=*/9, so);
+      Shot shot;
+      for (;;) {
+        auto more = reader->Next(&shot);
+        ASSERT_TRUE(more.ok()) << more.status();
+        if (!*more) break;
+        EXPECT_EQ(shot.samples.data()[0], Value(static_cast<int>(shot.shot_id), 0, 0));
+        got[c].push_back(shot.shot_id);
+      }
+    });
+  }
+  for (auto& t : consumers) t.join();
+  std::vector<int64_t> all = got[0];
+  all.insert(all.end(), got[1].begin(), got[1].end());
+  std::sort(all.begin(), all.end());
+  EXPECT_EQ(all, ids);
+  // Another consumer of the same job naming other shots is refused, naming the job.
+  auto late = (*client)->StreamJob("j", "fwi", {1, 2}, 1, 9, so);
+  Shot shot;
+  auto refused = late->Next(&shot);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition) << refused.status();
+  EXPECT_NE(refused.status().message().find("job 'fwi'"), absl::string_view::npos);
 }
 
 }  // namespace

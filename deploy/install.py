@@ -28,7 +28,8 @@ REQUIRES = ["grpc++", "protobuf", "absl_status", "absl_statusor", "absl_strings"
 REQUIRES_PRIVATE = ["libisal", "zlib", "blosc"]  # only a static link needs these
 PLAIN_PRIVATE = ["-lzfp"]  # the same, for libraries without a pkg-config file (libzfp)
 
-HEADERS = ["client/client.h", "client/epoch_shots.h", "client/grpc_tuning.h", "gpu/cuda_runtime.h",
+HEADERS = ["client/client.h", "client/epoch_shots.h", "client/grpc_tuning.h",
+           "common/epoch_shots.h", "gpu/cuda_runtime.h",
            "gpu/device_stager.h", "gpu/pinned_buffer_pool.h"]
 
 

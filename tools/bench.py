@@ -34,6 +34,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "testing"))
 
 import harness  # noqa: E402
+import job_bench  # noqa: E402
 import link_bench  # noqa: E402
 import load  # noqa: E402
 import synth  # noqa: E402
@@ -390,7 +391,7 @@ def main():
     p.add_argument("--workdir", default=None)
     p.add_argument("--load_seconds", type=int, default=60)
     p.add_argument("--skip_reliability", action="store_true")
-    p.add_argument("--only", choices=["link", "encodings"], default=None,
+    p.add_argument("--only", choices=["link", "encodings", "jobs"], default=None,
                    help="measure only this section and merge it into the saved bench.json")
     p.add_argument("--link_rate", default="10gbit", help="the emulated link's rate (tbf)")
     p.add_argument("--link_python", default=None,
@@ -406,8 +407,8 @@ def main():
     ieee_dir, ibm_dir = os.path.join(work, "ieee"), os.path.join(work, "ibm")
     if args.only == "link":
         return link_only(args, out_dir, work, ieee_dir)
-    if args.only == "encodings":
-        return encodings_only(args, out_dir, work)
+    if args.only in ("encodings", "jobs"):
+        return section_only(args, out_dir, work)
     results = {"machine": {"nproc": os.cpu_count(), "platform": platform.platform(),
                            "cpu": cpu_name()},
                "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -552,6 +553,8 @@ def main():
         results["link"] = measure_link(args, ieee_dir)
         print("windows, conditions and encodings on emulated links ...", flush=True)
         results["encodings"] = measure_encodings(work, args.reps)
+        print("jobs against a static split ...", flush=True)
+        results["jobs"] = measure_jobs(work, args.reps)
         if not args.skip_reliability:
             print("reliability (32-client load) ...", flush=True)
             results["reliability"] = reliability(work, args.load_seconds)
@@ -603,13 +606,26 @@ def measure_encodings(work, reps):
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
 
 
-def encodings_only(args, out_dir, work):
-    """--only=encodings: that section, measured now, into the saved figures."""
+def measure_jobs(work, reps):
+    """A job's epoch against a static split, 4 consumers of which one is 4x slower, and
+    the job's server CPU per shot."""
+    env = dict(os.environ, PYTHONPATH=package_dir())
+    out = job_bench.measure(work, env, reps=max(3, reps // 2))
+    out["job_s"], out["static_s"] = summary(out["job_s"]), summary(out["static_s"])
+    out["date"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    return out
+
+
+def section_only(args, out_dir, work):
+    """--only=encodings|jobs: that section, measured now, into the saved figures."""
     path = os.path.join(out_dir, ARTIFACTS, "bench.json")
     with open(path) as f:
         results = json.load(f)
     try:
-        results["encodings"] = measure_encodings(work, args.reps)
+        if args.only == "encodings":
+            results["encodings"] = measure_encodings(work, args.reps)
+        else:
+            results["jobs"] = measure_jobs(work, args.reps)
     finally:
         if args.workdir is None:
             shutil.rmtree(work, ignore_errors=True)

@@ -260,6 +260,7 @@ def render(r):
     elif lk:
         lines += ["", "## On an emulated link", "", f"Not measured in this run: {lk['skipped']}."]
     lines += encodings_section(r.get("encodings"))
+    lines += jobs_section(r.get("jobs"))
     rel = r.get("reliability")
     if rel:
         lines += ["", "## Reliability", "",
@@ -347,6 +348,31 @@ def encodings_section(e):
             rt = "" if c.get("ratio") is None else f"{c['ratio']:.2f}"
             lines.append(f"| {name} | {c['gbps']:.2f} | {rt} |")
     return lines
+
+
+def jobs_section(j):
+    if not j:
+        return []
+    ideal = j["ideal_s"]
+    cpu = j["cpu"]
+    return ["", "## Jobs: one epoch shared by consumers of different speeds", "",
+            f"{j['shots']} shots, 4 consumer processes on loopback (tools/job_bench.py; "
+            "`bazel run -c opt //:bench -- --only=jobs`, measured "
+            f"{j.get('date', '')}): three take {j['fast_s'] * 1e3:.0f} ms a shot, one "
+            f"{j['slow_s'] * 1e3:.0f} ms (4x slower); the ideal epoch is total work / total "
+            f"speed = {ideal:.2f} s. A job (`Client.stream_job`) against a static split "
+            "(each consumer `stream`s a quarter of the ids), alternated.", "",
+            "| what | epoch | / ideal | target |", "| --- | --- | ---: | --- |",
+            f"| job | {fmt(j['job_s'], 's')} | {j['job_s']['median'] / ideal:.2f}x | <= 1.15x"
+            f" ({'met' if j['job_s']['median'] / ideal <= 1.15 else 'NOT met'}) |",
+            f"| static split | {fmt(j['static_s'], 's')} | "
+            f"{j['static_s']['median'] / ideal:.2f}x | >= 1.6x for a static split |",
+            "", f"Shots each consumer took in the last job epoch: {j.get('job_counts')}. "
+            f"Server CPU per shot, a job with one consumer against one stream of the same "
+            f"{cpu['shots']} tiny shots, each in a fresh server: {cpu['job_cpu_s']:.3f} s "
+            f"against {cpu['stream_cpu_s']:.3f} s, "
+            f"{cpu['overhead_us_per_shot']:.1f} us a shot for the job (target < 50 us: "
+            f"{'met' if cpu['overhead_us_per_shot'] < 50 else 'NOT met'})."]
 
 
 def plot(results, out_dir):

@@ -214,6 +214,10 @@ absl::StatusOr<std::unique_ptr<ShotStreamServer>> ShotStreamServer::Start(
     if (!loaded.ok()) return loaded.status();
     s->tokens_ = std::move(*loaded);
   }
+  if (!cfg.job_dir.empty() && ::mkdir(cfg.job_dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    return absl::FailedPreconditionError(absl::StrCat("job_dir ", cfg.job_dir,
+                                                      ": cannot create: ", std::strerror(errno)));
+  }
   if (!cfg.catalog_dir.empty() && ::mkdir(cfg.catalog_dir.c_str(), 0755) != 0 &&
       errno != EEXIST) {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -261,6 +265,8 @@ absl::StatusOr<std::unique_ptr<ShotStreamServer>> ShotStreamServer::Start(
   }
   options.access.default_deny = cfg.auth_default_deny;
   options.log_streams = cfg.log_streams;
+  options.job_dir = cfg.job_dir;
+  options.job_idle_timeout = cfg.job_idle_timeout;
   options.zero_copy = cfg.zero_copy;
   options.draining = &s->draining_;
   options.corrupt_shot_for_testing = run.corrupt_shot_for_testing;

@@ -80,7 +80,7 @@ absl::StatusOr<ServerConfig> ParseServerConfig(const std::string& yaml, const st
   SS_CFG(CheckKeys(root, source, "",
                    {"listen", "catalog_dir", "metrics_listen", "readers", "limits", "tls",
                     "auth", "datasets", "grace_period", "drain_delay", "keepalive",
-                    "zero_copy", "log_streams"}));
+                    "zero_copy", "log_streams", "job_dir", "job_idle_timeout"}));
   SS_CFG(Get(root, "listen", source, "", &c.listen));
   SS_CFG(Get(root, "catalog_dir", source, "", &c.catalog_dir));
   SS_CFG(Get(root, "metrics_listen", source, "", &c.metrics_listen));
@@ -89,6 +89,8 @@ absl::StatusOr<ServerConfig> ParseServerConfig(const std::string& yaml, const st
   SS_CFG(GetDuration(root, "drain_delay", source, &c.drain_delay));
   SS_CFG(Get(root, "zero_copy", source, "", &c.zero_copy));
   SS_CFG(Get(root, "log_streams", source, "", &c.log_streams));
+  SS_CFG(Get(root, "job_dir", source, "", &c.job_dir));
+  SS_CFG(GetDuration(root, "job_idle_timeout", source, &c.job_idle_timeout));
   if (const YAML::Node k = root["keepalive"]) {
     SS_CFG(CheckKeys(k, source, "keepalive", {"time", "timeout"}));
     SS_CFG(GetDuration(k, "time", source, &c.keepalive_time));

@@ -29,6 +29,10 @@ struct DatasetConfig {
 struct ServerConfig {
   std::string listen = "0.0.0.0:50051";
   std::string catalog_dir;
+  // Where jobs (StreamJob) record their progress, to resume after a restart (created if
+  // missing); empty: in memory only. Jobs with no consumer for job_idle_timeout are dropped.
+  std::string job_dir;
+  absl::Duration job_idle_timeout = absl::Minutes(30);
   std::string metrics_listen;  // HOST:PORT for Prometheus text on /metrics; empty: off
   int readers = 0;             // 0: number of cores
   uint32_t default_queue_depth = defaults::kDefaultQueueDepth;

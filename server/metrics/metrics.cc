@@ -70,6 +70,14 @@ std::string RenderPrometheus(const service::ServiceCounters& c,
          "Shot reads that waited for the in-flight byte budget.", c.budget_waits.load());
   Metric(&out, "shotstream_reads_in_flight", "gauge", "Shot reads running in the reader pool.",
          c.reads_in_flight.load());
+  Metric(&out, "shotstream_jobs", "gauge", "Jobs (StreamJob epochs) held.", c.jobs.jobs.load());
+  Metric(&out, "shotstream_job_shots_handed_total", "counter",
+         "Shots of jobs handed to a consumer.", c.jobs.shots_handed.load());
+  Metric(&out, "shotstream_job_shots_returned_total", "counter",
+         "Shots of jobs given back by a consumer that left before it was done with them.",
+         c.jobs.shots_returned.load());
+  Metric(&out, "shotstream_job_shots_done_total", "counter", "Shots of jobs done.",
+         c.jobs.shots_done.load());
   Metric(&out, "shotstream_shots_sent_total", "counter", "Shots sent.", c.shots_sent.load());
   Metric(&out, "shotstream_shots_sent_zero_copy_total", "counter",
          "Shots sent from the file mapping as stored, without decoding or copying.",

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "server/jobs/job_registry.h"
 #include "server/stream/window_counters.h"
 
 namespace shotstream::service {
@@ -21,6 +22,8 @@ struct ServiceCounters : stream::WindowCounters {
   // Accepted StreamShots calls finished, by gRPC status code (0..16): streams_started is
   // their sum plus the streams running.
   std::atomic<int64_t> finished_by_code[17] = {};
+  // Jobs (StreamJob): held now, shots handed, returned, done.
+  jobs::JobCounters jobs;
 };
 
 }  // namespace shotstream::service

@@ -10,6 +10,8 @@
 #include "absl/synchronization/mutex.h"
 #include "grpcpp/grpcpp.h"
 #include "server/service/grpc_status.h"
+#include "server/jobs/job_registry.h"
+#include "server/service/internal/job_reactor.h"
 #include "server/service/internal/stream_reactor.h"
 #include "server/service/stream_admission.h"
 #include "server/stream/byte_budget.h"
@@ -67,10 +69,15 @@ void FillInfo(const DatasetEntry& e, bool with_shots, v1::DatasetInfo* info,
   }
 }
 
-// StreamShots is served raw (ByteBuffer) so that samples reach gRPC without a copy; the
-// other methods use the generated message types.
+// StreamShots and StreamJob are served raw (ByteBuffer) so that samples reach gRPC without
+// a copy; the other methods use the generated message types.
+// (StreamJob's typed and raw methods take the same arguments, so the service is composed
+// here rather than from CallbackService.)
 class ShotStreamServiceImpl final
-    : public v1::ShotStream::WithRawCallbackMethod_StreamShots<v1::ShotStream::CallbackService> {
+    : public v1::ShotStream::WithCallbackMethod_ListDatasets<
+          v1::ShotStream::WithCallbackMethod_GetDataset<
+              v1::ShotStream::WithRawCallbackMethod_StreamShots<
+                  v1::ShotStream::WithRawCallbackMethod_StreamJob<v1::ShotStream::Service>>>> {
  public:
   ShotStreamServiceImpl(const std::vector<DatasetEntry>* datasets, stream::ReaderPool* pool,
                         const ServiceOptions& options)
@@ -82,7 +89,8 @@ class ShotStreamServiceImpl final
         counters_(options.counters != nullptr ? options.counters : &own_counters_),
         budget_(options.max_inflight_bytes > 0
                     ? std::make_unique<stream::ByteBudget>(options.max_inflight_bytes)
-                    : nullptr) {}
+                    : nullptr),
+        jobs_(options.job_dir, options.job_idle_timeout, &counters_->jobs) {}
 
   grpc::ServerUnaryReactor* ListDatasets(grpc::CallbackServerContext* ctx,
                                          const v1::ListDatasetsRequest*,
@@ -173,6 +181,53 @@ class ShotStreamServiceImpl final
     return StartStream(*std::move(plan), pool_, std::move(context));
   }
 
+  // One consumer of a job: checked as a StreamShots request of the job's shots would be,
+  // then joined to the job (jobs::JobRegistry), its shots fed to a window as it has room.
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* StreamJob(
+      grpc::CallbackServerContext* ctx) override {
+    std::string who;
+    const absl::Status auth = Authenticate(ctx, &who);
+    const bool draining = options_.draining != nullptr && options_.draining->load();
+    const std::string peer = StreamAdmission::PeerAddress(ctx->peer());
+    auto starter = [this, who, auth, draining, peer](
+                       const v1::JobRequest& r) -> absl::StatusOr<JobStream> {
+      if (!auth.ok()) return auth;
+      if (Find(r.dataset()) == nullptr) return UnknownDataset(r.dataset(), who);
+      if (absl::Status allowed = Allowed(who, r.dataset()); !allowed.ok()) return allowed;
+      if (draining) {
+        return absl::UnavailableError("the server is shutting down; no new streams");
+      }
+      v1::StreamShotsRequest as_stream;  // the same checks as StreamShots
+      as_stream.set_dataset(r.dataset());
+      *as_stream.mutable_shot_ids() = r.shot_ids();
+      as_stream.set_queue_depth(r.queue_depth());
+      *as_stream.mutable_headers() = r.headers();
+      as_stream.set_max_chunk_bytes(r.max_chunk_bytes());
+      as_stream.set_accept_big_endian(true);
+      absl::StatusOr<stream::WindowPlan> plan = Validate(as_stream, peer);
+      if (!plan.ok()) return plan.status();
+      jobs::JobSpec spec{r.dataset(), r.job(), r.epoch(), r.seed(),
+                         std::vector<int64_t>(r.shot_ids().begin(), r.shot_ids().end())};
+      absl::StatusOr<std::shared_ptr<jobs::Job>> job = jobs_.Find(spec);
+      if (!job.ok()) return job.status();
+      if (absl::Status s = admission_.Admit(peer); !s.ok()) return s;
+      JobStream out;
+      out.job = *job;
+      out.plan = *std::move(plan);
+      out.plan.shot_ids.clear();
+      out.plan.feed = MakeJobFeed(*job, out.plan.queue_depth + 1, &out.consumer);
+      return out;
+    };
+    StreamContext context;
+    context.counters = counters_;
+    context.registry = &registry_;
+    context.peer = ctx->peer();
+    context.stream_id = ++counters_->streams_started;
+    context.log = options_.log_streams;
+    context.on_gone = [this, peer] { admission_.Release(peer); };
+    return StartJobStream(std::move(starter), pool_, std::move(context));
+  }
+
   // Finishes every running stream with `status` (see StreamRegistry::CutAll).
   void CutAllStreams(const absl::Status& status) { registry_.CutAll(status); }
 
@@ -258,6 +313,7 @@ class ShotStreamServiceImpl final
   ServiceCounters* const counters_;
   const std::unique_ptr<stream::ByteBudget> budget_;
   stream::EncodingAdvisor advisor_{pool_->threads()};  // ENCODING_AUTO's measurements
+  jobs::JobRegistry jobs_;
 };
 
 }  // namespace

@@ -10,9 +10,11 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/time/time.h"
 #include "server/dataset/dataset.h"
 #include "server/service/access_policy.h"
 #include "server/service/request_validation.h"
@@ -52,6 +54,10 @@ struct ServiceOptions {
   AccessRules access;
   // Per-stream log lines (start and end, with a stream id) on stderr.
   bool log_streams = true;
+  // Jobs (StreamJob): where their progress is kept (empty: in memory only), and how long
+  // a job with no consumer is kept.
+  std::string job_dir;
+  absl::Duration job_idle_timeout = absl::Minutes(30);
   // When it reads true, new streams get UNAVAILABLE (the server is shutting down);
   // running streams go on.
   const std::atomic<bool>* draining = nullptr;

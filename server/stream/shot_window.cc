@@ -50,8 +50,50 @@ std::shared_ptr<ShotWindow> ShotWindow::Create(WindowPlan plan, Executor* execut
 }
 
 void ShotWindow::Start() {
+  if (plan_.feed != nullptr) {
+    // Weak: the feed may outlive the window (a job holds it) and must not keep it alive.
+    plan_.feed->SetWake([weak = std::weak_ptr<ShotWindow>(shared_from_this())] {
+      if (auto w = weak.lock()) w->Poke();
+    });
+  }
   absl::MutexLock lock(&mu_);
+  ids_ = plan_.shot_ids;
   SubmitReadsLocked();
+}
+
+bool ShotWindow::HaveNextLocked() {
+  if (next_submit_ < ids_.size()) return true;
+  if (AllKnownLocked()) return false;
+  int64_t id;
+  switch (plan_.feed->Next(&id)) {
+    case ShotFeed::Take::kShot:
+      ids_.push_back(id);
+      return true;
+    case ShotFeed::Take::kEnd:
+      feed_ended_ = true;
+      return false;
+    case ShotFeed::Take::kWait:
+      return false;
+  }
+  return false;
+}
+
+void ShotWindow::Poke() {
+  bool ended;
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopped_) return;
+    SubmitReadsLocked();
+    ended = feed_ended_ && window_.empty();
+  }
+  if (ended) {  // the writer hears the end (on_ready comes from the executor)
+    executor_->Submit([self = shared_from_this()] { self->Notify(); });
+  }
+}
+
+std::vector<int64_t> ShotWindow::shot_ids() const {
+  absl::MutexLock lock(&mu_);
+  return ids_;
 }
 
 ShotWindow::ShotWindow(WindowPlan plan, Executor* executor, std::function<void()> on_ready)
@@ -75,11 +117,11 @@ void ShotWindow::HoldLocked(uint64_t bytes) {
 }
 
 void ShotWindow::SubmitReadsLocked() {
-  while (!stopped_ && !waiting_ && next_submit_ < plan_.shot_ids.size() &&
-         next_submit_ - window_base_ < plan_.queue_depth) {
+  while (!stopped_ && !waiting_ && next_submit_ - window_base_ < plan_.queue_depth &&
+         HaveNextLocked()) {
     uint64_t bytes = 0;
     if (budget_ != nullptr) {
-      bytes = plan_.source->ShotBytes(plan_.shot_ids[next_submit_], plan_.selection.count);
+      bytes = plan_.source->ShotBytes(ids_[next_submit_], plan_.selection.count);
       if (!budget_->TryAcquire(bytes, held_bytes_ == 0, this)) {
         counters_->budget_waits++;
         waiting_ = true;
@@ -99,7 +141,8 @@ void ShotWindow::SubmitOneLocked(uint64_t budget_bytes) {
   counters_->reads_in_flight++;
   counters_->shots_held++;
   RaiseMax(&counters_->max_shots_held_by_one_stream, static_cast<int64_t>(window_.size()));
-  executor_->Submit([self = shared_from_this(), index] { self->Read(index); });
+  executor_->Submit(
+      [self = shared_from_this(), index, id = ids_[index]] { self->Read(index, id); });
 }
 
 void ShotWindow::Wake() {
@@ -120,8 +163,7 @@ void ShotWindow::Wake() {
   if (give_back > 0) budget_->Release(give_back);
 }
 
-absl::StatusOr<dataset::ShotData> ShotWindow::ReadShot(size_t index) const {
-  const int64_t id = plan_.shot_ids[index];
+absl::StatusOr<dataset::ShotData> ShotWindow::ReadShot(size_t index, int64_t id) const {
   const bool corrupt = plan_.corrupt_shot == id;
   ShotReadOptions options = read_options_;
   if (corrupt) options.zero_copy = dataset::ZeroCopy::kOff;  // its bytes get flipped
@@ -172,14 +214,14 @@ absl::Status ShotWindow::Encode(size_t index, dataset::ShotData* shot) const {
   return absl::OkStatus();
 }
 
-void ShotWindow::Read(size_t index) {
+void ShotWindow::Read(size_t index, int64_t id) {
   bool skip;
   {
     absl::MutexLock lock(&mu_);
     skip = stopped_.has_value();
   }
   absl::StatusOr<dataset::ShotData> shot =
-      skip ? absl::CancelledError("stream stopped") : ReadShot(index);
+      skip ? absl::CancelledError("stream stopped") : ReadShot(index, id);
   bool notify = false;
   {
     absl::MutexLock lock(&mu_);
@@ -204,7 +246,7 @@ ShotWindow::Pull ShotWindow::Next(OutgoingChunk* chunk, absl::Status* end) {
       return Pull::kEnd;
     }
     if (window_.empty()) {
-      if (window_base_ < plan_.shot_ids.size()) return Pull::kNotReady;
+      if (window_base_ < ids_.size() || !AllKnownLocked()) return Pull::kNotReady;
       *end = absl::OkStatus();
       return Pull::kEnd;
     }

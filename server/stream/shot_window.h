@@ -31,6 +31,7 @@
 #include "server/stream/byte_budget.h"
 #include "server/stream/encoding_advisor.h"
 #include "server/stream/executor.h"
+#include "server/stream/shot_feed.h"
 #include "server/stream/shot_source.h"
 #include "server/stream/window_counters.h"
 #include "shotstream/v1/shotstream.pb.h"
@@ -41,6 +42,8 @@ namespace shotstream::stream {
 struct WindowPlan {
   std::shared_ptr<const ShotSource> source;
   std::vector<int64_t> shot_ids;  // in the order they are sent
+  // Instead of shot_ids: shots taken from the feed as the window has room (a job).
+  std::shared_ptr<ShotFeed> feed;
   std::vector<segy::HeaderSelector> headers;
   uint32_t queue_depth = 2;  // >= 1
   uint64_t max_chunk_bytes = 1 << 20;
@@ -113,6 +116,9 @@ class ShotWindow final : public ByteBudget::Waiter,
   size_t shots_sent() const ABSL_LOCKS_EXCLUDED(mu_);
   uint64_t bytes_sent() const ABSL_LOCKS_EXCLUDED(mu_);
 
+  // The shot ids handed out so far, in stream order (a feed's as they came).
+  std::vector<int64_t> shot_ids() const ABSL_LOCKS_EXCLUDED(mu_);
+
   // ByteBudget::Waiter: the bytes of the shot this window waited for are granted.
   void Wake() override ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -126,10 +132,16 @@ class ShotWindow final : public ByteBudget::Waiter,
 
   ShotWindow(WindowPlan plan, Executor* executor, std::function<void()> on_ready);
   void SubmitReadsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether there is a shot to submit at next_submit_ (asking the feed for one).
+  bool HaveNextLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool AllKnownLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+    return plan_.feed == nullptr || feed_ended_;
+  }
+  void Poke() ABSL_LOCKS_EXCLUDED(mu_);  // the feed may have a shot now
   void SubmitOneLocked(uint64_t budget_bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void HoldLocked(uint64_t bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void Read(size_t index) ABSL_LOCKS_EXCLUDED(mu_);
-  absl::StatusOr<dataset::ShotData> ReadShot(size_t index) const;
+  void Read(size_t index, int64_t id) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<dataset::ShotData> ReadShot(size_t index, int64_t id) const;
   absl::Status Encode(size_t index, dataset::ShotData* shot) const;
   void Notify() ABSL_LOCKS_EXCLUDED(mu_);
   void FillChunkLocked(Slot& slot, OutgoingChunk* chunk, std::vector<uint32_t>* files)
@@ -146,6 +158,8 @@ class ShotWindow final : public ByteBudget::Waiter,
   ByteBudget* const budget_;
 
   mutable absl::Mutex mu_;
+  std::vector<int64_t> ids_ ABSL_GUARDED_BY(mu_);  // the shots, in stream order
+  bool feed_ended_ ABSL_GUARDED_BY(mu_) = false;
   std::deque<Slot> window_ ABSL_GUARDED_BY(mu_);  // shots window_base_.. in request order
   size_t window_base_ ABSL_GUARDED_BY(mu_) = 0;   // request index of window_.front()
   size_t next_submit_ ABSL_GUARDED_BY(mu_) = 0;   // request index of the next read

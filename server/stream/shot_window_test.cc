@@ -223,6 +223,57 @@ TEST_F(ShotWindowTest, ReadsAtMostQueueDepthAheadAndMoreOnlyOnceAShotIsSent) {
   EXPECT_EQ(counters_.max_shots_held_by_one_stream.load(), 2);
 }
 
+// A feed that hands out `ids` one at a time while `open`, else waits; ends once closed.
+class FakeFeed final : public ShotFeed {
+ public:
+  Take Next(int64_t* id) override {
+    if (next < ids.size() && open) {
+      *id = ids[next++];
+      return Take::kShot;
+    }
+    return next == ids.size() && closed ? Take::kEnd : Take::kWait;
+  }
+  void SetWake(std::function<void()> w) override { wake = std::move(w); }
+  std::vector<int64_t> ids;
+  size_t next = 0;
+  bool open = true, closed = false;
+  std::function<void()> wake;
+};
+
+TEST_F(ShotWindowTest, AFeedsShotsAreTakenAsThereIsRoomAndTheEndWaitsForTheFeed) {
+  auto feed = std::make_shared<FakeFeed>();
+  feed->ids = {4, 2, 5};
+  feed->open = false;
+  WindowPlan plan = Plan({}, /*depth=*/2);
+  plan.feed = feed;
+  auto w = Make(std::move(plan));
+  EXPECT_EQ(executor_.pending(), 0u);  // the feed waits
+  OutgoingChunk c;
+  absl::Status end;
+  EXPECT_EQ(w->Next(&c, &end), ShotWindow::Pull::kNotReady);
+  feed->open = true;
+  feed->wake();
+  EXPECT_EQ(executor_.pending(), 2u);  // as many as the window has room for
+  EXPECT_EQ(feed->next, 2u);
+  executor_.RunAll();
+  for (int64_t id : {4, 2, 5}) {
+    for (int k = 0; k < 3; ++k) {
+      OutgoingChunk chunk = MustChunk(*w);
+      EXPECT_EQ(chunk.meta.shot_id(), id);
+      w->Sent();
+    }
+    executor_.RunAll();
+  }
+  EXPECT_EQ(w->shot_ids(), (std::vector<int64_t>{4, 2, 5}));
+  EXPECT_EQ(w->Next(&c, &end), ShotWindow::Pull::kNotReady) << "the feed has not ended";
+  const int before = ready_calls_;
+  feed->closed = true;
+  feed->wake();
+  executor_.RunAll();
+  EXPECT_GT(ready_calls_, before);  // the writer hears the end
+  EXPECT_TRUE(MustEnd(*w).ok());
+}
+
 TEST_F(ShotWindowTest, NotReadyUntilTheFrontShotIsReadThenOnReadyFromTheExecutor) {
   auto w = Make(Plan({1, 2}));
   OutgoingChunk c;

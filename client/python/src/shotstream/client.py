@@ -197,6 +197,117 @@ class Client:
                                             request_serializer=pb.StreamShotsRequest.SerializeToString,
                                             response_deserializer=None)
                             for ch in self._channels]
+        self._raw_job = [ch.stream_stream("/shotstream.v1.ShotStream/StreamJob",
+                                          request_serializer=pb.JobRequest.SerializeToString,
+                                          response_deserializer=None)
+                         for ch in self._channels]
+
+    def stream_job(self, dataset: str, job: str, shot_ids: Sequence[int], epoch: int = 0,
+                   seed: int = 0, queue_depth: int = 2, headers: Sequence[str] = (),
+                   max_chunk_bytes: Optional[int] = None) -> Iterator[Shot]:
+        """Yields shots of a job shared by every consumer that names the same (dataset,
+        job, epoch): the epoch's permutation of shot_ids (shotstream.epoch_permutation of
+        the ids and seed), each shot handed to one consumer at a time, faster consumers
+        taking more. A shot counts as done once this consumer asks for the next one (or
+        ends normally); a consumer that stops early, is cancelled or dies gives back what
+        it held to the others (at-least-once; duplicates bounded by queue_depth + 1). The
+        stream ends when every shot of the job is done, by whichever consumer. With several
+        targets, each server runs the job for the shots it holds and this takes from all.
+        Consumers that disagree on shot_ids or seed get FAILED_PRECONDITION naming the
+        job; unknown ids NOT_FOUND, before any data. Each consumer must iterate on its own
+        (a process or thread): near the end one waits for shots the others hold. Through
+        grpcio (the native client does not run jobs)."""
+        if self._closed:
+            raise ShotstreamError(grpc.StatusCode.FAILED_PRECONDITION, "the client is closed")
+        shot_ids = [int(s) for s in shot_ids]
+        per_target: Dict[int, List[int]] = {}
+        if len(self._stubs) == 1:
+            per_target[0] = shot_ids
+        else:  # each shot to the first target that holds it (as the C++ client does)
+            held = [set() if i is None else set(int(x) for x in i.shot_ids)
+                    for i in self._dataset_per_target(dataset)]
+            for sid in shot_ids:
+                t = next((k for k, h in enumerate(held) if sid in h), None)
+                if t is None:
+                    raise ShotstreamError(grpc.StatusCode.NOT_FOUND,
+                                          f"no target holds shot {sid} of {dataset!r}")
+                per_target.setdefault(t, []).append(sid)
+        out = queue.Queue(maxsize=max(1, int(queue_depth)))
+        stop = threading.Event()
+        requests = {t: queue.Queue() for t in per_target}
+        calls = {}
+        _END = object()
+
+        def put(item):
+            while not stop.is_set():
+                try:
+                    out.put(item, timeout=0.1)
+                    return True
+                except queue.Full:
+                    continue
+            return False
+
+        def messages(t):
+            while True:
+                m = requests[t].get()
+                if m is None:
+                    return
+                yield m
+
+        def receive(t):
+            try:
+                self._reach(t)
+                requests[t].put(pb.JobRequest(
+                    dataset=dataset, job=job, shot_ids=per_target[t], epoch=int(epoch),
+                    seed=int(seed), queue_depth=int(queue_depth), headers=list(headers),
+                    max_chunk_bytes=int(max_chunk_bytes or 0)))
+                call = self._raw_job[t](messages(t), metadata=self._metadata)
+                calls[t] = call
+                asm = Assembler()
+                for chunk in call:
+                    before = asm.wire_bytes
+                    shot = asm.add(chunk)
+                    self.wire_bytes += asm.wire_bytes - before
+                    if shot is not None and not put((t, shot)):
+                        return
+                put((t, _END))
+            except BaseException as e:  # handed to the consumer
+                if not stop.is_set():
+                    put((t, _error(e)))
+            finally:
+                requests[t].put(None)
+
+        threads = [threading.Thread(target=receive, args=(t,), name="shotstream-job",
+                                    daemon=True) for t in per_target]
+        for th in threads:
+            th.start()
+        taken = {t: 0 for t in per_target}
+        active = set(per_target)
+        last = None
+        index = 0
+        try:
+            while active:
+                if last is not None:  # asking for the next: done with the last one
+                    taken[last] += 1
+                    requests[last].put(pb.JobRequest(done=taken[last]))
+                    last = None
+                t, item = out.get()
+                if item is _END:
+                    active.discard(t)
+                    continue
+                if isinstance(item, ShotstreamError):
+                    raise item
+                item.index = index
+                index += 1
+                last = t
+                yield item
+        finally:
+            stop.set()
+            for t, call in list(calls.items()):
+                if t in active:
+                    call.cancel()
+            for th in threads:
+                th.join()
 
     def _reach(self, t):
         """Returns once target t's channel is connected (at most connect_timeout seconds);

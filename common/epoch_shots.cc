@@ -1,4 +1,4 @@
-#include "client/epoch_shots.h"
+#include "common/epoch_shots.h"
 
 #include <algorithm>
 #include <functional>
@@ -7,7 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 
-namespace shotstream::client {
+namespace shotstream {
 namespace {
 
 constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ull;
@@ -62,4 +62,4 @@ absl::StatusOr<std::vector<int64_t>> EpochShots(
   return mine;
 }
 
-}  // namespace shotstream::client
+}  // namespace shotstream

@@ -1,4 +1,4 @@
-#include "client/epoch_shots.h"
+#include "common/epoch_shots.h"
 
 #include <algorithm>
 #include <map>
@@ -6,7 +6,7 @@
 
 #include "gtest/gtest.h"
 
-namespace shotstream::client {
+namespace shotstream {
 namespace {
 
 std::vector<int64_t> Ids(int n) {
@@ -79,4 +79,4 @@ TEST(EpochShotsTest, BadRankAndMissingCountsAreInvalid) {
 }
 
 }  // namespace
-}  // namespace shotstream::client
+}  // namespace shotstream

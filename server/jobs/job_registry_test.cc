@@ -1,0 +1,162 @@
+#include "server/jobs/job_registry.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <set>
+
+#include "common/epoch_shots.h"
+#include "gtest/gtest.h"
+
+namespace shotstream::jobs {
+namespace {
+
+JobSpec Spec(int n, uint64_t seed = 7, std::string job = "fwi") {
+  JobSpec s;
+  s.dataset = "line1";
+  s.job = std::move(job);
+  s.epoch = 3;
+  s.seed = seed;
+  for (int i = 1; i <= n; ++i) s.shot_ids.push_back(i * 10);
+  return s;
+}
+
+std::string Dir() {
+  const char* d = std::getenv("TEST_TMPDIR");
+  return d ? d : "/tmp";
+}
+
+TEST(JobTest, HandsTheEpochsPermutationOnceEachAndEndsWhenAllAreDone) {
+  JobCounters counters;
+  JobRegistry registry("", absl::Minutes(10), &counters);
+  auto job = registry.Find(Spec(20));
+  ASSERT_TRUE(job.ok()) << job.status();
+  int wakes = 0;
+  const int64_t a = (*job)->Join([&] { ++wakes; });
+  const int64_t b = (*job)->Join([] {});
+  std::vector<int64_t> order;
+  int64_t id;
+  // Each takes up to its limit, then waits until it is done with one.
+  for (int k = 0; k < 3; ++k) {
+    ASSERT_EQ((*job)->Next(a, 3, &id), Job::Take::kShot);
+    order.push_back(id);
+  }
+  EXPECT_EQ((*job)->Next(a, 3, &id), Job::Take::kWait);
+  (*job)->Done(a, order[0]);
+  EXPECT_EQ(wakes, 1);
+  std::set<int64_t> seen(order.begin(), order.end());
+  for (;;) {
+    Job::Take t = (*job)->Next(b, 100, &id);
+    if (t != Job::Take::kShot) {
+      EXPECT_EQ(t, Job::Take::kWait);  // a still holds two
+      break;
+    }
+    EXPECT_TRUE(seen.insert(id).second);
+    order.push_back(id);
+    (*job)->Done(b, id);
+  }
+  EXPECT_EQ(seen.size(), 20u);
+  EXPECT_EQ(order, EpochPermutation(Spec(20).shot_ids, 3, 7));  // in the epoch's order
+  (*job)->Done(a, order[1]);
+  (*job)->Done(a, order[2]);
+  EXPECT_EQ((*job)->Next(b, 100, &id), Job::Take::kEnd);
+  EXPECT_EQ((*job)->Next(a, 3, &id), Job::Take::kEnd);
+  EXPECT_EQ(counters.shots_done, 20);
+  EXPECT_EQ(counters.shots_handed, 20);
+}
+
+TEST(JobTest, AConsumerThatLeavesGivesBackWhatItHeld) {
+  JobCounters counters;
+  JobRegistry registry("", absl::Minutes(10), &counters);
+  auto job = *registry.Find(Spec(5));
+  const int64_t a = job->Join([] {});
+  int woken = 0;
+  const int64_t b = job->Join([&] { ++woken; });
+  int64_t x, y, z;
+  ASSERT_EQ(job->Next(a, 2, &x), Job::Take::kShot);
+  ASSERT_EQ(job->Next(a, 2, &y), Job::Take::kShot);
+  job->Done(a, x);
+  job->Leave(a);  // died holding y
+  EXPECT_EQ(woken, 1);
+  EXPECT_EQ(counters.shots_returned, 1);
+  ASSERT_EQ(job->Next(b, 10, &z), Job::Take::kShot);
+  EXPECT_EQ(z, y);  // what came back goes first
+  EXPECT_EQ(job->shots_left(), 4u);
+}
+
+TEST(JobRegistryTest, ConsumersMustAgreeAndJobNamesAreChecked) {
+  JobCounters counters;
+  JobRegistry registry("", absl::Minutes(10), &counters);
+  ASSERT_TRUE(registry.Find(Spec(5)).ok());
+  auto ids = registry.Find(Spec(6));
+  EXPECT_EQ(ids.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(ids.status().message().find("job 'fwi'"), absl::string_view::npos);
+  EXPECT_NE(ids.status().message().find("shot ids"), absl::string_view::npos);
+  auto seed = registry.Find(Spec(5, 8));
+  EXPECT_EQ(seed.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(seed.status().message().find("seed"), absl::string_view::npos);
+  EXPECT_EQ(registry.Find(Spec(5, 7, "../x")).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  JobSpec twice = Spec(3);
+  twice.shot_ids.push_back(10);
+  EXPECT_EQ(registry.Find(twice).status().code(), absl::StatusCode::kInvalidArgument);
+  // Another epoch is another job.
+  JobSpec next = Spec(6);
+  next.epoch = 4;
+  EXPECT_TRUE(registry.Find(next).ok());
+  EXPECT_EQ(registry.size(), 2u);
+}
+
+TEST(JobRegistryTest, IdleJobsExpire) {
+  JobCounters counters;
+  JobRegistry registry("", absl::ZeroDuration(), &counters);
+  {
+    auto job = *registry.Find(Spec(5));
+    job->Leave(job->Join([] {}));
+  }
+  ASSERT_TRUE(registry.Find(Spec(3, 7, "other")).ok());  // the first expired on this call
+  EXPECT_EQ(registry.size(), 1u);
+  EXPECT_EQ(counters.jobs, 1);
+}
+
+TEST(JobRegistryTest, AJobDirectoryResumesWithoutTheShotsDone) {
+  const std::string dir = Dir() + "/jobs";
+  std::system(("rm -rf " + dir + " && mkdir -p " + dir).c_str());
+  std::set<int64_t> done;
+  {
+    JobCounters counters;
+    JobRegistry registry(dir, absl::Minutes(10), &counters);
+    auto job = *registry.Find(Spec(10));
+    const int64_t c = job->Join([] {});
+    int64_t id;
+    for (int k = 0; k < 4; ++k) {
+      ASSERT_EQ(job->Next(c, 10, &id), Job::Take::kShot);
+      job->Done(c, id);
+      done.insert(id);
+    }
+    ASSERT_EQ(job->Next(c, 10, &id), Job::Take::kShot);  // handed, not done: a crash now
+  }
+  // A torn last line (the crash mid-write) is ignored.
+  std::ofstream(dir + "/line1.fwi.3.job", std::ios::app) << "done 9";
+  JobCounters counters;
+  JobRegistry registry(dir, absl::Minutes(10), &counters);
+  auto job = registry.Find(Spec(10));
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ((*job)->shots_left(), 6u);
+  const int64_t c = (*job)->Join([] {});
+  int64_t id;
+  std::set<int64_t> rest;
+  while ((*job)->Next(c, 10, &id) == Job::Take::kShot) {
+    EXPECT_EQ(done.count(id), 0u) << id;
+    rest.insert(id);
+    (*job)->Done(c, id);
+  }
+  EXPECT_EQ(rest.size(), 6u);
+  // Another seed is another job: its file's header says so.
+  JobRegistry again(dir, absl::Minutes(10), &counters);
+  auto other = again.Find(Spec(10, 99));
+  EXPECT_EQ(other.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(other.status().message().find("line1.fwi.3.job"), absl::string_view::npos);
+}
+
+}  // namespace
+}  // namespace shotstream::jobs

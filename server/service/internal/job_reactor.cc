@@ -1,0 +1,222 @@
+#include "server/service/internal/job_reactor.h"
+
+#include <cstdio>
+#include <utility>
+
+#include "absl/synchronization/mutex.h"
+#include "server/service/grpc_status.h"
+#include "wire/chunk_codec.h"
+
+namespace shotstream::service {
+namespace {
+
+// Thread-safe: the window calls Next under its lock; the job calls the wake (without its
+// own lock) from whichever thread changed it.
+class JobFeed final : public stream::ShotFeed {
+ public:
+  JobFeed(std::shared_ptr<jobs::Job> job, size_t limit) : job_(std::move(job)), limit_(limit) {}
+  void Join(int64_t* consumer) {
+    consumer_ = job_->Join([this] {
+      std::function<void()> wake;
+      {
+        absl::MutexLock lock(&mu_);
+        wake = wake_;
+      }
+      if (wake) wake();
+    });
+    *consumer = consumer_;
+  }
+  Take Next(int64_t* shot_id) override {
+    switch (job_->Next(consumer_, limit_, shot_id)) {
+      case jobs::Job::Take::kShot: return Take::kShot;
+      case jobs::Job::Take::kWait: return Take::kWait;
+      case jobs::Job::Take::kEnd: return Take::kEnd;
+    }
+    return Take::kEnd;
+  }
+  void SetWake(std::function<void()> wake) override {
+    absl::MutexLock lock(&mu_);
+    wake_ = std::move(wake);
+  }
+
+ private:
+  const std::shared_ptr<jobs::Job> job_;
+  const size_t limit_;
+  int64_t consumer_ = 0;
+  absl::Mutex mu_;
+  std::function<void()> wake_ ABSL_GUARDED_BY(mu_);
+};
+
+// Thread-safe: Pump runs from gRPC's reactions and the window's on_ready; mu_ makes one of
+// them the writer. Acks (OnReadDone) run one at a time (one read outstanding).
+class JobReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
+ public:
+  JobReactor(JobStarter starter, stream::Executor* executor, StreamContext context)
+      : starter_(std::move(starter)), executor_(executor), context_(std::move(context)) {
+    context_.counters->active_streams++;
+    StartRead(&in_);
+  }
+
+  ~JobReactor() override {
+    context_.counters->active_streams--;
+    if (context_.on_gone) context_.on_gone();
+    const std::shared_ptr<stream::ShotWindow> w = window();
+    if (context_.log && w != nullptr) {
+      std::fprintf(stderr, "job stream %lld: %s, %zu shots, %.1f MB%s%s\n",
+                   static_cast<long long>(context_.stream_id),
+                   absl::StatusCodeToString(end_.code()).c_str(), w->shots_sent(),
+                   w->bytes_sent() / 1e6, end_.message().empty() ? "" : ": ",
+                   std::string(end_.message()).c_str());
+    }
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) return;  // the consumer has said all it will say
+    v1::JobRequest request;
+    std::vector<grpc::Slice> slices;
+    std::string bytes;
+    if (in_.Dump(&slices).ok()) {
+      for (const grpc::Slice& s : slices) bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
+    }
+    if (!request.ParseFromString(bytes)) return FinishNow(absl::InvalidArgumentError("malformed JobRequest"));
+    if (job_ == nullptr) {
+      absl::StatusOr<JobStream> started = starter_(request);
+      if (!started.ok()) return FinishNow(started.status());
+      job_ = started->job;
+      consumer_ = started->consumer;
+      if (context_.log) {
+        std::fprintf(stderr, "job stream %lld: peer %s dataset %s job %s epoch %llu\n",
+                     static_cast<long long>(context_.stream_id), context_.peer.c_str(),
+                     request.dataset().c_str(), request.job().c_str(),
+                     static_cast<unsigned long long>(request.epoch()));
+      }
+      auto window =
+          stream::ShotWindow::Create(std::move(started->plan), executor_, [this] { Pump(); });
+      bool cancelled;
+      {
+        absl::MutexLock lock(&mu_);
+        window_ = window;
+        cancelled = cancelled_;
+      }
+      if (cancelled) window->Stop(absl::CancelledError("cancelled by the client"));
+      window->Start();
+      Pump();
+    } else {
+      Ack(request.done());
+    }
+    StartRead(&in_);
+  }
+
+  void OnWriteDone(bool ok) override {
+    const std::shared_ptr<stream::ShotWindow> w = window();
+    w->Sent();
+    if (!ok) w->Stop(absl::CancelledError("stream broken"));
+    {
+      absl::MutexLock lock(&mu_);
+      writing_ = false;
+    }
+    Pump();
+  }
+
+  void OnCancel() override {
+    context_.counters->streams_cancelled++;
+    std::shared_ptr<stream::ShotWindow> window;
+    {
+      absl::MutexLock lock(&mu_);
+      window = window_;
+      cancelled_ = true;
+    }
+    if (window != nullptr) window->Stop(absl::CancelledError("cancelled by the client"));
+    Pump();
+  }
+
+  void OnDone() override {
+    if (const auto w = window(); w != nullptr) w->Close();
+    if (job_ != nullptr) job_->Leave(consumer_);  // what it held and had not done goes back
+    delete this;
+  }
+
+ private:
+  // The consumer is done with the stream's first `done` shots.
+  std::shared_ptr<stream::ShotWindow> window() {
+    absl::MutexLock lock(&mu_);
+    return window_;
+  }
+
+  void Ack(uint64_t done) {
+    const std::shared_ptr<stream::ShotWindow> w = window();
+    const std::vector<int64_t> ids = w->shot_ids();
+    const uint64_t upto = std::min<uint64_t>(done, w->shots_sent());
+    for (; acked_ < upto; ++acked_) job_->Done(consumer_, ids[acked_]);
+  }
+
+  void FinishNow(const absl::Status& s) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (finished_) return;
+      finished_ = true;
+    }
+    end_ = s;
+    context_.counters->rejected_by_code[static_cast<int>(s.code())]++;
+    Finish(ToGrpcStatus(s));
+  }
+
+  void Pump() ABSL_LOCKS_EXCLUDED(mu_) {
+    stream::OutgoingChunk chunk;
+    absl::Status end;
+    stream::ShotWindow::Pull pull;
+    {
+      absl::MutexLock lock(&mu_);
+      if (writing_ || finished_ || window_ == nullptr) return;
+      pull = window_->Next(&chunk, &end);
+      if (pull == stream::ShotWindow::Pull::kNotReady) return;
+      if (pull == stream::ShotWindow::Pull::kChunk) {
+        writing_ = true;
+      } else {
+        finished_ = true;
+      }
+    }
+    if (pull == stream::ShotWindow::Pull::kEnd) {
+      end_ = end;
+      context_.counters->finished_by_code[static_cast<int>(end.code())]++;
+      Finish(ToGrpcStatus(end));
+      return;
+    }
+    msg_ = chunk.stored.empty()
+               ? wire::EncodeShotChunk(chunk.meta, std::move(chunk.samples))
+               : wire::EncodeStoredChunk(chunk.meta, chunk.stored, chunk.trace_bytes);
+    StartWrite(&msg_);
+  }
+
+  const JobStarter starter_;
+  stream::Executor* const executor_;
+  const StreamContext context_;
+  grpc::ByteBuffer in_;  // the message being read
+  // Set by the first OnReadDone (window_ under mu_: OnCancel may run beside it).
+  std::shared_ptr<stream::ShotWindow> window_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<jobs::Job> job_;
+  int64_t consumer_ = 0;
+  uint64_t acked_ = 0;  // shots of this stream reported done to the job
+  absl::Mutex mu_;
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+  grpc::ByteBuffer msg_;
+  absl::Status end_ = absl::CancelledError("");
+};
+
+}  // namespace
+
+std::shared_ptr<stream::ShotFeed> MakeJobFeed(std::shared_ptr<jobs::Job> job, size_t limit,
+                                              int64_t* consumer) {
+  auto feed = std::make_shared<JobFeed>(std::move(job), limit);
+  feed->Join(consumer);
+  return feed;
+}
+
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* StartJobStream(
+    JobStarter starter, stream::Executor* executor, StreamContext context) {
+  return new JobReactor(std::move(starter), executor, std::move(context));
+}
+
+}  // namespace shotstream::service
