@@ -5,7 +5,6 @@
 
 #include "absl/synchronization/mutex.h"
 #include "server/service/grpc_status.h"
-#include "wire/chunk_codec.h"
 
 namespace shotstream::service {
 namespace {
@@ -47,8 +46,8 @@ class JobFeed final : public stream::ShotFeed {
   std::function<void()> wake_ ABSL_GUARDED_BY(mu_);
 };
 
-// Thread-safe: Pump runs from gRPC's reactions and the window's on_ready; mu_ makes one of
-// them the writer. Acks (OnReadDone) run one at a time (one read outstanding).
+// Thread-safe: Pump runs from gRPC's reactions and the window's on_ready; turn_ makes one
+// of them the writer. Acks (OnReadDone) run one at a time (one read outstanding).
 class JobReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
   JobReactor(JobStarter starter, stream::Executor* executor, StreamContext context)
@@ -111,10 +110,7 @@ class JobReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::
     const std::shared_ptr<stream::ShotWindow> w = window();
     w->Sent();
     if (!ok) w->Stop(absl::CancelledError("stream broken"));
-    {
-      absl::MutexLock lock(&mu_);
-      writing_ = false;
-    }
+    turn_.WriteDone();
     Pump();
   }
 
@@ -151,41 +147,30 @@ class JobReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::
   }
 
   void FinishNow(const absl::Status& s) {
-    {
-      absl::MutexLock lock(&mu_);
-      if (finished_) return;
-      finished_ = true;
-    }
+    if (!turn_.TakeFinish()) return;
     end_ = s;
     context_.counters->rejected_by_code[static_cast<int>(s.code())]++;
     Finish(ToGrpcStatus(s));
   }
 
-  void Pump() ABSL_LOCKS_EXCLUDED(mu_) {
-    stream::OutgoingChunk chunk;
+  void Pump() {
+    const std::shared_ptr<stream::ShotWindow> w = window();
+    if (w == nullptr) return;
     absl::Status end;
-    stream::ShotWindow::Pull pull;
-    {
-      absl::MutexLock lock(&mu_);
-      if (writing_ || finished_ || window_ == nullptr) return;
-      pull = window_->Next(&chunk, &end);
-      if (pull == stream::ShotWindow::Pull::kNotReady) return;
-      if (pull == stream::ShotWindow::Pull::kChunk) {
-        writing_ = true;
-      } else {
-        finished_ = true;
-      }
+    grpc::ByteBuffer msg;
+    switch (turn_.Next(w.get(), &msg, &end)) {
+      case WriteTurn::Step::kNothing:
+        return;
+      case WriteTurn::Step::kFinish:
+        end_ = end;  // the finish is this call's alone
+        context_.counters->finished_by_code[static_cast<int>(end.code())]++;
+        Finish(ToGrpcStatus(end));
+        return;
+      case WriteTurn::Step::kWrite:
+        msg_ = std::move(msg);  // the write's own until OnWriteDone
+        StartWrite(&msg_);
+        return;
     }
-    if (pull == stream::ShotWindow::Pull::kEnd) {
-      end_ = end;
-      context_.counters->finished_by_code[static_cast<int>(end.code())]++;
-      Finish(ToGrpcStatus(end));
-      return;
-    }
-    msg_ = chunk.stored.empty()
-               ? wire::EncodeShotChunk(chunk.meta, std::move(chunk.samples))
-               : wire::EncodeStoredChunk(chunk.meta, chunk.stored, chunk.trace_bytes);
-    StartWrite(&msg_);
   }
 
   const JobStarter starter_;
@@ -197,9 +182,8 @@ class JobReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::
   std::shared_ptr<jobs::Job> job_;
   int64_t consumer_ = 0;
   uint64_t acked_ = 0;  // shots of this stream reported done to the job
+  WriteTurn turn_;
   absl::Mutex mu_;
-  bool writing_ ABSL_GUARDED_BY(mu_) = false;
-  bool finished_ ABSL_GUARDED_BY(mu_) = false;
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
   grpc::ByteBuffer msg_;
   absl::Status end_ = absl::CancelledError("");

@@ -23,6 +23,46 @@ void StreamRegistry::Remove(StreamReactor* r) {
   live_.erase(r);
 }
 
+WriteTurn::Step WriteTurn::Next(stream::ShotWindow* window, grpc::ByteBuffer* msg,
+                                absl::Status* end, Sizes* sizes) {
+  stream::OutgoingChunk chunk;
+  {
+    absl::MutexLock lock(&mu_);
+    if (writing_ || finished_) return Step::kNothing;
+    const stream::ShotWindow::Pull pull = window->Next(&chunk, end);
+    if (pull == stream::ShotWindow::Pull::kNotReady) return Step::kNothing;
+    if (pull == stream::ShotWindow::Pull::kEnd) {
+      finished_ = true;
+      return Step::kFinish;
+    }
+    writing_ = true;
+  }
+  // This call set writing_: it alone owns *msg until WriteDone.
+  if (sizes != nullptr) {
+    const uint64_t trace_bytes = uint64_t{chunk.meta.n_samples()} * sizeof(float);
+    sizes->wire = chunk.sample_bytes();
+    sizes->float32 = chunk.meta.encoding() == v1::ENCODING_FLOAT32
+                         ? chunk.sample_bytes()
+                         : trace_bytes * chunk.meta.chunk_traces();
+  }
+  *msg = chunk.stored.empty()
+             ? wire::EncodeShotChunk(chunk.meta, std::move(chunk.samples))
+             : wire::EncodeStoredChunk(chunk.meta, chunk.stored, chunk.trace_bytes);
+  return Step::kWrite;
+}
+
+void WriteTurn::WriteDone() {
+  absl::MutexLock lock(&mu_);
+  writing_ = false;
+}
+
+bool WriteTurn::TakeFinish() {
+  absl::MutexLock lock(&mu_);
+  if (finished_) return false;
+  finished_ = true;
+  return true;
+}
+
 namespace {
 
 std::string CodeName(absl::StatusCode code) { return absl::StatusCodeToString(code); }
@@ -32,7 +72,7 @@ std::string CodeName(absl::StatusCode code) { return absl::StatusCodeToString(co
 // One StreamShots call. The window decides what is sent; this writes it.
 //
 // Thread-safe: Pump runs from gRPC's reactions and from the window's on_ready (on the
-// executor); mu_ makes one of them the writer. Deleted after OnDone, once the window is
+// executor); turn_ makes one of them the writer. Deleted after OnDone, once the window is
 // closed (no on_ready running or to come).
 class StreamReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  public:
@@ -89,10 +129,7 @@ class StreamReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
     float32_bytes_ += write_float32_bytes_;
     window_->Sent();
     if (!ok) window_->Stop(absl::CancelledError("stream broken"));  // the client is gone
-    {
-      absl::MutexLock lock(&mu_);
-      writing_ = false;
-    }
+    turn_.WriteDone();
     Pump();
   }
 
@@ -110,40 +147,28 @@ class StreamReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  private:
   // Writes the window's next chunk, or finishes with its end, unless a write is on the
   // wire or the call is finished.
-  void Pump() ABSL_LOCKS_EXCLUDED(mu_) {
-    stream::OutgoingChunk chunk;
+  void Pump() {
     absl::Status end;
-    stream::ShotWindow::Pull pull;
-    {
-      absl::MutexLock lock(&mu_);
-      if (writing_ || finished_) return;
-      pull = window_->Next(&chunk, &end);
-      if (pull == stream::ShotWindow::Pull::kNotReady) return;
-      if (pull == stream::ShotWindow::Pull::kChunk) {
-        writing_ = true;
-      } else {
-        finished_ = true;
-      }
+    WriteTurn::Sizes sizes;
+    grpc::ByteBuffer msg;
+    switch (turn_.Next(window_.get(), &msg, &end, &sizes)) {
+      case WriteTurn::Step::kNothing:
+        return;
+      case WriteTurn::Step::kFinish:
+        end_ = end;  // the finish is this call's alone
+        context_.counters->finished_by_code[static_cast<int>(end.code())]++;
+        Finish(ToGrpcStatus(end));
+        return;
+      case WriteTurn::Step::kWrite:
+        // The write's own until OnWriteDone.
+        msg_ = std::move(msg);
+        write_bytes_ = sizes.wire;
+        write_float32_bytes_ = sizes.float32;
+        write_start_ = absl::Now();
+        if (first_write_ == absl::InfinitePast()) first_write_ = write_start_;
+        StartWrite(&msg_);
+        return;
     }
-    // This call set writing_ or finished_: it alone owns msg_ and end_ now.
-    if (pull == stream::ShotWindow::Pull::kEnd) {
-      end_ = end;
-      context_.counters->finished_by_code[static_cast<int>(end.code())]++;
-      Finish(ToGrpcStatus(end));
-      return;
-    }
-    write_bytes_ = chunk.sample_bytes();
-    write_float32_bytes_ =
-        uint64_t{chunk.meta.n_samples()} * sizeof(float) *
-        (chunk.meta.encoding() == v1::ENCODING_FLOAT32
-             ? chunk.sample_bytes() / std::max<uint64_t>(1, uint64_t{chunk.meta.n_samples()} * 4)
-             : chunk.meta.chunk_traces());
-    msg_ = chunk.stored.empty()
-               ? wire::EncodeShotChunk(chunk.meta, std::move(chunk.samples))
-               : wire::EncodeStoredChunk(chunk.meta, chunk.stored, chunk.trace_bytes);
-    write_start_ = absl::Now();
-    if (first_write_ == absl::InfinitePast()) first_write_ = write_start_;
-    StartWrite(&msg_);
   }
 
   const StreamContext context_;
@@ -152,9 +177,7 @@ class StreamReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   const wire::Encoding encoding_;
   const absl::Time start_;
   const std::shared_ptr<stream::ShotWindow> window_;
-  absl::Mutex mu_;
-  bool writing_ ABSL_GUARDED_BY(mu_) = false;   // msg_ is gRPC's until OnWriteDone
-  bool finished_ ABSL_GUARDED_BY(mu_) = false;  // Finish called (or about to be)
+  WriteTurn turn_;
   grpc::ByteBuffer msg_;                        // the message on the wire
   // Owned by whoever owns msg_ (the writer, then the OnWriteDone reaction).
   uint64_t write_bytes_ = 0;

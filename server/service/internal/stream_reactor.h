@@ -4,6 +4,7 @@
 #ifndef SHOTSTREAM_SERVER_SERVICE_INTERNAL_STREAM_REACTOR_H_
 #define SHOTSTREAM_SERVER_SERVICE_INTERNAL_STREAM_REACTOR_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <set>
@@ -33,6 +34,33 @@ class StreamRegistry {
  private:
   absl::Mutex mu_;
   std::set<StreamReactor*> live_ ABSL_GUARDED_BY(mu_);
+};
+
+// Whose turn it is to write a window's chunks to a call: one message on the wire at a time,
+// one finish. Both reactors pump through it. Thread-safe.
+class WriteTurn {
+ public:
+  enum class Step { kNothing, kWrite, kFinish };
+  // A written chunk's sample bytes as they travel, and as the float32 they stand for.
+  struct Sizes {
+    uint64_t wire = 0;
+    uint64_t float32 = 0;
+  };
+  // Unless a write is on the wire or the call is finished: the window's next chunk
+  // encoded into *msg (kWrite: the caller starts the write), or its end in *end (kFinish:
+  // the caller finishes the call); kNothing otherwise.
+  Step Next(stream::ShotWindow* window, grpc::ByteBuffer* msg, absl::Status* end,
+            Sizes* sizes = nullptr) ABSL_LOCKS_EXCLUDED(mu_);
+  // The write started by kWrite is done.
+  void WriteDone() ABSL_LOCKS_EXCLUDED(mu_);
+  // Takes the finish for the caller (false when it was taken): a call refused before
+  // any data.
+  bool TakeFinish() ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  absl::Mutex mu_;
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 // Who a stream is for, for its log lines, counters and admission.

@@ -81,6 +81,18 @@ def _error(exc: BaseException) -> ShotstreamError:
     return ShotstreamError(grpc.StatusCode.UNKNOWN, str(exc))
 
 
+def _put_unless_stopped(q: "queue.Queue", item, stop: threading.Event) -> bool:
+    """Puts `item` into the bounded queue `q`, waiting for room unless `stop` is set
+    (then False)."""
+    while not stop.is_set():
+        try:
+            q.put(item, timeout=0.1)
+            return True
+        except queue.Full:
+            continue
+    return False
+
+
 class _Selection:
     """stream()'s window, where, encoding and tolerance, checked and as the request has
     them."""
@@ -239,13 +251,7 @@ class Client:
         _END = object()
 
         def put(item):
-            while not stop.is_set():
-                try:
-                    out.put(item, timeout=0.1)
-                    return True
-                except queue.Full:
-                    continue
-            return False
+            return _put_unless_stopped(out, item, stop)
 
         def messages(t):
             while True:
@@ -516,13 +522,7 @@ class Client:
         _END = object()
 
         def put(item):
-            while not stop.is_set():
-                try:
-                    out.put(item, timeout=0.1)
-                    return True
-                except queue.Full:
-                    continue
-            return False
+            return _put_unless_stopped(out, item, stop)
 
         def runs(start):
             # Maximal runs of consecutive shots on one target, in request order.
