@@ -369,7 +369,8 @@ def jobs_section(j):
             f"{j['static_s']['median'] / ideal:.2f}x | >= 1.6x for a static split |",
             "", f"Shots each consumer took in the last job epoch: {j.get('job_counts')}. "
             f"Server CPU per shot, a job with one consumer against one stream of the same "
-            f"{cpu['shots']} tiny shots, each in a fresh server: {cpu['job_cpu_s']:.3f} s "
+            f"{cpu['shots']} tiny shots, each in a fresh server, medians of "
+            f"{cpu.get('reps', 1)} alternated: {cpu['job_cpu_s']:.3f} s "
             f"against {cpu['stream_cpu_s']:.3f} s, "
             f"{cpu['overhead_us_per_shot']:.1f} us a shot for the job (target < 50 us: "
             f"{'met' if cpu['overhead_us_per_shot'] < 50 else 'NOT met'})."]

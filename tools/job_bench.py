@@ -8,6 +8,7 @@ speed; a job hands each shot to whichever consumer asks, a static split gives ea
 quarter of the shots."""
 
 import os
+import statistics
 import subprocess
 import sys
 
@@ -60,9 +61,9 @@ def epoch(target, mode, n, env, epoch_no):
     return max(ends) - min(starts), counts
 
 
-def cpu_per_shot(data_dir, env, n=3000):
+def cpu_per_shot(data_dir, env, n=3000, reps=3):
     """Server CPU microseconds per shot: a job with one consumer against one stream, of
-    the same n tiny shots, each in a fresh server."""
+    the same n tiny shots, each in a fresh server, alternated `reps` times (medians)."""
     def run(mode):
         with harness.Server([f"--dataset=d={data_dir}/*.sgy", "--log_streams=false"]) as s:
             script = (
@@ -76,8 +77,12 @@ def cpu_per_shot(data_dir, env, n=3000):
                                  capture_output=True, text=True, env=env, timeout=600)
             assert res.returncode == 0, res.stderr[-2000:]
             return _cpu(s.proc.pid) - before
-    job, plain = run("job"), run("stream")
-    return {"job_cpu_s": job, "stream_cpu_s": plain, "shots": n,
+    jobs, plains = [], []
+    for _ in range(reps):
+        jobs.append(run("job"))
+        plains.append(run("stream"))
+    job, plain = statistics.median(jobs), statistics.median(plains)
+    return {"job_cpu_s": job, "stream_cpu_s": plain, "shots": n, "reps": reps,
             "overhead_us_per_shot": (job - plain) / n * 1e6}
 
 

@@ -96,6 +96,13 @@ std::vector<int64_t> ShotWindow::shot_ids() const {
   return ids_;
 }
 
+std::vector<int64_t> ShotWindow::shot_ids(size_t first, size_t count) const {
+  absl::MutexLock lock(&mu_);
+  if (first >= ids_.size()) return {};
+  return std::vector<int64_t>(ids_.begin() + first,
+                              ids_.begin() + first + std::min(count, ids_.size() - first));
+}
+
 ShotWindow::ShotWindow(WindowPlan plan, Executor* executor, std::function<void()> on_ready)
     : plan_(std::move(plan)),
       read_options_(ReadOptionsFor(plan_)),

@@ -141,9 +141,10 @@ class JobReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::
 
   void Ack(uint64_t done) {
     const std::shared_ptr<stream::ShotWindow> w = window();
-    const std::vector<int64_t> ids = w->shot_ids();
     const uint64_t upto = std::min<uint64_t>(done, w->shots_sent());
-    for (; acked_ < upto; ++acked_) job_->Done(consumer_, ids[acked_]);
+    if (upto <= acked_) return;
+    for (int64_t id : w->shot_ids(acked_, upto - acked_)) job_->Done(consumer_, id);
+    acked_ = upto;
   }
 
   void FinishNow(const absl::Status& s) {

@@ -254,8 +254,12 @@ class Client:
             return _put_unless_stopped(out, item, stop)
 
         def messages(t):
+            # Done counts are cumulative: of the acks waiting, only the newest is sent.
             while True:
                 m = requests[t].get()
+                while m is not None and m.done and not requests[t].empty():
+                    nxt = requests[t].get()
+                    m = nxt if nxt is None or nxt.done else m
                 if m is None:
                     return
                 yield m
