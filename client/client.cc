@@ -653,7 +653,10 @@ class JobShotReader final : public ShotReader {
     absl::MutexLock lock(&mu_);
     return wire_bytes_;
   }
-  std::string last_encoding() const override { return "float32"; }
+  std::string last_encoding() const override {
+    absl::MutexLock lock(&mu_);
+    return last_encoding_;
+  }
 
  private:
   struct Stream {
@@ -741,6 +744,7 @@ class JobShotReader final : public ShotReader {
       absl::MutexLock lock(&mu_);
       ++checksums_verified_;
       wire_bytes_ += assembler.shot_wire_bytes();
+      last_encoding_ = std::string(wire::EncodingName(assembler.shot_encoding()));
       auto room = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
         return ready_.size() < depth_ || cancelled_;
       };
@@ -768,6 +772,7 @@ class JobShotReader final : public ShotReader {
   size_t handed_ = 0;     // Next's own
   mutable absl::Mutex mu_;
   std::deque<std::pair<size_t, Shot>> ready_ ABSL_GUARDED_BY(mu_);
+  std::string last_encoding_ ABSL_GUARDED_BY(mu_);
   int running_ ABSL_GUARDED_BY(mu_) = 0;  // receive threads not done
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status end_status_ ABSL_GUARDED_BY(mu_);

@@ -65,8 +65,9 @@ int64_t Job::Join(std::function<void()> wake) {
 
 Job::Take Job::Next(int64_t consumer, size_t limit, int64_t* shot_id) {
   absl::MutexLock lock(&mu_);
-  if (left_ == 0) return Take::kEnd;
-  Consumer& c = consumers_[consumer];
+  auto it = consumers_.find(consumer);
+  if (left_ == 0 || it == consumers_.end()) return Take::kEnd;  // or it left
+  Consumer& c = it->second;
   if (c.held.size() >= limit) return Take::kWait;
   if (!returned_.empty()) {
     *shot_id = returned_.front();

@@ -63,7 +63,7 @@ class Job {
   int64_t Join(std::function<void()> wake) ABSL_LOCKS_EXCLUDED(mu_);
   // The next shot for `consumer` (kShot, `*shot_id` set): shots given back first, then the
   // permutation's next; kWait while the consumer holds `limit` shots not done or every
-  // shot left is held by others; kEnd once every shot is done.
+  // shot left is held by others; kEnd once every shot is done (or for a consumer that left).
   Take Next(int64_t consumer, size_t limit, int64_t* shot_id) ABSL_LOCKS_EXCLUDED(mu_);
   // The consumer is done with a shot it was handed.
   void Done(int64_t consumer, int64_t shot_id) ABSL_LOCKS_EXCLUDED(mu_);
@@ -124,7 +124,7 @@ class JobRegistry {
   std::map<std::string, Entry> jobs_ ABSL_GUARDED_BY(mu_);
 };
 
-// The fingerprint of a job's ids (order-free) with its seed: consumers must agree on it.
+// The fingerprint of a job's ids, order-free: consumers must agree on it (and on the seed).
 uint64_t JobFingerprint(std::vector<int64_t> shot_ids);
 
 }  // namespace shotstream::jobs

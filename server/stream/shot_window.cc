@@ -91,11 +91,6 @@ void ShotWindow::Poke() {
   }
 }
 
-std::vector<int64_t> ShotWindow::shot_ids() const {
-  absl::MutexLock lock(&mu_);
-  return ids_;
-}
-
 std::vector<int64_t> ShotWindow::shot_ids(size_t first, size_t count) const {
   absl::MutexLock lock(&mu_);
   if (first >= ids_.size()) return {};

@@ -116,9 +116,8 @@ class ShotWindow final : public ByteBudget::Waiter,
   size_t shots_sent() const ABSL_LOCKS_EXCLUDED(mu_);
   uint64_t bytes_sent() const ABSL_LOCKS_EXCLUDED(mu_);
 
-  // The shot ids handed out so far, in stream order (a feed's as they came), and the
-  // ones of positions [first, first + count) of it (fewer where it has fewer).
-  std::vector<int64_t> shot_ids() const ABSL_LOCKS_EXCLUDED(mu_);
+  // The ids of stream positions [first, first + count) handed out so far (a feed's as
+  // they came; fewer where fewer were handed out).
   std::vector<int64_t> shot_ids(size_t first, size_t count) const ABSL_LOCKS_EXCLUDED(mu_);
 
   // ByteBudget::Waiter: the bytes of the shot this window waited for are granted.

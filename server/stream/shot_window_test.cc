@@ -264,7 +264,7 @@ TEST_F(ShotWindowTest, AFeedsShotsAreTakenAsThereIsRoomAndTheEndWaitsForTheFeed)
     }
     executor_.RunAll();
   }
-  EXPECT_EQ(w->shot_ids(), (std::vector<int64_t>{4, 2, 5}));
+  EXPECT_EQ(w->shot_ids(0, 10), (std::vector<int64_t>{4, 2, 5}));
   EXPECT_EQ(w->Next(&c, &end), ShotWindow::Pull::kNotReady) << "the feed has not ended";
   const int before = ready_calls_;
   feed->closed = true;
