@@ -18,16 +18,26 @@ def _system_libs_impl(ctx):
         raw = [m for m in modules if m.startswith("-")]
         linkopts = []
         defines = []
+        includes = []
         if pc:
             linkopts = _pkg_config(ctx, ["--libs"] + pc)
             for flag in _pkg_config(ctx, ["--cflags"] + pc):
                 if flag.startswith("-D"):
                     defines.append(flag[2:])
+                elif flag.startswith("-I"):
+                    # Headers outside /usr/include (e.g. HDF5's serial flavour): linked
+                    # into the repository, so that the sandbox and `includes` reach them.
+                    where = "inc/%s/%d" % (name, len(includes))
+                    ctx.symlink(flag[2:], where)
+                    includes.append(where)
+        headers = ", ".join(['glob(["%s/**/*.h"])' % i for i in includes]) or "[]"
         linkopts = linkopts + raw
         out.append("cc_library(")
         out.append("    name = %r," % name)
         out.append("    linkopts = %r," % linkopts)
         out.append("    defines = %r," % defines)
+        out.append("    hdrs = %s," % headers.replace(", ", " + "))
+        out.append("    includes = %r," % includes)
         if name == "absl":
             # TSan builds: tell TSan what absl::Mutex does (Debian's Abseil is not
             # instrumented); see bazel/tsan.

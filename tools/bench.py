@@ -36,6 +36,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "testing"))
 import harness  # noqa: E402
 import job_bench  # noqa: E402
 import link_bench  # noqa: E402
+import source_bench  # noqa: E402
 import load  # noqa: E402
 import synth  # noqa: E402
 
@@ -391,7 +392,7 @@ def main():
     p.add_argument("--workdir", default=None)
     p.add_argument("--load_seconds", type=int, default=60)
     p.add_argument("--skip_reliability", action="store_true")
-    p.add_argument("--only", choices=["link", "encodings", "jobs"], default=None,
+    p.add_argument("--only", choices=["link", "encodings", "jobs", "sources"], default=None,
                    help="measure only this section and merge it into the saved bench.json")
     p.add_argument("--link_rate", default="10gbit", help="the emulated link's rate (tbf)")
     p.add_argument("--link_python", default=None,
@@ -407,7 +408,7 @@ def main():
     ieee_dir, ibm_dir = os.path.join(work, "ieee"), os.path.join(work, "ibm")
     if args.only == "link":
         return link_only(args, out_dir, work, ieee_dir)
-    if args.only in ("encodings", "jobs"):
+    if args.only in ("encodings", "jobs", "sources"):
         return section_only(args, out_dir, work)
     results = {"machine": {"nproc": os.cpu_count(), "platform": platform.platform(),
                            "cpu": cpu_name()},
@@ -616,14 +617,25 @@ def measure_jobs(work, reps):
     return out
 
 
+def measure_sources(work, reps):
+    """.npy against little-endian SEG-Y through the server; gzip HDF5 against h5py."""
+    out = source_bench.measure(work, reps=max(3, reps))
+    for k in ("npy_gbps", "segy_gbps", "h5_server_gb_per_cpu_s", "h5py_gb_per_cpu_s"):
+        out[k] = summary(out[k])
+    out["date"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    return out
+
+
 def section_only(args, out_dir, work):
-    """--only=encodings|jobs: that section, measured now, into the saved figures."""
+    """--only=encodings|jobs|sources: that section, measured now, into the saved figures."""
     path = os.path.join(out_dir, ARTIFACTS, "bench.json")
     with open(path) as f:
         results = json.load(f)
     try:
         if args.only == "encodings":
             results["encodings"] = measure_encodings(work, args.reps)
+        elif args.only == "sources":
+            results["sources"] = measure_sources(work, args.reps)
         else:
             results["jobs"] = measure_jobs(work, args.reps)
     finally:

@@ -261,6 +261,7 @@ def render(r):
         lines += ["", "## On an emulated link", "", f"Not measured in this run: {lk['skipped']}."]
     lines += encodings_section(r.get("encodings"))
     lines += jobs_section(r.get("jobs"))
+    lines += sources_section(r.get("sources"))
     rel = r.get("reliability")
     if rel:
         lines += ["", "## Reliability", "",
@@ -374,6 +375,31 @@ def jobs_section(j):
             f"against {cpu['stream_cpu_s']:.3f} s, "
             f"{cpu['overhead_us_per_shot']:.1f} us a shot for the job (target < 50 us: "
             f"{'met' if cpu['overhead_us_per_shot'] < 50 else 'NOT met'})."]
+
+
+def sources_section(s):
+    if not s:
+        return []
+    mb = s["traces"] * s["samples"] * 4 / 1e6
+    npy = s["npy_over_segy"]
+    return ["", "## More than SEG-Y: NumPy and HDF5 sources", "",
+            f"{s['shots']} shots of {s['traces']} traces x {s['samples']} samples "
+            f"({mb:.2f} MB float32), the same values in each file, from the page cache "
+            "(tools/source_bench.py; `bazel run -c opt //:bench -- --only=sources`, measured "
+            f"{s.get('date', '')}; medians of {s['reps']} alternated runs).", "",
+            "| what | rate | ratio | target |", "| --- | --- | ---: | --- |",
+            f"| `.npy` [shots, traces, samples] through the server (`shotstream bench`) | "
+            f"{fmt(s['npy_gbps'])} | {npy:.2f}x | >= 0.9x SEG-Y "
+            f"({'met' if npy >= 0.9 else 'NOT met'}) |",
+            f"| the same shots, IEEE little-endian SEG-Y | {fmt(s['segy_gbps'])} | 1.00x | |",
+            f"| gzip HDF5 (one chunk a shot), server, one reader: float32 bytes per CPU "
+            f"second | {fmt(s['h5_server_gb_per_cpu_s'], 'GB/CPU-s')} | "
+            f"{s['h5_over_h5py']:.2f}x | stated against h5py |",
+            f"| the same chunks read by h5py (`f['data'][i]`), per CPU second | "
+            f"{fmt(s['h5py_gb_per_cpu_s'], 'GB/CPU-s')} | 1.00x | |",
+            "", "The server's HDF5 rate counts all of its work per shot (the library's read "
+            "and inflate into the shot's buffer, the CRC-32, gRPC); h5py's counts the read "
+            "and inflate alone. docs/sources.md says where the time goes."]
 
 
 def plot(results, out_dir):

@@ -16,6 +16,8 @@ PKGS=(
   libblosc-dev libzfp-dev  # the LOSSLESS and ZFP encodings (server and native client)
   python3-blosc python3-zfpy  # the grpcio path decodes them
   libzstd-dev liblz4-dev  # the encoding benchmark's baselines
+  libhdf5-dev  # HDF5 sources (server)
+  python3-h5py  # tests write HDF5 files with it; the sources benchmark's baseline
 )
 missing=()
 for p in "${PKGS[@]}"; do

@@ -63,8 +63,7 @@ void PrintSummary(const dataset::Dataset& d, absl::Duration took) {
   std::vector<uint32_t> per_shot;
   for (const auto& s : d.catalog().shots()) per_shot.push_back(s.n_traces);
   std::sort(per_shot.begin(), per_shot.end());
-  uint64_t bytes = 0;
-  for (size_t i = 0; i < d.n_files(); ++i) bytes += d.file(i).size();
+  const uint64_t bytes = d.file_bytes();
   std::printf("%s: files %zu  traces %llu  shots %zu  traces/shot min %u median %u max %u  "
               "bytes %llu  seconds %.3f  catalog %s\n",
               d.name().c_str(), d.n_files(),
@@ -76,9 +75,8 @@ void PrintSummary(const dataset::Dataset& d, absl::Duration took) {
   std::fflush(stdout);
 }
 
-// Loads one dataset into *entry, with its start-up lines on stderr.
-void LoadDataset(const DatasetConfig& dc, const std::string& catalog_dir, bool print_summary,
-                 DatasetEntry* entry) {
+// The dataset a configuration entry describes.
+dataset::DatasetSpec SpecOf(const DatasetConfig& dc, const std::string& catalog_dir) {
   dataset::DatasetSpec spec;
   spec.name = dc.name;
   spec.globs = dc.files;
@@ -90,6 +88,16 @@ void LoadDataset(const DatasetConfig& dc, const std::string& catalog_dir, bool p
   spec.coalesce.max_read_bytes = dc.max_read_bytes;
   spec.catalog_dir = catalog_dir;
   spec.check_trace_lengths = dc.check_trace_lengths;
+  spec.format = *dataset::ParseSourceFormat(dc.format);  // validated
+  spec.h5_path = dc.h5_path;
+  spec.sample_interval_us = dc.sample_interval_us;
+  return spec;
+}
+
+// Loads one dataset into *entry, with its start-up lines on stderr.
+void LoadDataset(const DatasetConfig& dc, const std::string& catalog_dir, bool print_summary,
+                 DatasetEntry* entry) {
+  const dataset::DatasetSpec spec = SpecOf(dc, catalog_dir);
   const absl::Time start = absl::Now();
   absl::Time last_report = start;
   auto progress = [&](uint64_t done, uint64_t total) {
@@ -108,10 +116,10 @@ void LoadDataset(const DatasetConfig& dc, const std::string& catalog_dir, bool p
   const absl::Status loaded = entry->Load(spec, progress);
   if (loaded.ok()) {
     const std::shared_ptr<const dataset::Dataset> d = entry->dataset();
-    size_t mapped = 0;
-    for (size_t f = 0; f < d->n_files(); ++f) mapped += d->file(f).mapped();
+    const size_t mapped = d->mapped_files();
     const size_t n_files = d->n_files();
-    const std::string io = mapped == n_files ? "mmap"
+    const std::string io = d->source_format() == dataset::SourceFormat::kHdf5 ? "libhdf5"
+                           : mapped == n_files ? "mmap"
                            : mapped == 0     ? "pread"
                                              : absl::StrCat("mmap ", mapped, ", pread ",
                                                             n_files - mapped);
@@ -162,9 +170,7 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(const Serve
 // the format its dataset says (headers only; no catalog is built).
 absl::Status CheckDatasetFiles(const ServerConfig& c) {
   for (const DatasetConfig& d : c.datasets) {
-    segy::OpenOptions options;
-    if (d.byte_order == "big") options.byte_order = segy::ByteOrder::kBigEndian;
-    if (d.byte_order == "little") options.byte_order = segy::ByteOrder::kLittleEndian;
+    const dataset::DatasetSpec spec = SpecOf(d, "");
     for (const std::string& pattern : d.files) {
       auto paths = dataset::ExpandGlob(pattern);
       if (!paths.ok()) {
@@ -172,11 +178,7 @@ absl::Status CheckDatasetFiles(const ServerConfig& c) {
                             absl::StrCat("dataset '", d.name, "': ", paths.status().message()));
       }
       for (const std::string& path : *paths) {
-        auto file = segy::SegyFile::Open(path, options);
-        if (!file.ok()) {
-          return absl::Status(file.status().code(), absl::StrCat("dataset '", d.name, "': ",
-                                                                 file.status().message()));
-        }
+        if (absl::Status s = dataset::CheckDatasetFile(spec, path); !s.ok()) return s;
       }
     }
   }

@@ -5,9 +5,9 @@
 
 namespace shotstream::config {
 
-const absl::string_view kPerDatasetFlags[6] = {"shot_key",       "byte_order",
-                                                  "io",            "max_gap_bytes",
-                                                  "max_read_bytes", "check_trace_lengths"};
+const absl::string_view kPerDatasetFlags[9] = {
+    "shot_key",       "byte_order",          "io",     "max_gap_bytes",     "max_read_bytes",
+    "check_trace_lengths", "format", "h5_path", "sample_interval_us"};
 
 absl::Status TakeDatasetFlags(int* argc, char** argv, std::vector<std::string>* values) {
   int out = 1;

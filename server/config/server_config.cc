@@ -1,6 +1,7 @@
 #include "server/config/server_config.h"
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -144,7 +145,8 @@ absl::StatusOr<ServerConfig> ParseServerConfig(const std::string& yaml, const st
       const YAML::Node d = ds[i];
       SS_CFG(CheckKeys(d, source, where,
                        {"name", "files", "shot_key", "io", "byte_order", "max_gap_bytes",
-                        "max_read_bytes", "check_trace_lengths"}));
+                        "max_read_bytes", "check_trace_lengths", "format", "h5_path",
+                        "sample_interval_us"}));
       DatasetConfig dc;
       SS_CFG(Get(d, "name", source, where, &dc.name));
       if (const YAML::Node f = d["files"]) {
@@ -160,6 +162,9 @@ absl::StatusOr<ServerConfig> ParseServerConfig(const std::string& yaml, const st
       SS_CFG(Get(d, "max_gap_bytes", source, where, &dc.max_gap_bytes));
       SS_CFG(Get(d, "max_read_bytes", source, where, &dc.max_read_bytes));
       SS_CFG(Get(d, "check_trace_lengths", source, where, &dc.check_trace_lengths));
+      SS_CFG(Get(d, "format", source, where, &dc.format));
+      SS_CFG(Get(d, "h5_path", source, where, &dc.h5_path));
+      SS_CFG(Get(d, "sample_interval_us", source, where, &dc.sample_interval_us));
       if (dc.name.empty()) return KeyError(source, where + ".name", "missing");
       if (dc.files.empty()) return KeyError(source, where + ".files", "missing");
       c.datasets.push_back(std::move(dc));
@@ -196,6 +201,16 @@ absl::Status ValidateServerConfig(const ServerConfig& c) {
     }
     if (auto m = segy::ParseIoMode(d.io); !m.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(where, ".", m.status().message()));
+    }
+    if (auto f = dataset::ParseSourceFormat(d.format); !f.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ".", f.status().message()));
+    }
+    if (!(d.sample_interval_us >= 0) || !std::isfinite(d.sample_interval_us)) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ".sample_interval_us: ",
+                                                     d.sample_interval_us, " (expected >= 0)"));
+    }
+    if (d.h5_path.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ".h5_path: empty"));
     }
     if (d.byte_order != "auto" && d.byte_order != "big" && d.byte_order != "little") {
       return absl::InvalidArgumentError(absl::StrCat(where, ".byte_order: '", d.byte_order,

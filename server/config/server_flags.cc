@@ -42,6 +42,10 @@ ABSL_FLAG(int64_t, max_chunk_bytes, -1, "largest sample payload per message a cl
           "(64 MiB); alone, it caps the default too");
 ABSL_FLAG(bool, check_trace_lengths, false, "for --dataset flags: strict: refuse files whose "
           "trace headers (bytes 115-116) give another sample count than the binary header");
+ABSL_FLAG(std::string, format, "", "for --dataset flags: auto (by name), segy, npy or hdf5");
+ABSL_FLAG(std::string, h5_path, "", "for --dataset flags: HDF5: the dataset of samples (/data)");
+ABSL_FLAG(double, sample_interval_us, -1, "for --dataset flags: the sample interval of files "
+          "that do not say (.npy, HDF5 without the attribute)");
 ABSL_FLAG(int64_t, max_gap_bytes, -1, "for --dataset flags: coalesce across gaps up to this");
 ABSL_FLAG(int64_t, max_read_bytes, -1, "for --dataset flags: largest coalesced read (1 MiB)");
 ABSL_FLAG(int64_t, max_streams, -1, "concurrent streams, all peers (256)");
@@ -143,6 +147,11 @@ absl::StatusOr<ServerConfig> BuildConfig(const std::vector<std::string>& dataset
     OverrideIfSet(absl::GetFlag(FLAGS_max_gap_bytes), &d.max_gap_bytes);
     OverrideIfSet(absl::GetFlag(FLAGS_max_read_bytes), &d.max_read_bytes);
     d.check_trace_lengths = absl::GetFlag(FLAGS_check_trace_lengths);
+    OverrideIfSet(absl::GetFlag(FLAGS_format), &d.format);
+    OverrideIfSet(absl::GetFlag(FLAGS_h5_path), &d.h5_path);
+    if (absl::GetFlag(FLAGS_sample_interval_us) >= 0) {
+      d.sample_interval_us = absl::GetFlag(FLAGS_sample_interval_us);
+    }
     c.datasets.push_back(std::move(d));
   }
   SS_RETURN_IF_ERROR(ValidateServerConfig(c));
@@ -157,7 +166,8 @@ absl::StatusOr<CommandLine> ParseServerCommandLine(int argc, char** argv) {
       "shotstream_server --config=FILE.yaml [flags]\n\n--dataset=NAME=GLOB serves the files "
       "GLOB matches (sorted; patterns with commas). The flags 'for --dataset flags' (--shot_key: "
       "field_record, energy_source_point, inline, crossline, byte:N or source_xy; --byte_order, "
-      "--io, --max_gap_bytes, --max_read_bytes, --check_trace_lengths) apply to every --dataset "
+      "--io, --max_gap_bytes, --max_read_bytes, --check_trace_lengths, --format, --h5_path, "
+      "--sample_interval_us) apply to every --dataset "
       "flag alike; datasets with different settings go in --config, which every other flag "
       "overrides.");
   absl::FlagsUsageConfig usage;  // --help: this file's flags

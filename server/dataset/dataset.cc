@@ -3,8 +3,10 @@
 #include <glob.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -85,14 +87,89 @@ absl::Status ValidateDatasetName(absl::string_view name) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<SourceFormat> ParseSourceFormat(absl::string_view name) {
+  for (SourceFormat f :
+       {SourceFormat::kAuto, SourceFormat::kSegy, SourceFormat::kNpy, SourceFormat::kHdf5}) {
+    if (name == SourceFormatName(f)) return f;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("format: '", name, "' (expected auto, segy, npy or hdf5)"));
+}
+
+absl::string_view SourceFormatName(SourceFormat format) {
+  switch (format) {
+    case SourceFormat::kAuto: return "auto";
+    case SourceFormat::kSegy: return "segy";
+    case SourceFormat::kNpy: return "npy";
+    case SourceFormat::kHdf5: return "hdf5";
+  }
+  return "auto";
+}
+
+namespace {
+
+bool IsHdf5Name(absl::string_view path) {
+  return absl::EndsWith(path, ".h5") || absl::EndsWith(path, ".hdf5");
+}
+
+// Writes `v` as a `size`-byte signed integer at 1-based `byte` of a trace header,
+// saturated to the field's range.
+void PutHeaderInt(uint8_t* h, int byte, int size, double v, segy::ByteOrder order) {
+  const double lo = size == 2 ? INT16_MIN : INT32_MIN, hi = size == 2 ? INT16_MAX : INT32_MAX;
+  const double r = std::nearbyint(v);
+  const int64_t x = static_cast<int64_t>(std::isnan(r) ? 0 : std::min(hi, std::max(lo, r)));
+  for (int k = 0; k < size; ++k) {
+    const int shift = order == segy::ByteOrder::kBigEndian ? 8 * (size - 1 - k) : 8 * k;
+    h[byte - 1 + k] = static_cast<uint8_t>(static_cast<uint64_t>(x) >> shift);
+  }
+}
+
+constexpr char kFieldRecord[] = "field_record";
+constexpr char kTraceNumber[] = "trace_number";
+
+}  // namespace
+
+absl::Status CheckDatasetFile(const DatasetSpec& spec, const std::string& path) {
+  absl::Status s;
+  if (spec.format == SourceFormat::kHdf5 ||
+      (spec.format == SourceFormat::kAuto && IsHdf5Name(path))) {
+    hdf5::OpenOptions options;
+    options.h5_path = spec.h5_path;
+    s = hdf5::Hdf5File::Open(path, options).status();
+  } else {
+    segy::OpenOptions options;
+    options.byte_order = spec.byte_order;
+    s = segy::SegyFile::Open(path, options).status();
+  }
+  if (s.ok()) return s;
+  return absl::Status(s.code(), absl::StrCat("dataset '", spec.name, "': ", s.message()));
+}
+
 absl::StatusOr<std::unique_ptr<Dataset>> Dataset::Load(const DatasetSpec& spec,
                                                        const catalog::ScanProgress& progress) {
   std::unique_ptr<Dataset> d(new Dataset());
   d->spec_ = spec;
   SS_ASSIGN_OR_RETURN(std::vector<std::string> paths, ExpandGlobs(spec));
+  size_t hdf5 = 0;
+  for (const std::string& path : paths) {
+    hdf5 += spec.format == SourceFormat::kHdf5 ||
+            (spec.format == SourceFormat::kAuto && IsHdf5Name(path));
+  }
+  if (hdf5 > 0 && hdf5 < paths.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "dataset '", spec.name, "': ", hdf5, " of its ", paths.size(), " files are HDF5 and "
+        "the others not; a dataset's files are of one format"));
+  }
+  const absl::Time start = absl::Now();
+  if (hdf5 > 0) {
+    SS_RETURN_IF_ERROR(d->LoadHdf5(paths));
+    d->catalog_seconds_ = absl::ToDoubleSeconds(absl::Now() - start);
+    return d;
+  }
   segy::OpenOptions options;
   options.byte_order = spec.byte_order;
   options.io = spec.io;
+  options.sample_interval_us = spec.sample_interval_us;
   for (const std::string& path : paths) {
     auto file = segy::SegyFile::Open(path, options);
     if (!file.ok()) {
@@ -100,6 +177,28 @@ absl::StatusOr<std::unique_ptr<Dataset>> Dataset::Load(const DatasetSpec& spec,
                           absl::StrCat("dataset '", spec.name, "': ", file.status().message()));
     }
     const segy::SegyLayout& l = (*file)->layout();
+    if (spec.format == SourceFormat::kNpy && !l.npy) {
+      return absl::InvalidArgumentError(absl::StrCat("dataset '", spec.name, "': ", path,
+                                                     ": format npy, but not a .npy file"));
+    }
+    if (spec.format == SourceFormat::kSegy && l.npy) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "dataset '", spec.name, "': ", path, ": format segy, but a NumPy .npy file"));
+    }
+    if (!d->files_.empty() && l.npy != d->files_[0]->layout().npy) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "dataset '", spec.name, "': ", path, " is ", l.npy ? "" : "not ", "a .npy file but ",
+          d->files_[0]->path(), " is ", l.npy ? "not" : "one",
+          "; a dataset's files are of one format"));
+    }
+    if (l.npy && !d->files_.empty() &&
+        l.array_shape.size() != d->files_[0]->layout().array_shape.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "dataset '", spec.name, "': ", path, " is a ", l.array_shape.size(), "D array but ",
+          d->files_[0]->path(), " is ", d->files_[0]->layout().array_shape.size(),
+          "D; the files of a .npy dataset share the layout ([shots, traces, samples] or "
+          "[traces, samples])"));
+    }
     if (d->files_.empty()) {
       d->n_samples_ = l.n_samples;
       d->sample_interval_us_ = l.sample_interval_us;
@@ -129,8 +228,15 @@ absl::StatusOr<std::unique_ptr<Dataset>> Dataset::Load(const DatasetSpec& spec,
                             : absl::StrCat(n.first_path, " (and ", n.more_files,
                                            " more files): ", n.text));
   }
-  const absl::Time start = absl::Now();
-  SS_RETURN_IF_ERROR(d->LoadOrBuildCatalog(progress));
+  if (d->files_[0]->layout().npy) {
+    d->format_ = SourceFormat::kNpy;
+    d->header_fields_ = {kFieldRecord, kTraceNumber};
+    SS_RETURN_IF_ERROR(d->BuildNpyCatalog());
+  } else {
+    d->format_ = SourceFormat::kSegy;
+    d->header_fields_ = segy::ServableHeaderNames();
+    SS_RETURN_IF_ERROR(d->LoadOrBuildCatalog(progress));
+  }
   d->catalog_seconds_ = absl::ToDoubleSeconds(absl::Now() - start);
   return d;
 }
@@ -180,6 +286,262 @@ absl::Status Dataset::LoadOrBuildCatalog(const catalog::ScanProgress& progress) 
   return absl::OkStatus();
 }
 
+uint64_t Dataset::file_bytes() const {
+  uint64_t bytes = 0;
+  for (const auto& f : files_) bytes += f->size();
+  for (const auto& f : h5_files_) bytes += f->size();
+  return bytes;
+}
+
+size_t Dataset::mapped_files() const {
+  size_t n = 0;
+  for (const auto& f : files_) n += f->mapped();
+  return n;
+}
+
+absl::Status Dataset::BuildNpyCatalog() {
+  if (spec_.shot_key.name != kFieldRecord || spec_.shot_key.source_xy) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "dataset '", spec_.name, "': shot_key '", spec_.shot_key.name, "': the shots of .npy "
+        "files are numbered by position (field_record), they have no headers to key on"));
+  }
+  std::vector<catalog::ShotEntry> shots;
+  std::vector<io::TraceRef> traces;
+  int64_t next_id = 1;
+  for (uint32_t f = 0; f < files_.size(); ++f) {
+    const segy::SegyLayout& l = files_[f]->layout();
+    // [shots, traces, samples]: shots 1.. continuing across files in name order;
+    // [traces, samples]: one shot a file.
+    const uint64_t n_shots = l.array_shape.size() == 3 ? l.array_shape[0] : 1;
+    const uint64_t per_shot = l.array_shape.size() == 3 ? l.array_shape[1] : l.array_shape[0];
+    for (uint64_t s = 0; s < n_shots; ++s) {
+      shots.push_back({next_id++, traces.size(), static_cast<uint32_t>(per_shot)});
+      for (uint64_t t = 0; t < per_shot; ++t) {
+        traces.push_back({f, l.TraceOffset(s * per_shot + t)});
+      }
+    }
+  }
+  catalog_ = catalog::Catalog::FromColumns(std::move(shots), std::move(traces));
+  catalog_origin_ = "built from the arrays' shapes";
+  return absl::OkStatus();
+}
+
+absl::Status Dataset::LoadHdf5(const std::vector<std::string>& paths) {
+  format_ = SourceFormat::kHdf5;
+  hdf5::OpenOptions options;
+  options.h5_path = spec_.h5_path;
+  options.sample_interval_us = spec_.sample_interval_us;
+  for (const std::string& path : paths) {
+    auto file = hdf5::Hdf5File::Open(path, options);
+    if (!file.ok()) {
+      return absl::Status(file.status().code(),
+                          absl::StrCat("dataset '", spec_.name, "': ", file.status().message()));
+    }
+    const hdf5::Hdf5Layout& l = (*file)->layout();
+    if (!h5_files_.empty()) {
+      const hdf5::Hdf5File& first = *h5_files_[0];
+      if (l.shape.size() != first.layout().shape.size() || l.n_samples != n_samples_) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "dataset '", spec_.name, "': ", path, ": ", l.h5_path, " has shape (",
+            absl::StrJoin(l.shape, ", "), ") but ", first.path(), " has (",
+            absl::StrJoin(first.layout().shape, ", "), "); the files of a dataset share the "
+            "rank and the sample count"));
+      }
+    } else {
+      n_samples_ = l.n_samples;
+      sample_interval_us_ = l.sample_interval_us;
+      sample_format_ = static_cast<int>(l.format);
+    }
+    for (const std::string& note : l.notes) {
+      if (std::find(notes_.begin(), notes_.end(), note) == notes_.end()) notes_.push_back(note);
+    }
+    h5_files_.push_back(*std::move(file));
+  }
+  // Header fields: the files' columns (those of the first file, which every file must
+  // have), then field_record and trace_number where no column gives them.
+  for (const auto& [name, column] : h5_files_[0]->header_columns()) {
+    header_fields_.push_back(name);
+  }
+  for (const char* synthetic : {kFieldRecord, kTraceNumber}) {
+    if (std::find(header_fields_.begin(), header_fields_.end(), synthetic) ==
+        header_fields_.end()) {
+      header_fields_.push_back(synthetic);
+    }
+  }
+  for (const auto& f : h5_files_) {
+    for (const std::string& name : header_fields_) {
+      const bool has = std::any_of(f->header_columns().begin(), f->header_columns().end(),
+                                   [&](const auto& c) { return c.first == name; });
+      const bool synthetic = name == kFieldRecord || name == kTraceNumber;
+      if (!has && !synthetic) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "dataset '", spec_.name, "': ", f->path(), " has no header column '", name,
+            "' that ", h5_files_[0]->path(), " has; the files of a dataset share them"));
+      }
+    }
+  }
+  return BuildHdf5Catalog();
+}
+
+absl::Status Dataset::BuildHdf5Catalog() {
+  const bool by_position = h5_files_[0]->layout().shape.size() == 3;
+  std::vector<catalog::ShotEntry> shots;
+  std::vector<io::TraceRef> traces;
+  if (by_position) {
+    // [shots, traces, samples]: ids from shot_ids, or 1.. continuing across files.
+    int64_t next_id = 1;
+    for (uint32_t f = 0; f < h5_files_.size(); ++f) {
+      const hdf5::Hdf5Layout& l = h5_files_[f]->layout();
+      for (uint64_t s = 0; s < l.shape[0]; ++s) {
+        const int64_t id = l.shot_ids.empty() ? next_id++ : l.shot_ids[s];
+        shots.push_back({id, traces.size(), static_cast<uint32_t>(l.shape[1])});
+        for (uint64_t t = 0; t < l.shape[1]; ++t) traces.push_back({f, s * l.shape[1] + t});
+      }
+    }
+    std::vector<size_t> order(shots.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return shots[a].shot_id < shots[b].shot_id; });
+    std::vector<catalog::ShotEntry> sorted;
+    std::vector<io::TraceRef> sorted_traces;
+    for (size_t i : order) {
+      if (!sorted.empty() && sorted.back().shot_id == shots[i].shot_id) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "dataset '", spec_.name, "': shot id ", shots[i].shot_id, " is given to two shots ",
+            "(shot_ids beside ", h5_files_[0]->layout().h5_path, ")"));
+      }
+      sorted.push_back({shots[i].shot_id, sorted_traces.size(), shots[i].n_traces});
+      for (uint64_t t = 0; t < shots[i].n_traces; ++t) {
+        sorted_traces.push_back(traces[shots[i].first_trace + t]);
+      }
+    }
+    catalog_ = catalog::Catalog::FromColumns(std::move(sorted), std::move(sorted_traces));
+    catalog_origin_ = h5_files_[0]->layout().shot_ids.empty()
+                          ? "built from the arrays' shapes"
+                          : "built from shot_ids";
+    return absl::OkStatus();
+  }
+  // [traces, samples]: shots by the shot key's column, traces in file order.
+  const segy::ShotKey& key = spec_.shot_key;
+  if (key.source_xy || key.name.empty() || absl::StartsWith(key.name, "byte:")) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "dataset '", spec_.name, "': shot_key '", key.name, "': HDF5 shots are keyed by a "
+        "header column's name (field_record unless shot_key names another)"));
+  }
+  struct Row {
+    int64_t id;
+    io::TraceRef trace;
+  };
+  std::vector<Row> rows;
+  for (uint32_t f = 0; f < h5_files_.size(); ++f) {
+    const hdf5::Hdf5File& file = *h5_files_[f];
+    const std::vector<double>* column = nullptr;
+    for (const auto& [name, values] : file.header_columns()) {
+      if (name == key.name) column = &values;
+    }
+    if (column == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "dataset '", spec_.name, "': ", file.path(), ": ", file.layout().h5_path,
+          " is [traces, samples], which needs a header column headers/", key.name,
+          " to group its traces into shots (or give [shots, traces, samples])"));
+    }
+    for (uint64_t r = 0; r < column->size(); ++r) {
+      const double v = (*column)[r];
+      if (!(v == std::nearbyint(v)) || std::abs(v) > 9.0e15) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "dataset '", spec_.name, "': ", file.path(), ": headers/", key.name, "[", r,
+            "] is ", v, ", not an integer shot id"));
+      }
+      rows.push_back({static_cast<int64_t>(v), {f, r}});
+    }
+  }
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const Row& a, const Row& b) { return a.id < b.id; });
+  for (size_t i = 0; i < rows.size();) {
+    size_t j = i;
+    while (j < rows.size() && rows[j].id == rows[i].id) {
+      traces.push_back(rows[j].trace);
+      ++j;
+    }
+    shots.push_back({rows[i].id, i, static_cast<uint32_t>(j - i)});
+    i = j;
+  }
+  catalog_ = catalog::Catalog::FromColumns(std::move(shots), std::move(traces));
+  catalog_origin_ = absl::StrCat("built from headers/", key.name);
+  return absl::OkStatus();
+}
+
+absl::Status Dataset::ReadHdf5Traces(absl::Span<const io::TraceRef> traces,
+                                     io::SampleRange range, uint8_t* const* dst,
+                                     uint32_t* trace_crc, io::ReadStats* stats) const {
+  const uint64_t trace_bytes = uint64_t{range.count} * sizeof(float);
+  // Runs of traces that follow each other in one file and in the destination: one read.
+  for (size_t i = 0; i < traces.size();) {
+    size_t j = i + 1;
+    while (j < traces.size() && traces[j].file_id == traces[i].file_id &&
+           traces[j].offset == traces[j - 1].offset + 1 &&
+           dst[j] == dst[j - 1] + trace_bytes) {
+      ++j;
+    }
+    const hdf5::Hdf5File& file = *h5_files_[traces[i].file_id];
+    SS_RETURN_IF_ERROR(file.ReadTraces(traces[i].offset, j - i, range.start, range.count,
+                                       reinterpret_cast<float*>(dst[i])));
+    if (stats != nullptr) {
+      ++stats->reads;
+      stats->bytes_read += (j - i) * trace_bytes;
+      stats->bytes_wanted += (j - i) * trace_bytes;
+    }
+    i = j;
+  }
+  for (size_t i = 0; i < traces.size(); ++i) trace_crc[i] = Crc32(0, dst[i], trace_bytes);
+  return absl::OkStatus();
+}
+
+segy::ByteOrder Dataset::OrderOf(const io::TraceRef& t) const {
+  return format_ == SourceFormat::kHdf5 ? segy::ByteOrder::kBigEndian
+                                        : files_[t.file_id]->layout().byte_order;
+}
+
+void Dataset::SynthesizeHeader(int64_t shot_id, size_t i, const io::TraceRef& t,
+                               uint8_t* dst) const {
+  const segy::ByteOrder order = OrderOf(t);
+  std::memset(dst, 0, segy::kTraceHeaderBytes);
+  if (format_ == SourceFormat::kHdf5) {
+    // The file's columns at their SEG-Y places (integers, as SEG-Y holds them).
+    const hdf5::Hdf5File& file = *h5_files_[t.file_id];
+    for (const auto& [name, values] : file.header_columns()) {
+      for (const segy::HeaderField& f : segy::StandardTraceHeaderFields()) {
+        if (f.name == name) PutHeaderInt(dst, f.byte, f.size, values[t.offset], order);
+      }
+    }
+  }
+  const double interval = std::min(sample_interval_us_, 32767.0);
+  PutHeaderInt(dst, 9, 4, static_cast<double>(shot_id), order);
+  PutHeaderInt(dst, 13, 4, static_cast<double>(i + 1), order);
+  PutHeaderInt(dst, 115, 2, n_samples_, order);
+  PutHeaderInt(dst, 117, 2, interval, order);
+  if (format_ == SourceFormat::kHdf5) {  // a column of either name wins over the position
+    const hdf5::Hdf5File& file = *h5_files_[t.file_id];
+    for (const auto& [name, values] : file.header_columns()) {
+      if (name == kFieldRecord) PutHeaderInt(dst, 9, 4, values[t.offset], order);
+      if (name == kTraceNumber) PutHeaderInt(dst, 13, 4, values[t.offset], order);
+    }
+  }
+}
+
+double Dataset::TraceValue(int64_t shot_id, size_t i, const io::TraceRef& t,
+                           const uint8_t* raw, const segy::HeaderSelector& h) const {
+  if (format_ == SourceFormat::kHdf5) {
+    for (const auto& [name, values] : h5_files_[t.file_id]->header_columns()) {
+      if (name == h.name) return values[t.offset];
+    }
+    if (h.name == kFieldRecord) return static_cast<double>(shot_id);
+    if (h.name == kTraceNumber) return static_cast<double>(i + 1);
+    return 0;
+  }
+  return segy::HeaderValue(h, raw, OrderOf(t));
+}
+
 absl::StatusOr<ShotData> Dataset::ReadShot(int64_t shot_id,
                                            absl::Span<const segy::HeaderSelector> headers,
                                            uint64_t max_chunk_bytes, io::ReadStats* stats,
@@ -205,7 +567,8 @@ absl::StatusOr<ShotData> Dataset::ReadShot(int64_t shot_id,
   const uint64_t trace_out_bytes = uint64_t{range.count} * sizeof(float);
   SS_RETURN_IF_ERROR(CheckFilesOf(traces));
   // Native samples: the shot's traces must share a format sent natively and a byte order.
-  const int native_width = selection.native ? NativeWidth(traces) : 0;
+  const bool hdf5 = format_ == SourceFormat::kHdf5;
+  const int native_width = selection.native && !hdf5 ? NativeWidth(traces) : 0;
   const uint64_t trace_wire_bytes =
       native_width > 0 ? uint64_t{range.count} * native_width : trace_out_bytes;
   const uint64_t per_chunk = std::max<uint64_t>(1, max_chunk_bytes / trace_wire_bytes);
@@ -215,7 +578,7 @@ absl::StatusOr<ShotData> Dataset::ReadShot(int64_t shot_id,
   std::vector<uint8_t> raw_headers(traces.size() * segy::kTraceHeaderBytes);
   uint8_t* header_dst = raw_headers.data();
   const std::optional<bool> big_endian =
-      native_width > 0 ? std::nullopt : StoredByteOrder(traces, zero_copy);
+      native_width > 0 || hdf5 ? std::nullopt : StoredByteOrder(traces, zero_copy);
   // Without conditions the samples go straight into their chunks; with them, into one
   // buffer for the shot, and the traces kept are copied into chunks after the headers
   // are read.
@@ -247,22 +610,29 @@ absl::StatusOr<ShotData> Dataset::ReadShot(int64_t shot_id,
       out.big_endian = layout.byte_order == segy::ByteOrder::kBigEndian;
       SS_RETURN_IF_ERROR(io::CopyStoredTraces(file_ptrs_, traces, spec_.coalesce, dst.data(),
                                               header_dst, stats, trace_crc.data(), range));
+    } else if (hdf5) {
+      SS_RETURN_IF_ERROR(ReadHdf5Traces(traces, range, dst.data(), trace_crc.data(), stats));
     } else {
       SS_RETURN_IF_ERROR(io::ReadTraces(file_ptrs_, traces, spec_.coalesce,
                                         reinterpret_cast<float* const*>(dst.data()), header_dst,
                                         stats, trace_crc.data(), range));
     }
   }
-  SS_RETURN_IF_ERROR(CheckShotKeys(shot_id, traces, raw_headers.data()));
+  if (has_trace_headers()) {
+    SS_RETURN_IF_ERROR(CheckShotKeys(shot_id, traces, raw_headers.data()));
+  } else {
+    for (size_t i = 0; i < traces.size(); ++i) {
+      SynthesizeHeader(shot_id, i, traces[i], raw_headers.data() + i * segy::kTraceHeaderBytes);
+    }
+  }
   // The traces kept: all, or those whose header values meet every condition.
   std::vector<size_t> kept;
   kept.reserve(traces.size());
   for (size_t i = 0; i < traces.size(); ++i) {
     const uint8_t* h = raw_headers.data() + i * segy::kTraceHeaderBytes;
-    const segy::ByteOrder order = files_[traces[i].file_id]->layout().byte_order;
     bool keep = true;
     for (const TraceCondition& c : selection.where) {
-      const double v = segy::HeaderValue(c.header, h, order);
+      const double v = TraceValue(shot_id, i, traces[i], h, c.header);
       if (!(v >= c.low && v <= c.high)) keep = false;
     }
     if (keep) kept.push_back(i);
@@ -309,8 +679,8 @@ absl::StatusOr<ShotData> Dataset::ReadShot(int64_t shot_id,
     std::vector<double> column(kept.size());
     for (size_t k = 0; k < kept.size(); ++k) {
       const size_t i = kept[k];
-      const segy::ByteOrder order = files_[traces[i].file_id]->layout().byte_order;
-      column[k] = segy::HeaderValue(h, raw_headers.data() + i * segy::kTraceHeaderBytes, order);
+      column[k] = TraceValue(shot_id, i, traces[i],
+                             raw_headers.data() + i * segy::kTraceHeaderBytes, h);
     }
     out.headers.emplace_back(h.name, std::move(column));
   }
@@ -319,7 +689,7 @@ absl::StatusOr<ShotData> Dataset::ReadShot(int64_t shot_id,
     for (size_t k = 0; k < kept.size(); ++k) {
       const size_t i = kept[k];
       segy::TraceHeaderToBigEndian(raw_headers.data() + i * segy::kTraceHeaderBytes,
-                                   files_[traces[i].file_id]->layout().byte_order,
+                                   OrderOf(traces[i]),
                                    reinterpret_cast<uint8_t*>(&out.trace_headers[0]) +
                                        k * segy::kTraceHeaderBytes);
     }
@@ -351,7 +721,9 @@ absl::Status Dataset::CheckFilesOf(absl::Span<const io::TraceRef> traces) const 
   for (const io::TraceRef& t : traces) {
     if (t.file_id == last) continue;  // traces of a shot run through few files, in order
     last = t.file_id;
-    if (absl::Status s = files_[t.file_id]->CheckUnchanged(); !s.ok()) {
+    const absl::Status s = format_ == SourceFormat::kHdf5 ? h5_files_[t.file_id]->CheckUnchanged()
+                                                          : files_[t.file_id]->CheckUnchanged();
+    if (!s.ok()) {
       return FilesChanged(absl::DataLossError(
           absl::StrCat(s.message(), " (found reading the trace at byte offset ", t.offset, ")")));
     }

@@ -1,5 +1,7 @@
-// A dataset: the SEG-Y files matching a glob, their catalog, and reads of whole shots
-// decoded to float32 with the asked-for trace header columns.
+// A dataset: the files matching a glob (SEG-Y, Seismic Unix, NumPy .npy or HDF5), their
+// catalog, and reads of whole shots decoded to float32 with the asked-for trace header
+// columns. Every source goes through the same catalog and ReadShot; what differs is
+// where samples and header values come from (docs/sources.md).
 //
 // Thread-safe after Load: ReadShot may be called from many reader threads at once.
 #ifndef SHOTSTREAM_SERVER_DATASET_DATASET_H_
@@ -19,10 +21,19 @@
 #include "common/sample_buffer.h"
 #include "server/io/coalescing_reader.h"
 #include "server/dataset/shot_data.h"
+#include "server/hdf5/hdf5_file.h"
 #include "server/segy/segy_file.h"
 #include "segy/trace_header.h"
 
 namespace shotstream::dataset {
+
+// What a dataset's files are. kAuto: .h5 and .hdf5 names are HDF5, files with the NumPy
+// magic string are .npy arrays, .su names are Seismic Unix, the rest SEG-Y.
+enum class SourceFormat { kAuto, kSegy, kNpy, kHdf5 };
+
+// "auto", "segy" (SEG-Y or SU), "npy" or "hdf5".
+absl::StatusOr<SourceFormat> ParseSourceFormat(absl::string_view name);
+absl::string_view SourceFormatName(SourceFormat format);
 
 struct DatasetSpec {
   std::string name;
@@ -44,6 +55,11 @@ struct DatasetSpec {
   // Strict mode (opt-in): refuse files whose trace headers (bytes 115-116) give another
   // sample count than the binary header's. Off, such counts are reported in notes().
   bool check_trace_lengths = false;
+  SourceFormat format = SourceFormat::kAuto;
+  // HDF5: the dataset of samples; its shot ids and header columns are beside it.
+  std::string h5_path = "/data";
+  // For files that do not say it (.npy; HDF5 without the attribute); 0: unknown.
+  double sample_interval_us = 0;
 };
 
 // The files one glob pattern matches, sorted by name; NOT_FOUND naming the pattern when
@@ -56,6 +72,10 @@ absl::StatusOr<std::pair<std::string, std::string>> SplitDatasetFlag(absl::strin
 
 // Names may be letters, digits, '.', '_' and '-' (they never become paths).
 absl::Status ValidateDatasetName(absl::string_view name);
+
+// Opens `path` as a file of `spec` is opened (its headers; no catalog), for
+// --check_config; errors name the dataset, the file and the reason.
+absl::Status CheckDatasetFile(const DatasetSpec& spec, const std::string& path);
 
 class Dataset {
  public:
@@ -71,8 +91,19 @@ class Dataset {
   uint32_t n_samples() const { return n_samples_; }
   double sample_interval_us() const { return sample_interval_us_; }
   int sample_format() const { return sample_format_; }
-  size_t n_files() const { return files_.size(); }
+  // The files' kind once loaded: kSegy (SEG-Y and SU), kNpy or kHdf5.
+  SourceFormat source_format() const { return format_; }
+  size_t n_files() const { return files_.size() + h5_files_.size(); }
+  // SEG-Y, SU and .npy datasets: file i (HDF5 files are not SegyFiles).
   const segy::SegyFile& file(size_t i) const { return *files_[i]; }
+  uint64_t file_bytes() const;   // all files together
+  size_t mapped_files() const;   // read through a memory map
+  // The header names StreamShots may ask of this dataset: every SEG-Y field for SEG-Y;
+  // for .npy field_record (the shot id) and trace_number (1.. within the shot); for
+  // HDF5 those and the file's header columns.
+  const std::vector<std::string>& header_fields() const { return header_fields_; }
+  // Whether header values come from stored 240-byte trace headers (SEG-Y, SU).
+  bool has_trace_headers() const { return format_ == SourceFormat::kSegy; }
   // How the catalog came to be: "built", "reused (PATH)", or "rebuilt: REASON".
   const std::string& catalog_origin() const { return catalog_origin_; }
   double catalog_seconds() const { return catalog_seconds_; }
@@ -119,6 +150,24 @@ class Dataset {
   // byte order), else 0.
   int NativeWidth(absl::Span<const io::TraceRef> traces) const;
   absl::Status LoadOrBuildCatalog(const catalog::ScanProgress& progress);
+  // The catalogs of arrays: shots by position (.npy, HDF5 [shots, traces, samples]) or by
+  // the shot key's header column (HDF5 [traces, samples]).
+  absl::Status BuildNpyCatalog();
+  absl::Status LoadHdf5(const std::vector<std::string>& paths);
+  absl::Status BuildHdf5Catalog();
+  // HDF5: reads samples `range` of `traces` into dst[i], with each trace's CRC-32.
+  absl::Status ReadHdf5Traces(absl::Span<const io::TraceRef> traces, io::SampleRange range,
+                              uint8_t* const* dst, uint32_t* trace_crc,
+                              io::ReadStats* stats) const;
+  // Sources without stored trace headers: a 240-byte header for trace i of shot
+  // `shot_id` at `dst` in the order OrderOf says, with the fields the source has.
+  void SynthesizeHeader(int64_t shot_id, size_t i, const io::TraceRef& t, uint8_t* dst) const;
+  // The byte order of trace t's (stored or synthesized) header.
+  segy::ByteOrder OrderOf(const io::TraceRef& t) const;
+  // Trace i (of shot `shot_id`)'s value of `h`: from its header `raw`, or for HDF5 from
+  // the file's column (exact float64).
+  double TraceValue(int64_t shot_id, size_t i, const io::TraceRef& t, const uint8_t* raw,
+                    const segy::HeaderSelector& h) const;
   // The files of `traces` are unchanged and each header (raw, 240 bytes a trace) carries
   // shot `shot_id`'s key; else DATA_LOSS, after the on_files_changed hook.
   absl::Status CheckFilesOf(absl::Span<const io::TraceRef> traces) const;
@@ -135,6 +184,9 @@ class Dataset {
   DatasetSpec spec_;
   std::vector<std::unique_ptr<segy::SegyFile>> files_;
   std::vector<const segy::SegyFile*> file_ptrs_;
+  std::vector<std::unique_ptr<hdf5::Hdf5File>> h5_files_;
+  SourceFormat format_ = SourceFormat::kSegy;
+  std::vector<std::string> header_fields_;
   catalog::Catalog catalog_;
   uint32_t n_samples_ = 0;
   double sample_interval_us_ = 0;

@@ -103,11 +103,12 @@ absl::Status VisitTraces(absl::Span<const segy::SegyFile* const> files,
       for (size_t k = r.first; k < r.first + r.count; ++k) {
         const size_t p = plan.order[k];
         const uint8_t* at = base + (pieces[p].offset - r.offset);
+        // Traces without headers (.npy) have nothing for on_header.
         if (whole) {
-          on_header(p, at);
+          if (layout.header_bytes() > 0) on_header(p, at);
           on_samples(p, at + layout.header_bytes());
         } else if (p % 2 == 0) {
-          on_header(p / 2, at);
+          if (layout.header_bytes() > 0) on_header(p / 2, at);
         } else {
           on_samples(p / 2, at);
         }

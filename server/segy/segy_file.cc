@@ -13,7 +13,10 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
+#include "npy/npy_header.h"
+#include "server/common/file_identity.h"
 #include "server/common/mapping_guard.h"
 #include "common/status_macros.h"
 #include "segy/trace_header.h"
@@ -372,11 +375,52 @@ absl::StatusOr<SegyLayout> ParseSegyLayout(const std::string& path, const uint8_
   return l;
 }
 
-// SU files by their name; everything else as SEG-Y, and a file refused as SEG-Y that
+// A .npy array as traces without headers: its last dimension the samples.
+absl::StatusOr<SegyLayout> ParseNpyLayout(const std::string& path, const uint8_t* head,
+                                          size_t head_size, uint64_t file_size,
+                                          const OpenOptions& options) {
+  SS_ASSIGN_OR_RETURN(npy::NpyHeader h, npy::ParseNpyHeader(path, head, head_size, file_size));
+  if (h.shape.size() != 2 && h.shape.size() != 3) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, ": a .npy array of ", h.shape.size(), " dimensions (shape (",
+        absl::StrJoin(h.shape, ", "), ")); expected [traces, samples] or [shots, traces, "
+        "samples]"));
+  }
+  if (h.shape.back() == 0 || h.shape.back() > UINT32_MAX) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": a .npy array of ", h.shape.back(),
+                                                   " samples per trace"));
+  }
+  SegyLayout l;
+  l.npy = true;
+  l.array_shape = h.shape;
+  l.byte_order = h.byte_order;  // the header says; a dataset's byte_order is for SEG-Y
+  l.format = h.format;
+  l.bytes_per_sample = h.bytes_per_sample;
+  l.n_samples = static_cast<uint32_t>(h.shape.back());
+  l.sample_interval_us = options.sample_interval_us;
+  l.trace_headers_per_trace = 0;
+  l.first_trace_offset = h.data_offset;
+  l.trace_bytes = l.sample_bytes();
+  l.n_traces = h.data_bytes / l.trace_bytes;
+  if (l.sample_interval_us <= 0) {
+    l.notes.push_back("a .npy file does not say its sample interval: give it with "
+                      "--sample_interval_us (or sample_interval_us: in the config); 0 is served");
+  }
+  return l;
+}
+
+// .npy arrays by their magic string; SU files by their name; everything else as SEG-Y, and a file refused as SEG-Y that
 // looks like a file of trace headers alone says so.
 absl::StatusOr<SegyLayout> ParseLayoutImpl(const std::string& path, const uint8_t* head,
                                            size_t head_size, uint64_t file_size,
                                            const OpenOptions& options, const ReadFn& read_at) {
+  if (npy::IsNpy(head, head_size)) {
+    return ParseNpyLayout(path, head, head_size, file_size, options);
+  }
+  if (absl::EndsWith(path, ".npy")) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": byte 0: not a NumPy .npy file (no \\x93NUMPY magic string)"));
+  }
   if (absl::EndsWith(path, ".su")) {
     return ParseSeismicUnix(path, head, head_size, file_size, options);
   }
@@ -442,24 +486,7 @@ absl::StatusOr<std::unique_ptr<SegyFile>> SegyFile::Open(const std::string& path
 }
 
 absl::Status SegyFile::CheckUnchanged() const {
-  struct stat st;
-  if (::stat(path_.c_str(), &st) != 0) {
-    return absl::DataLossError(absl::StrCat(path_, ": gone since its catalog was built (",
-                                            std::strerror(errno), ")"));
-  }
-  const int64_t mtime_ns = int64_t{st.st_mtim.tv_sec} * 1'000'000'000 + st.st_mtim.tv_nsec;
-  std::string what;
-  if (static_cast<uint64_t>(st.st_dev) != device_ || static_cast<uint64_t>(st.st_ino) != inode_) {
-    what = "replaced by another file";
-  } else if (static_cast<uint64_t>(st.st_size) != size_) {
-    what = absl::StrCat("now ", st.st_size, " bytes, was ", size_);
-  } else if (mtime_ns != mtime_ns_) {
-    what = "rewritten in place (its modification time moved)";
-  } else {
-    return absl::OkStatus();
-  }
-  return absl::DataLossError(
-      absl::StrCat(path_, ": changed since its catalog was built: ", what));
+  return FileIdentity{device_, inode_, size_, mtime_ns_}.CheckUnchanged(path_);
 }
 
 SegyFile::~SegyFile() {
@@ -468,9 +495,14 @@ SegyFile::~SegyFile() {
 }
 
 absl::Status SegyFile::ParseLayout(const OpenOptions& options) {
-  const size_t head_size = std::min<uint64_t>(size_, kFileHeaderBytes + kTraceHeaderBytes);
+  size_t head_size = std::min<uint64_t>(size_, kFileHeaderBytes + kTraceHeaderBytes);
   std::vector<uint8_t> head(head_size);
   SS_RETURN_IF_ERROR(ReadAt(0, head_size, head.data()));
+  if (npy::IsNpy(head.data(), head.size())) {  // its header may be longer
+    head_size = std::min<uint64_t>(size_, npy::kMaxHeaderBytes);
+    head.resize(head_size);
+    SS_RETURN_IF_ERROR(ReadAt(0, head_size, head.data()));
+  }
   ReadFn read_at = [this](uint64_t off, uint64_t len, uint8_t* dst) {
     return ReadAt(off, len, dst);
   };

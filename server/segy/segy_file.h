@@ -1,5 +1,6 @@
-// An open SEG-Y (or Seismic Unix) file: its layout parsed from the file headers, and
-// positioned reads of its bytes.
+// An open file of fixed-length traces: SEG-Y, Seismic Unix, or a NumPy .npy array
+// [traces, samples] or [shots, traces, samples] (traces without headers); its layout
+// parsed from the file headers, and positioned reads of its bytes.
 //
 // Thread-safe after Open: reads use pread on a read-only descriptor.
 #ifndef SHOTSTREAM_SERVER_SEGY_SEGY_FILE_H_
@@ -35,6 +36,10 @@ struct SegyLayout {
   int extended_textual_headers = 0;  // 3200-byte records after the binary header
   int trace_headers_per_trace = 1;   // 1 + additional 240-byte trace headers
   bool seismic_unix = false;         // no file headers at all
+  // A NumPy .npy array: no trace headers (trace_headers_per_trace 0), its shape as stored
+  // (the last dimension is the samples).
+  bool npy = false;
+  std::vector<uint64_t> array_shape;
   uint64_t first_trace_offset = kFileHeaderBytes;
   uint64_t trace_bytes = 0;  // all headers of a trace plus its samples
   uint64_t n_traces = 0;
@@ -72,9 +77,11 @@ struct OpenOptions {
   // Force a byte order instead of detecting it.
   std::optional<ByteOrder> byte_order;
   IoMode io = IoMode::kPread;
+  // The sample interval of files that do not say (.npy); 0: unknown.
+  double sample_interval_us = 0;
 };
 
-// Open parses the file headers (and, for a -1 extended-header count, reads records up to
+// Open parses the file headers (.npy: by the magic string, whatever the name) (and, for a -1 extended-header count, reads records up to
 // ((SEG: EndText))) and checks that the file holds whole traces. Errors name the file,
 // the byte and the reason.
 class SegyFile {

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 
 namespace shotstream::service {
 
@@ -14,6 +15,30 @@ absl::Status NotReadyError(const DatasetEntry& entry) {
       "dataset '", entry.name, "' failed to load (retrying will not help until the file "
       "or the configuration is fixed): ", entry.status().message()));
 }
+
+namespace {
+
+// A header name asked of `d`: any SEG-Y field of SEG-Y files; of other sources, one of
+// the fields they have (with the SEG-Y field's scaling where the name is one).
+absl::StatusOr<segy::HeaderSelector> ResolveDatasetHeader(const dataset::Dataset& d,
+                                                          const std::string& name) {
+  if (d.has_trace_headers()) return segy::ResolveHeader(name);
+  const std::vector<std::string>& fields = d.header_fields();
+  if (std::find(fields.begin(), fields.end(), name) == fields.end()) {
+    const std::string close = segy::ClosestName(name, fields);
+    return absl::InvalidArgumentError(absl::StrCat(
+        "dataset '", d.name(), "' (", dataset::SourceFormatName(d.source_format()),
+        " files) has no header '", name, "'", close.empty() ? "" : absl::StrCat(" (did you mean '", close, "'?)"),
+        "; it has: ", absl::StrJoin(fields, ", ")));
+  }
+  auto standard = segy::ResolveHeader(name);
+  if (standard.ok()) return standard;
+  segy::HeaderSelector custom;
+  custom.name = name;
+  return custom;
+}
+
+}  // namespace
 
 absl::StatusOr<ValidatedRequest> ValidateStreamRequest(const v1::StreamShotsRequest& r,
                                                        const std::vector<DatasetEntry>& datasets,
@@ -38,7 +63,7 @@ absl::StatusOr<ValidatedRequest> ValidateStreamRequest(const v1::StreamShotsRequ
   ValidatedRequest v;
   v.dataset = std::move(d);
   for (const std::string& h : r.headers()) {
-    auto sel = segy::ResolveHeader(h);
+    auto sel = ResolveDatasetHeader(*v.dataset, h);
     if (!sel.ok()) return sel.status();
     v.headers.push_back(*std::move(sel));
   }
@@ -63,7 +88,7 @@ absl::StatusOr<ValidatedRequest> ValidateStreamRequest(const v1::StreamShotsRequ
   }
   for (int i = 0; i < r.where_size(); ++i) {
     const v1::TraceCondition& c = r.where(i);
-    auto sel = segy::ResolveHeader(c.header());
+    auto sel = ResolveDatasetHeader(*v.dataset, c.header());
     if (!sel.ok()) {
       return absl::InvalidArgumentError(absl::StrCat("where[", i, "].header: ",
                                                      sel.status().message()));

@@ -45,7 +45,7 @@ void FillInfo(const DatasetEntry& e, bool with_shots, v1::DatasetInfo* info,
   info->set_sample_format(d.sample_format());
   info->set_shot_key(d.spec().shot_key.name);
   info->set_n_files(static_cast<uint32_t>(d.n_files()));
-  for (const std::string& h : segy::ServableHeaderNames()) info->add_header_fields(h);
+  for (const std::string& h : d.header_fields()) info->add_header_fields(h);
   if (with_shots) {
     const auto& shots = d.catalog().shots();
     const uint64_t begin = std::min<uint64_t>(first, shots.size());

@@ -48,6 +48,14 @@ def lossless_frame(n):
                           shuffle=blosc.BITSHUFFLE, clevel=5)
 
 
+def npy(array):
+    """A .npy file as numpy writes it."""
+    import io
+    out = io.BytesIO()
+    np.save(out, array)
+    return out.getvalue()
+
+
 def main():
     c = os.path.join(HERE, "corpus")
     seeds = {
@@ -57,6 +65,9 @@ def main():
         "trace_decode": {"ibm": b"\0" + bytes(range(64)), "le": b"\x80" + bytes(range(64)),
                          "f64": b"\x04" + bytes(range(64))},
         "catalog_load": {"ok": catalog()},
+        "npy_header": {"f4_3d": npy(np.arange(24, dtype="<f4").reshape(2, 3, 4)),
+                       "i2_be": npy(np.arange(12, dtype=">i2").reshape(3, 4)),
+                       "f8": npy(np.zeros((2, 5), "<f8"))},
         # encoding, format | byte order, traces, samples, then the payload.
         "sample_decode": {"lossless": b"\x00\x05\x02\x08" + lossless_frame(16),
                           "int16": b"\x01\x05\x02\x04" + bytes(8) + bytes(range(16)),

@@ -1,0 +1,39 @@
+#include "server/common/file_identity.h"
+
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+
+namespace shotstream {
+
+FileIdentity FileIdentity::Of(const struct stat& st) {
+  FileIdentity id;
+  id.device = static_cast<uint64_t>(st.st_dev);
+  id.inode = static_cast<uint64_t>(st.st_ino);
+  id.size = static_cast<uint64_t>(st.st_size);
+  id.mtime_ns = int64_t{st.st_mtim.tv_sec} * 1'000'000'000 + st.st_mtim.tv_nsec;
+  return id;
+}
+
+absl::Status FileIdentity::CheckUnchanged(const std::string& path) const {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) {
+    return absl::DataLossError(absl::StrCat(path, ": gone since its catalog was built (",
+                                            std::strerror(errno), ")"));
+  }
+  const FileIdentity now = Of(st);
+  std::string what;
+  if (now.device != device || now.inode != inode) {
+    what = "replaced by another file";
+  } else if (now.size != size) {
+    what = absl::StrCat("now ", now.size, " bytes, was ", size);
+  } else if (now.mtime_ns != mtime_ns) {
+    what = "rewritten in place (its modification time moved)";
+  } else {
+    return absl::OkStatus();
+  }
+  return absl::DataLossError(absl::StrCat(path, ": changed since its catalog was built: ", what));
+}
+
+}  // namespace shotstream

@@ -1,0 +1,30 @@
+// FileIdentity: which file a path named when it was opened, and whether it still does,
+// unchanged (device, inode, size, modification time). A value; thread-compatible.
+#ifndef SHOTSTREAM_SERVER_COMMON_FILE_IDENTITY_H_
+#define SHOTSTREAM_SERVER_COMMON_FILE_IDENTITY_H_
+
+#include <sys/stat.h>
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+
+namespace shotstream {
+
+struct FileIdentity {
+  uint64_t device = 0;
+  uint64_t inode = 0;
+  uint64_t size = 0;
+  int64_t mtime_ns = 0;
+
+  static FileIdentity Of(const struct stat& st);
+
+  // OK while `path` is this file, as it was; otherwise DATA_LOSS naming the file and what
+  // changed (rewritten in place, replaced, truncated, removed). One stat(2).
+  absl::Status CheckUnchanged(const std::string& path) const;
+};
+
+}  // namespace shotstream
+
+#endif  // SHOTSTREAM_SERVER_COMMON_FILE_IDENTITY_H_
