@@ -47,14 +47,15 @@ std::vector<std::string> TokenNamesOf(const ServerConfig& c) {
 // Health: "" and "shotstream.v1.ShotStream" SERVING while any dataset is READY (and the
 // server is not draining); "shotstream.v1.ShotStream/NAME" per dataset.
 void SetHealth(grpc::HealthCheckServiceInterface* health,
-               const std::vector<DatasetEntry>& datasets, bool draining) {
+               const dataset::DatasetRegistry& registry, bool draining) {
+  const std::vector<const DatasetEntry*> datasets = registry.All();
   bool any_ready = false;
-  for (const DatasetEntry& e : datasets) any_ready |= e.dataset() != nullptr && !draining;
+  for (const DatasetEntry* e : datasets) any_ready |= e->dataset() != nullptr && !draining;
   health->SetServingStatus(any_ready);  // every name registered so far, "" too
   health->SetServingStatus(kServiceName, any_ready);
-  for (const DatasetEntry& e : datasets) {
-    health->SetServingStatus(absl::StrCat(kServiceName, "/", e.name),
-                             e.dataset() != nullptr && !draining);
+  for (const DatasetEntry* e : datasets) {
+    health->SetServingStatus(absl::StrCat(kServiceName, "/", e->name),
+                             e->dataset() != nullptr && !draining);
   }
 }
 
@@ -197,11 +198,11 @@ absl::Status CheckConfig(const ServerConfig& config) {
 
 bool ShotStreamServer::IndexOnly(const ServerConfig& config) {
   if (!config.catalog_dir.empty()) ::mkdir(config.catalog_dir.c_str(), 0755);
-  std::vector<DatasetEntry> datasets(config.datasets.size());
+  dataset::DatasetRegistry datasets(config.datasets.size());
   bool all = true;
   for (size_t i = 0; i < config.datasets.size(); ++i) {
-    LoadDataset(config.datasets[i], config.catalog_dir, /*print_summary=*/true, &datasets[i]);
-    all &= datasets[i].dataset() != nullptr;
+    LoadDataset(config.datasets[i], config.catalog_dir, /*print_summary=*/true, &datasets.at(i));
+    all &= datasets.at(i).dataset() != nullptr;
   }
   return all;
 }
@@ -230,10 +231,10 @@ absl::StatusOr<std::unique_ptr<ShotStreamServer>> ShotStreamServer::Start(
 
   // A dataset whose files change under it is rebuilt in the background; each change of
   // state is said on stderr and moves the health status (once the server runs).
-  s->datasets_ = std::vector<DatasetEntry>(cfg.datasets.size());
+  s->datasets_ = std::make_unique<dataset::DatasetRegistry>(cfg.datasets.size());
   ShotStreamServer* self = s.get();
   for (size_t i = 0; i < cfg.datasets.size(); ++i) {
-    s->datasets_[i].set_on_change([self](const DatasetEntry& e) {
+    s->datasets_->at(i).set_on_change([self](const DatasetEntry& e) {
       const absl::Status st = e.status();
       std::fprintf(stderr, "dataset %s: %s%s\n", e.name.c_str(),
                    e.state() == DatasetEntry::State::kRebuilding ? ""
@@ -243,7 +244,7 @@ absl::StatusOr<std::unique_ptr<ShotStreamServer>> ShotStreamServer::Start(
       absl::MutexLock lock(&self->health_mu_);
       self->SetHealthLocked();
     });
-    LoadDataset(cfg.datasets[i], cfg.catalog_dir, /*print_summary=*/false, &s->datasets_[i]);
+    LoadDataset(cfg.datasets[i], cfg.catalog_dir, /*print_summary=*/false, &s->datasets_->at(i));
   }
 
   const int readers = cfg.readers > 0
@@ -272,7 +273,7 @@ absl::StatusOr<std::unique_ptr<ShotStreamServer>> ShotStreamServer::Start(
   options.zero_copy = cfg.zero_copy;
   options.draining = &s->draining_;
   options.corrupt_shot_for_testing = run.corrupt_shot_for_testing;
-  s->service_ = service::MakeShotStreamService(&s->datasets_, s->pool_.get(), options);
+  s->service_ = service::MakeShotStreamService(s->datasets_.get(), s->pool_.get(), options);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -308,7 +309,7 @@ absl::StatusOr<std::unique_ptr<ShotStreamServer>> ShotStreamServer::Start(
   }
   if (!cfg.metrics_listen.empty()) {
     auto started = metrics::MetricsHttpServer::Start(cfg.metrics_listen, [self] {
-      return metrics::RenderPrometheus(*self->counters_, self->datasets_);
+      return metrics::RenderPrometheus(*self->counters_, self->datasets_->All());
     });
     if (!started.ok()) {
       s->Drain();
@@ -342,7 +343,7 @@ size_t ShotStreamServer::token_count() const { return tokens_ == nullptr ? 0 : t
 int64_t ShotStreamServer::shots_sent() const { return counters_->shots_sent.load(); }
 
 void ShotStreamServer::SetHealthLocked() {
-  if (health_ != nullptr) SetHealth(health_, datasets_, draining_.load());
+  if (health_ != nullptr) SetHealth(health_, *datasets_, draining_.load());
 }
 
 void ShotStreamServer::Drain() {

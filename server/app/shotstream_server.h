@@ -22,6 +22,7 @@
 #include "absl/time/time.h"
 #include "server/config/server_config.h"
 #include "server/dataset/dataset_entry.h"
+#include "server/dataset/dataset_registry.h"
 
 namespace grpc {
 class HealthCheckServiceInterface;
@@ -102,7 +103,7 @@ class ShotStreamServer {
   absl::Mutex health_mu_;
   grpc::HealthCheckServiceInterface* health_ ABSL_GUARDED_BY(health_mu_) = nullptr;
   // In this order: what serves is destroyed before what it serves from.
-  std::vector<dataset::DatasetEntry> datasets_;
+  std::unique_ptr<dataset::DatasetRegistry> datasets_;
   std::unique_ptr<service::TokenStore> tokens_;
   std::unique_ptr<stream::ReaderPool> pool_;
   std::unique_ptr<service::ServiceCounters> counters_;

@@ -38,7 +38,7 @@ void Metric(std::string* out, const char* name, const char* type, const char* he
 }  // namespace
 
 std::string RenderPrometheus(const service::ServiceCounters& c,
-                             const std::vector<dataset::DatasetEntry>& datasets) {
+                             const std::vector<const dataset::DatasetEntry*>& datasets) {
   std::string out;
   // Finished first, then started: running = started - finished is never negative, and
   // started = finished + running holds in every scrape.
@@ -123,9 +123,9 @@ std::string RenderPrometheus(const service::ServiceCounters& c,
          "is being rebuilt.\n"
          "# TYPE shotstream_dataset_ready gauge\n";
   std::vector<std::shared_ptr<const dataset::Dataset>> snapshots;
-  for (const auto& e : datasets) {
-    snapshots.push_back(e.dataset());
-    absl::StrAppendFormat(&out, "shotstream_dataset_ready{dataset=\"%s\"} %d\n", e.name,
+  for (const dataset::DatasetEntry* e : datasets) {
+    snapshots.push_back(e->dataset());
+    absl::StrAppendFormat(&out, "shotstream_dataset_ready{dataset=\"%s\"} %d\n", e->name,
                           snapshots.back() != nullptr ? 1 : 0);
   }
   out += "# HELP shotstream_catalog_build_seconds Time to load or build the catalog.\n"
@@ -133,14 +133,14 @@ std::string RenderPrometheus(const service::ServiceCounters& c,
   for (size_t i = 0; i < datasets.size(); ++i) {
     if (snapshots[i] == nullptr) continue;
     absl::StrAppendFormat(&out, "shotstream_catalog_build_seconds{dataset=\"%s\"} %.6f\n",
-                          datasets[i].name, snapshots[i]->catalog_seconds());
+                          datasets[i]->name, snapshots[i]->catalog_seconds());
   }
   out += "# HELP shotstream_dataset_traces Traces in the dataset.\n"
          "# TYPE shotstream_dataset_traces gauge\n";
   for (size_t i = 0; i < datasets.size(); ++i) {
     if (snapshots[i] == nullptr) continue;
     absl::StrAppendFormat(&out, "shotstream_dataset_traces{dataset=\"%s\"} %d\n",
-                          datasets[i].name, snapshots[i]->catalog().n_traces());
+                          datasets[i]->name, snapshots[i]->catalog().n_traces());
   }
   return out;
 }

@@ -16,7 +16,7 @@ namespace shotstream::metrics {
 
 // Thread-safe: reads atomics and immutable dataset state.
 std::string RenderPrometheus(const service::ServiceCounters& counters,
-                             const std::vector<dataset::DatasetEntry>& datasets);
+                             const std::vector<const dataset::DatasetEntry*>& datasets);
 
 // Serves `render()` as text/plain on GET /metrics (and "ok" on /healthz). The render
 // function is called on civetweb's threads and must be thread-safe.

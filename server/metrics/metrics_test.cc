@@ -39,7 +39,7 @@ TEST(MetricsTest, RendersCountersAsPrometheusText) {
   std::vector<dataset::DatasetEntry> datasets(1);
   datasets[0].name = "bad";
   datasets[0].SetFailed(absl::NotFoundError("x"));
-  const std::string text = RenderPrometheus(c, datasets);
+  const std::string text = RenderPrometheus(c, {&datasets[0]});
   EXPECT_NE(text.find("shotstream_active_streams 3\n"), std::string::npos);
   EXPECT_NE(text.find("shotstream_sample_bytes_sent_total 12345\n"), std::string::npos);
   EXPECT_NE(text.find("shotstream_shot_read_seconds_bucket{le=\"0.001\"} 2\n"),

@@ -41,12 +41,9 @@ absl::StatusOr<segy::HeaderSelector> ResolveDatasetHeader(const dataset::Dataset
 }  // namespace
 
 absl::StatusOr<ValidatedRequest> ValidateStreamRequest(const v1::StreamShotsRequest& r,
-                                                       const std::vector<DatasetEntry>& datasets,
+                                                       const dataset::DatasetRegistry& datasets,
                                                        const RequestLimits& limits) {
-  const DatasetEntry* e = nullptr;
-  for (const DatasetEntry& d : datasets) {
-    if (d.name == r.dataset()) e = &d;
-  }
+  const DatasetEntry* e = datasets.Find(r.dataset());
   if (e == nullptr) return absl::NotFoundError(absl::StrCat("unknown dataset '", r.dataset(), "'"));
   std::shared_ptr<const dataset::Dataset> d = e->dataset();
   if (d == nullptr) return NotReadyError(*e);

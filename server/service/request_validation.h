@@ -15,6 +15,7 @@
 #include "server/config/defaults.h"
 #include "server/dataset/dataset.h"
 #include "server/dataset/dataset_entry.h"
+#include "server/dataset/dataset_registry.h"
 #include "segy/trace_header.h"
 #include "wire/encoding.h"
 #include "shotstream/v1/shotstream.pb.h"
@@ -54,7 +55,7 @@ struct ValidatedRequest {
 // traces, a condition on an unknown header or with low > high, an unknown encoding or a
 // negative tolerance (each naming the request field).
 absl::StatusOr<ValidatedRequest> ValidateStreamRequest(const v1::StreamShotsRequest& request,
-                                                       const std::vector<DatasetEntry>& datasets,
+                                                       const dataset::DatasetRegistry& datasets,
                                                        const RequestLimits& limits);
 
 }  // namespace shotstream::service

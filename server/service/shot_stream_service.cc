@@ -79,7 +79,7 @@ class ShotStreamServiceImpl final
               v1::ShotStream::WithRawCallbackMethod_StreamShots<
                   v1::ShotStream::WithRawCallbackMethod_StreamJob<v1::ShotStream::Service>>>> {
  public:
-  ShotStreamServiceImpl(const std::vector<DatasetEntry>* datasets, stream::ReaderPool* pool,
+  ShotStreamServiceImpl(dataset::DatasetRegistry* datasets, stream::ReaderPool* pool,
                         const ServiceOptions& options)
       : datasets_(datasets),
         pool_(pool),
@@ -101,8 +101,8 @@ class ShotStreamServiceImpl final
       reactor->Finish(ToGrpcStatus(auth));
       return reactor;
     }
-    for (const DatasetEntry& e : *datasets_) {
-      if (Allowed(who, e.name).ok()) FillInfo(e, false, response->add_datasets());
+    for (const DatasetEntry* e : datasets_->All()) {
+      if (Allowed(who, e->name).ok()) FillInfo(*e, false, response->add_datasets());
     }
     reactor->Finish(grpc::Status::OK);
     return reactor;
@@ -233,10 +233,7 @@ class ShotStreamServiceImpl final
 
  private:
   const DatasetEntry* Find(const std::string& name) const {
-    for (const DatasetEntry& e : *datasets_) {
-      if (e.name == name) return &e;
-    }
-    return nullptr;
+    return datasets_->Find(name);
   }
 
   absl::Status Allowed(const std::string& who, const std::string& dataset) const {
@@ -255,8 +252,8 @@ class ShotStreamServiceImpl final
   // NOT_FOUND naming the datasets `who` may read (and the closest, for a typo).
   absl::Status UnknownDataset(const std::string& name, const std::string& who) const {
     std::vector<std::string> visible;
-    for (const DatasetEntry& e : *datasets_) {
-      if (Allowed(who, e.name).ok()) visible.push_back(e.name);
+    for (const DatasetEntry* e : datasets_->All()) {
+      if (Allowed(who, e->name).ok()) visible.push_back(e->name);
     }
     const std::string closest = segy::ClosestName(name, visible);
     return absl::NotFoundError(absl::StrCat(
@@ -304,7 +301,7 @@ class ShotStreamServiceImpl final
   }
 
   StreamRegistry registry_;
-  const std::vector<DatasetEntry>* const datasets_;
+  dataset::DatasetRegistry* const datasets_;
   stream::ReaderPool* const pool_;
   const ServiceOptions options_;
   const AccessPolicy access_;
@@ -322,7 +319,7 @@ void CutAllStreams(grpc::Service* service, const absl::Status& status) {
   static_cast<ShotStreamServiceImpl*>(service)->CutAllStreams(status);
 }
 
-std::unique_ptr<grpc::Service> MakeShotStreamService(const std::vector<DatasetEntry>* datasets,
+std::unique_ptr<grpc::Service> MakeShotStreamService(dataset::DatasetRegistry* datasets,
                                                      stream::ReaderPool* pool,
                                                      const ServiceOptions& options) {
   return std::make_unique<ShotStreamServiceImpl>(datasets, pool, options);

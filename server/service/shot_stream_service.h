@@ -64,9 +64,9 @@ struct ServiceOptions {
 };
 
 
-// Creates the service. `datasets` and `pool` must outlive it; `datasets` is not changed
-// after this call.
-std::unique_ptr<grpc::Service> MakeShotStreamService(const std::vector<DatasetEntry>* datasets,
+// Creates the service. `datasets` and `pool` must outlive it; written datasets are added
+// to `datasets` (WriteShots).
+std::unique_ptr<grpc::Service> MakeShotStreamService(dataset::DatasetRegistry* datasets,
                                                      stream::ReaderPool* pool,
                                                      const ServiceOptions& options);
 

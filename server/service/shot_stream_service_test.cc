@@ -56,9 +56,9 @@ class ServiceTest : public ::testing::Test {
     ds.name = "d";
     ds.globs = {path};
     ds.io = io_;
-    datasets_ = std::make_unique<std::vector<DatasetEntry>>(1);
-    (*datasets_)[0].name = "d";
-    ASSERT_TRUE((*datasets_)[0].Load(ds).ok());
+    datasets_ = std::make_unique<dataset::DatasetRegistry>(1);
+    datasets_->at(0).name = "d";
+    ASSERT_TRUE(datasets_->at(0).Load(ds).ok());
     pool_ = std::make_unique<stream::ReaderPool>(2);
     ServiceOptions options;
     options.counters = &counters_;
@@ -106,7 +106,7 @@ class ServiceTest : public ::testing::Test {
   uint64_t max_inflight_bytes_ = 0;
   segy::IoMode io_ = segy::IoMode::kPread;
   ServiceCounters counters_;
-  std::unique_ptr<std::vector<DatasetEntry>> datasets_;
+  std::unique_ptr<dataset::DatasetRegistry> datasets_;
   std::unique_ptr<stream::ReaderPool> pool_;
   std::unique_ptr<grpc::Service> service_;
   std::unique_ptr<grpc::Server> server_;

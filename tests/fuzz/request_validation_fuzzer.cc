@@ -15,7 +15,7 @@ namespace {
 
 using shotstream::service::DatasetEntry;
 
-std::vector<DatasetEntry>* MakeDatasets() {
+shotstream::dataset::DatasetRegistry* MakeDatasets() {
   const std::string path = "/tmp/shotstream-fuzz-" + std::to_string(getpid()) + ".sgy";
   std::string bytes(3600, '\0');
   bytes[3217 - 1] = 0x03; bytes[3218 - 1] = static_cast<char>(0xe8);  // 1000 us
@@ -30,21 +30,21 @@ std::vector<DatasetEntry>* MakeDatasets() {
   FILE* f = std::fopen(path.c_str(), "wb");
   std::fwrite(bytes.data(), 1, bytes.size(), f);
   std::fclose(f);
-  auto* datasets = new std::vector<DatasetEntry>(2);
+  auto* datasets = new shotstream::dataset::DatasetRegistry(2);
   shotstream::dataset::DatasetSpec spec;
   spec.name = "d";
   spec.globs = {path};
-  (*datasets)[0].name = "d";
-  (*datasets)[0].SetLoaded(std::move(*shotstream::dataset::Dataset::Load(spec)));
-  (*datasets)[1].name = "broken";
-  (*datasets)[1].SetFailed(absl::DataLossError("fuzz"));
+  datasets->at(0).name = "d";
+  datasets->at(0).SetLoaded(std::move(*shotstream::dataset::Dataset::Load(spec)));
+  datasets->at(1).name = "broken";
+  datasets->at(1).SetFailed(absl::DataLossError("fuzz"));
   return datasets;
 }
 
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static std::vector<DatasetEntry>* datasets = MakeDatasets();
+  static shotstream::dataset::DatasetRegistry* datasets = MakeDatasets();
   if (size < 1) return 0;
   shotstream::v1::StreamShotsRequest r;
   if (!r.ParseFromArray(data + 1, static_cast<int>(size - 1))) return 0;
