@@ -1,0 +1,257 @@
+#include "server/write/dataset_writer.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "common/crc32.h"
+#include "common/status_macros.h"
+
+namespace shotstream::write {
+namespace {
+
+constexpr absl::string_view kPartial = ".sgy.partial-";
+
+}  // namespace
+
+absl::Status ValidateWriteName(absl::string_view name) {
+  if (name.empty() || name.size() > 128) {
+    return absl::InvalidArgumentError("dataset name must be 1 to 128 characters");
+  }
+  if (name[0] == '.') {
+    return absl::InvalidArgumentError(
+        absl::StrCat("dataset name '", name, "' may not start with '.'"));
+  }
+  for (char c : name) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '.' || c == '_' || c == '-';
+    if (!ok) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "dataset name '", name, "' may hold only letters, digits, '.', '_' and '-' (it "
+          "becomes a file name in the write directory)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+std::string WrittenPath(const std::string& dir, const std::string& name) {
+  return absl::StrCat(dir, "/", name, ".sgy");
+}
+
+std::vector<std::string> RemoveTemporaries(const std::string& dir) {
+  std::vector<std::string> removed;
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return removed;
+  while (const dirent* e = ::readdir(d)) {
+    const absl::string_view name = e->d_name;
+    if (name.size() > 1 && name[0] == '.' && absl::StrContains(name, kPartial)) {
+      if (::unlink(absl::StrCat(dir, "/", name).c_str()) == 0) removed.emplace_back(name);
+    }
+  }
+  ::closedir(d);
+  return removed;
+}
+
+absl::StatusOr<std::unique_ptr<DatasetWriter>> DatasetWriter::Create(const WriteSpec& spec) {
+  SS_RETURN_IF_ERROR(ValidateWriteName(spec.name));
+  SS_RETURN_IF_ERROR(segy::CheckWritableFormat(spec.format));
+  if (!(spec.sample_interval_us >= 0) || spec.sample_interval_us > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "sample_interval_us ", spec.sample_interval_us, ": SEG-Y rev 1 holds 0 to 65535"));
+  }
+  std::unique_ptr<DatasetWriter> w(new DatasetWriter(spec));
+  w->final_ = WrittenPath(spec.dir, spec.name);
+  if (::access(w->final_.c_str(), F_OK) == 0) {
+    return absl::AlreadyExistsError(absl::StrCat(w->final_, " exists"));
+  }
+  static std::atomic<uint64_t> counter{0};
+  w->temp_ = absl::StrCat(spec.dir, "/.", spec.name, kPartial, ::getpid(), "-",
+                          counter.fetch_add(1));
+  w->fd_ = ::open(w->temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (w->fd_ < 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "write_dir ", spec.dir, ": cannot create ", w->temp_, ": ", std::strerror(errno)));
+  }
+  w->buffer_.reserve(spec.buffer_bytes);
+  return w;
+}
+
+DatasetWriter::~DatasetWriter() {
+  if (fd_ >= 0) ::close(fd_);
+  if (!committed_ && !temp_.empty()) ::unlink(temp_.c_str());
+}
+
+absl::Status DatasetWriter::WriteError(const char* what, int err) const {
+  const std::string msg = absl::StrCat("writing dataset '", spec_.name, "' (", temp_, "): ",
+                                       what, ": ", std::strerror(err));
+  if (err == ENOSPC || err == EDQUOT || err == EFBIG) return absl::ResourceExhaustedError(msg);
+  return absl::UnavailableError(msg);
+}
+
+absl::Status DatasetWriter::Flush() {
+  size_t done = 0;
+  while (done < buffer_.size()) {
+    const ssize_t n = ::write(fd_, buffer_.data() + done, buffer_.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return WriteError("write", errno);
+    }
+    done += static_cast<size_t>(n);
+  }
+  buffer_.clear();
+  return absl::OkStatus();
+}
+
+absl::Status DatasetWriter::Append(const void* data, size_t n) {
+  buffer_.append(static_cast<const char*>(data), n);
+  if (buffer_.size() >= spec_.buffer_bytes) return Flush();
+  return absl::OkStatus();
+}
+
+absl::Status DatasetWriter::BeginShot(
+    int64_t shot_id, uint32_t n_traces, uint32_t n_samples,
+    const std::vector<std::pair<std::string, std::vector<double>>>& headers) {
+  if (shot_.has_value()) {
+    return absl::InvalidArgumentError(absl::StrCat("shot ", shot_id, " begins before shot ",
+                                                   shot_->id, " ended (shot_end)"));
+  }
+  if (n_traces == 0) {
+    return absl::InvalidArgumentError(absl::StrCat("shot ", shot_id, " has no traces"));
+  }
+  if (shot_id < INT32_MIN || shot_id > INT32_MAX) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "shot ", shot_id, ": SEG-Y keeps shot ids (field_record) in 4 bytes"));
+  }
+  if (n_samples == 0 || n_samples > segy::kMaxSegyTraceSamples) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "shot ", shot_id, " has ", n_samples, " samples per trace; SEG-Y rev 1 holds 1 to ",
+        segy::kMaxSegyTraceSamples));
+  }
+  if (n_samples_ != 0 && n_samples != n_samples_) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "shot ", shot_id, " has ", n_samples, " samples per trace where the first shot has ",
+        n_samples_, "; the shots of a dataset share the sample count"));
+  }
+  if (!ids_.insert(shot_id).second) {
+    return absl::InvalidArgumentError(absl::StrCat("shot ", shot_id, " is given twice"));
+  }
+  SS_ASSIGN_OR_RETURN(segy::ShotTraceHeaders h,
+                      segy::ShotTraceHeaders::Make(shot_id, n_traces, n_samples,
+                                                   spec_.sample_interval_us, headers));
+  if (n_samples_ == 0) {  // the file header's place; its final text is written by Commit
+    n_samples_ = n_samples;
+    trace_.resize(segy::kTraceHeaderBytes +
+                  size_t{n_samples} * segy::WrittenBytesPerSample(spec_.format));
+    const std::string head =
+        segy::FileHeader({}, n_samples_, spec_.sample_interval_us, spec_.format);
+    SS_RETURN_IF_ERROR(Append(head.data(), head.size()));
+  }
+  shot_ = OpenShot{shot_id, n_traces, 0, 0, std::move(h)};
+  return absl::OkStatus();
+}
+
+absl::Status DatasetWriter::AddSamples(absl::string_view samples) {
+  if (!shot_.has_value()) {
+    return absl::InvalidArgumentError("samples outside a shot (a shot begins with shot_id, "
+                                      "n_traces and n_samples)");
+  }
+  const size_t trace_bytes = size_t{n_samples_} * sizeof(float);
+  if (samples.size() % trace_bytes != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "shot ", shot_->id, ": a message of ", samples.size(), " sample bytes is not whole "
+        "traces of ", n_samples_, " float32 samples"));
+  }
+  const uint64_t n = samples.size() / trace_bytes;
+  if (shot_->done + n > shot_->n_traces) {
+    return absl::InvalidArgumentError(absl::StrCat("shot ", shot_->id, ": more than its ",
+                                                   shot_->n_traces, " traces"));
+  }
+  shot_->crc = Crc32(shot_->crc, samples.data(), samples.size());
+  std::vector<float> trace(n_samples_);
+  for (uint64_t t = 0; t < n; ++t) {
+    std::memcpy(trace.data(), samples.data() + t * trace_bytes, trace_bytes);
+    shot_->headers.Fill(shot_->done, traces_ + 1, trace_.data());
+    max_error_ = std::max(max_error_, segy::EncodeTraceSamples(trace.data(), n_samples_,
+                                                               spec_.format,
+                                                               trace_.data() + 240));
+    SS_RETURN_IF_ERROR(Append(trace_.data(), trace_.size()));
+    ++shot_->done;
+    ++traces_;
+  }
+  sample_bytes_ += samples.size();
+  return absl::OkStatus();
+}
+
+absl::Status DatasetWriter::EndShot(uint32_t crc32) {
+  if (!shot_.has_value()) return absl::InvalidArgumentError("shot_end outside a shot");
+  if (shot_->done != shot_->n_traces) {
+    return absl::InvalidArgumentError(absl::StrCat("shot ", shot_->id, " ended after ",
+                                                   shot_->done, " of its ", shot_->n_traces,
+                                                   " traces"));
+  }
+  if (crc32 != shot_->crc) {
+    return absl::DataLossError(absl::StrCat(
+        "shot ", shot_->id, ": CRC-32 of the samples received is ", shot_->crc,
+        ", the client's is ", crc32, " (damaged in transit); nothing was written"));
+  }
+  shot_.reset();
+  ++shots_;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> DatasetWriter::Commit() {
+  if (shot_.has_value()) {
+    return absl::InvalidArgumentError(absl::StrCat("the stream ended inside shot ", shot_->id,
+                                                   " (", shot_->done, " of ", shot_->n_traces,
+                                                   " traces, no shot_end)"));
+  }
+  if (shots_ == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("dataset '", spec_.name, "': the write holds no shot"));
+  }
+  SS_RETURN_IF_ERROR(Flush());
+  const std::string head = segy::FileHeader(
+      {absl::StrCat("WRITTEN BY SHOTSTREAM WRITESHOTS FOR ",
+                    spec_.writer.empty() ? "AN UNNAMED CLIENT" : spec_.writer),
+       absl::StrCat("ON ", absl::FormatTime("%Y-%m-%d %H:%M:%S UTC", absl::Now(),
+                                            absl::UTCTimeZone())),
+       absl::StrCat("DATASET ", spec_.name, ": ", shots_, " SHOTS, ", traces_, " TRACES OF ",
+                    n_samples_, " SAMPLES"),
+       absl::StrCat("SAMPLE INTERVAL ", spec_.sample_interval_us, " US, FORMAT ",
+                    spec_.format, spec_.format == 3 ? " (INT16: SAMPLES ROUNDED)" : ""),
+       "SHOT ID IN FIELD RECORD (BYTES 9-12)"},
+      n_samples_, spec_.sample_interval_us, spec_.format);
+  if (::pwrite(fd_, head.data(), head.size(), 0) != static_cast<ssize_t>(head.size())) {
+    return WriteError("write of the file header", errno);
+  }
+  if (::fsync(fd_) != 0) return WriteError("fsync", errno);
+  if (::close(fd_) != 0) {
+    fd_ = -1;
+    return WriteError("close", errno);
+  }
+  fd_ = -1;
+  if (::renameat2(AT_FDCWD, temp_.c_str(), AT_FDCWD, final_.c_str(), RENAME_NOREPLACE) != 0) {
+    const int err = errno;
+    if (err == EEXIST) return absl::AlreadyExistsError(absl::StrCat(final_, " exists"));
+    return WriteError("rename into place", err);
+  }
+  committed_ = true;
+  const int dir = ::open(spec_.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir >= 0) {
+    ::fsync(dir);
+    ::close(dir);
+  }
+  return final_;
+}
+
+}  // namespace shotstream::write

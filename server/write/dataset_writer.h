@@ -1,0 +1,106 @@
+// DatasetWriter: one dataset being written (WriteShots) as a SEG-Y rev 1 file in the
+// write directory: a temporary file filled shot by shot as chunks arrive, renamed into
+// place by Commit (file and directory fsynced). Destroyed before Commit (a client that
+// left, a bad chunk, a full disk) it removes the temporary, so a write is all or nothing.
+// Memory: one shot's header columns and a bounded write buffer, never the dataset.
+//
+// Thread-compatible: one caller at a time (the stream's reactor).
+#ifndef SHOTSTREAM_SERVER_WRITE_DATASET_WRITER_H_
+#define SHOTSTREAM_SERVER_WRITE_DATASET_WRITER_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "segy/segy_writer.h"
+
+namespace shotstream::write {
+
+// Names a write may create: 1 to 128 of [A-Za-z0-9_.-], not starting with '.'; anything
+// else (a '/', "..") is INVALID_ARGUMENT before anything is written.
+absl::Status ValidateWriteName(absl::string_view name);
+
+// DIR/NAME.sgy.
+std::string WrittenPath(const std::string& dir, const std::string& name);
+
+// Removes the temporaries that writes of a killed server left in `dir`; returns their
+// names.
+std::vector<std::string> RemoveTemporaries(const std::string& dir);
+
+struct WriteSpec {
+  std::string dir;
+  std::string name;
+  double sample_interval_us = 0;
+  int format = 5;       // 5, 1 or 3 (segy::CheckWritableFormat)
+  std::string writer;   // who asked (a token name), for the textual header
+  size_t buffer_bytes = 4 << 20;  // encoded traces gathered before each write(2)
+};
+
+class DatasetWriter {
+ public:
+  // INVALID_ARGUMENT for a bad name or format; ALREADY_EXISTS when DIR/NAME.sgy exists;
+  // FAILED_PRECONDITION when the temporary cannot be created.
+  static absl::StatusOr<std::unique_ptr<DatasetWriter>> Create(const WriteSpec& spec);
+  ~DatasetWriter();
+  DatasetWriter(const DatasetWriter&) = delete;
+  DatasetWriter& operator=(const DatasetWriter&) = delete;
+
+  // A shot begins: INVALID_ARGUMENT naming it for no traces, a sample count other than
+  // the first shot's (or above SEG-Y's 65535), an id given before, or bad header columns.
+  absl::Status BeginShot(int64_t shot_id, uint32_t n_traces, uint32_t n_samples,
+                         const std::vector<std::pair<std::string, std::vector<double>>>& headers);
+  // Whole traces of the shot begun, float32 little-endian, following the last ones.
+  absl::Status AddSamples(absl::string_view samples);
+  // The shot ends: its traces all came, and `crc32` is the CRC-32 of its sample bytes
+  // (else DATA_LOSS naming the shot).
+  absl::Status EndShot(uint32_t crc32);
+  bool in_shot() const { return shot_.has_value(); }
+
+  // Finishes the file (textual header, fsync), renames it to WrittenPath (never over an
+  // existing file: ALREADY_EXISTS) and fsyncs the directory. Returns the path.
+  absl::StatusOr<std::string> Commit();
+
+  uint64_t shots() const { return shots_; }
+  uint64_t traces() const { return traces_; }
+  uint64_t sample_bytes() const { return sample_bytes_; }  // float32 bytes received
+  double max_error() const { return max_error_; }
+  const std::string& temporary_path() const { return temp_; }
+
+ private:
+  explicit DatasetWriter(WriteSpec spec) : spec_(std::move(spec)) {}
+  absl::Status Append(const void* data, size_t n);
+  absl::Status Flush();
+  absl::Status WriteError(const char* what, int err) const;
+
+  struct OpenShot {
+    int64_t id;
+    uint32_t n_traces;
+    uint32_t done = 0;  // traces received
+    uint32_t crc = 0;
+    segy::ShotTraceHeaders headers;
+  };
+  WriteSpec spec_;
+  std::string temp_;
+  std::string final_;
+  int fd_ = -1;
+  bool committed_ = false;
+  std::string buffer_;
+  std::vector<uint8_t> trace_;
+  uint32_t n_samples_ = 0;  // of the first shot; 0 before it
+  std::optional<OpenShot> shot_;
+  std::set<int64_t> ids_;
+  uint64_t shots_ = 0;
+  uint64_t traces_ = 0;
+  uint64_t sample_bytes_ = 0;
+  double max_error_ = 0;
+};
+
+}  // namespace shotstream::write
+
+#endif  // SHOTSTREAM_SERVER_WRITE_DATASET_WRITER_H_

@@ -1,0 +1,131 @@
+#include "server/write/dataset_writer.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "common/crc32.h"
+#include "gtest/gtest.h"
+#include "server/segy/segy_file.h"
+
+namespace shotstream::write {
+namespace {
+
+std::string TempDir() {
+  const char* base = std::getenv("TEST_TMPDIR");
+  std::string dir = std::string(base != nullptr ? base : "/tmp") + "/writer_XXXXXX";
+  return ::mkdtemp(&dir[0]);
+}
+
+bool Exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
+
+absl::string_view Bytes(const std::vector<float>& v) {
+  return absl::string_view(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
+}
+
+TEST(DatasetWriterTest, WritesShotsThatReadBackAsSegy) {
+  const std::string dir = TempDir();
+  WriteSpec spec{dir, "modelled", 2000, 5, "alice"};
+  auto w = DatasetWriter::Create(spec);
+  ASSERT_TRUE(w.ok()) << w.status();
+  for (int64_t id : {7, 9}) {
+    std::vector<float> samples(3 * 10);
+    for (size_t i = 0; i < samples.size(); ++i) samples[i] = id * 100 + i * 0.5f;
+    ASSERT_TRUE((*w)->BeginShot(id, 3, 10, {{"offset", {-25, 0, 25}}}).ok());
+    ASSERT_TRUE((*w)->AddSamples(Bytes(samples).substr(0, 40)).ok());  // one trace
+    ASSERT_TRUE((*w)->AddSamples(Bytes(samples).substr(40)).ok());     // two more
+    ASSERT_TRUE((*w)->EndShot(Crc32(0, samples.data(), samples.size() * 4)).ok());
+  }
+  const std::string temp = (*w)->temporary_path();
+  EXPECT_TRUE(Exists(temp));
+  EXPECT_FALSE(Exists(WrittenPath(dir, "modelled")));  // nothing visible before Commit
+  auto path = (*w)->Commit();
+  ASSERT_TRUE(path.ok()) << path.status();
+  EXPECT_FALSE(Exists(temp));
+  auto f = segy::SegyFile::Open(*path);
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_EQ(f->get()->layout().n_traces, 6u);
+  EXPECT_EQ(f->get()->layout().n_samples, 10u);
+  EXPECT_EQ(f->get()->layout().sample_interval_us, 2000);
+  EXPECT_EQ((*w)->shots(), 2u);
+  EXPECT_EQ((*w)->max_error(), 0);
+}
+
+TEST(DatasetWriterTest, AbandonedWritesLeaveNothing) {
+  const std::string dir = TempDir();
+  std::string temp;
+  {
+    auto w = DatasetWriter::Create({dir, "gone", 1000, 5, ""});
+    ASSERT_TRUE(w.ok());
+    temp = (*w)->temporary_path();
+    ASSERT_TRUE((*w)->BeginShot(1, 1, 4, {}).ok());
+  }
+  EXPECT_FALSE(Exists(temp));
+  EXPECT_FALSE(Exists(WrittenPath(dir, "gone")));
+  // A killed server's temporary is removed at the next start.
+  std::ofstream(dir + "/.line.sgy.partial-1-0") << "x";
+  std::ofstream(dir + "/keep.sgy") << "x";
+  EXPECT_EQ(RemoveTemporaries(dir), std::vector<std::string>{".line.sgy.partial-1-0"});
+  EXPECT_TRUE(Exists(dir + "/keep.sgy"));
+}
+
+TEST(DatasetWriterTest, RefusesWhatItCannotWriteNamingTheShot) {
+  const std::string dir = TempDir();
+  for (const char* bad : {"a/b", "..", ".hidden", "", "sp ace"}) {
+    EXPECT_EQ(DatasetWriter::Create({dir, bad, 1000, 5, ""}).status().code(),
+              absl::StatusCode::kInvalidArgument)
+        << bad;
+  }
+  EXPECT_EQ(DatasetWriter::Create({dir, "x", 1000, 2, ""}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  std::ofstream(dir + "/taken.sgy") << "x";
+  EXPECT_EQ(DatasetWriter::Create({dir, "taken", 1000, 5, ""}).status().code(),
+            absl::StatusCode::kAlreadyExists);
+
+  auto w = DatasetWriter::Create({dir, "w", 1000, 5, ""});
+  ASSERT_TRUE(w.ok());
+  std::vector<float> s(8, 1.0f);
+  ASSERT_TRUE((*w)->BeginShot(1, 2, 4, {}).ok());
+  ASSERT_TRUE((*w)->AddSamples(Bytes(s)).ok());
+  absl::Status crc = (*w)->EndShot(12345);
+  EXPECT_EQ(crc.code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(crc.message().find("shot 1"), std::string::npos) << crc;
+
+  auto v = DatasetWriter::Create({dir, "v", 1000, 5, ""});
+  ASSERT_TRUE((*v)->BeginShot(1, 2, 4, {}).ok());
+  ASSERT_TRUE((*v)->AddSamples(Bytes(s)).ok());
+  ASSERT_TRUE((*v)->EndShot(Crc32(0, s.data(), 32)).ok());
+  absl::Status other = (*v)->BeginShot(2, 2, 5, {});
+  EXPECT_EQ(other.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(other.message().find("shot 2 has 5 samples"), std::string::npos) << other;
+  EXPECT_EQ((*v)->BeginShot(1, 2, 4, {}).code(), absl::StatusCode::kInvalidArgument);  // twice
+  absl::Status header = (*v)->BeginShot(3, 2, 4, {{"ofset", {1, 2}}});
+  EXPECT_NE(header.message().find("offset"), std::string::npos) << header;
+  ASSERT_TRUE((*v)->BeginShot(4, 2, 4, {}).ok());
+  EXPECT_EQ((*v)->AddSamples(Bytes(s).substr(0, 20)).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ((*v)->Commit().status().code(), absl::StatusCode::kInvalidArgument);  // mid-shot
+}
+
+TEST(DatasetWriterTest, Int16AndIbmStateTheirError) {
+  const std::string dir = TempDir();
+  for (int format : {3, 1}) {
+    auto w = DatasetWriter::Create({dir, format == 3 ? "i16" : "ibm", 1000, format, ""});
+    ASSERT_TRUE(w.ok());
+    std::vector<float> s = {0.25f, 1.5f, -2.75f, 40000.0f};
+    ASSERT_TRUE((*w)->BeginShot(1, 1, 4, {}).ok());
+    ASSERT_TRUE((*w)->AddSamples(Bytes(s)).ok());
+    ASSERT_TRUE((*w)->EndShot(Crc32(0, s.data(), 16)).ok());
+    if (format == 3) {
+      EXPECT_EQ((*w)->max_error(), 40000 - 32767);  // saturated
+    } else {
+      EXPECT_LT((*w)->max_error(), 40000 * 1e-6);
+    }
+    ASSERT_TRUE((*w)->Commit().ok());
+  }
+}
+
+}  // namespace
+}  // namespace shotstream::write
