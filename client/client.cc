@@ -64,6 +64,9 @@ DatasetSummary ToSummary(const v1::DatasetInfo& info) {
   for (const v1::SourcePosition& p : info.source_positions()) {
     d.source_positions.push_back({p.shot_id(), p.x(), p.y()});
   }
+  d.write_max_error = info.write_max_error();
+  d.written_shots = info.written_shots();
+  d.written_bytes = info.written_bytes();
   return d;
 }
 
@@ -892,6 +895,73 @@ absl::StatusOr<std::vector<DatasetSummary>> Client::ListDatasets() {
     }
   }
   return out;
+}
+
+absl::StatusOr<DatasetSummary> Client::Write(const std::string& name,
+                                             const WriteOptions& options,
+                                             const NextShotToWrite& next) {
+  SS_RETURN_IF_ERROR(impl_->Reach(0));
+  grpc::ClientContext ctx;
+  impl_->Prepare(&ctx);
+  v1::DatasetInfo info;
+  std::unique_ptr<grpc::ClientWriter<v1::WriteShotsRequest>> writer =
+      impl_->targets[0].stub->WriteShots(&ctx, &info);
+  v1::WriteShotsRequest m;
+  m.set_dataset(name);
+  m.set_sample_interval_us(options.sample_interval_us);
+  m.set_sample_format(options.sample_format);
+  bool open = writer->Write(m);  // false: the server finished early (its status says why)
+  absl::Status failed;
+  ShotToWrite shot;
+  while (open) {
+    absl::StatusOr<bool> more = next(&shot);
+    if (!more.ok()) {
+      failed = more.status();
+      break;
+    }
+    if (!*more) break;
+    const uint64_t trace_bytes = uint64_t{shot.n_samples} * sizeof(float);
+    const uint64_t per = std::max<uint64_t>(1, options.max_chunk_bytes / std::max<uint64_t>(
+                                                   trace_bytes, 1));
+    uint32_t crc = 0;
+    for (uint64_t t = 0; open && (t < shot.n_traces || t == 0); t += per) {
+      const uint64_t n = std::min<uint64_t>(per, shot.n_traces - std::min<uint64_t>(t, shot.n_traces));
+      m.Clear();
+      if (t == 0) {
+        m.set_shot_id(shot.shot_id);
+        m.set_n_traces(shot.n_traces);
+        m.set_n_samples(shot.n_samples);
+        for (const auto& [header, values] : shot.headers) {
+          v1::HeaderColumn* c = m.add_headers();
+          c->set_name(header);
+          c->mutable_values()->Add(values.begin(), values.end());
+        }
+      }
+      const char* bytes = reinterpret_cast<const char*>(shot.samples) + t * trace_bytes;
+      m.set_samples(bytes, n * trace_bytes);
+      crc = Crc32(crc, bytes, n * trace_bytes);
+      if (t + per >= shot.n_traces) {
+        m.set_shot_end(true);
+        m.set_crc32(crc);
+      }
+      open = writer->Write(m);
+      if (shot.n_traces == 0) break;
+    }
+  }
+  if (!failed.ok()) {
+    ctx.TryCancel();  // the server keeps nothing
+    writer->Finish();
+    return failed;
+  }
+  if (open) {
+    m.Clear();
+    m.set_finish(true);
+    writer->Write(m);
+    writer->WritesDone();
+  }
+  const grpc::Status s = writer->Finish();
+  if (!s.ok()) return FromGrpc(s);
+  return ToSummary(info);
 }
 
 absl::StatusOr<DatasetSummary> Client::GetDataset(const std::string& name) {

@@ -9,6 +9,7 @@
 #define SHOTSTREAM_CLIENT_CLIENT_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -44,7 +45,32 @@ struct DatasetSummary {
     double y = 0;
   };
   std::vector<SourcePosition> source_positions;
+  // Client::Write only: the largest |sample written - given| (0 for format 5), and the
+  // shots and float32 sample bytes written.
+  double write_max_error = 0;
+  uint64_t written_shots = 0;
+  uint64_t written_bytes = 0;
 };
+
+// A shot to write: samples [n_traces][n_samples] float32, borrowed until the next call of
+// the shot source; header columns by SEG-Y snake_case name, n_traces values each.
+struct ShotToWrite {
+  int64_t shot_id = 0;
+  uint32_t n_traces = 0;
+  uint32_t n_samples = 0;
+  const float* samples = nullptr;
+  std::vector<std::pair<std::string, std::vector<double>>> headers;
+};
+
+struct WriteOptions {
+  double sample_interval_us = 0;
+  int sample_format = 5;                // 5 IEEE float32 (exact), 1 IBM float, 3 int16
+  uint64_t max_chunk_bytes = 1 << 20;   // sample bytes per message (whole traces)
+};
+
+// Fills *shot with the next shot and returns true, false after the last, or an error
+// (the write is then cancelled and the server keeps nothing).
+using NextShotToWrite = std::function<absl::StatusOr<bool>(ShotToWrite* shot)>;
 
 // One shot gather: float32 samples [n_traces][n_samples] and header columns.
 struct Shot {
@@ -158,6 +184,14 @@ class Client {
   std::unique_ptr<ShotReader> StreamJob(const std::string& dataset, const std::string& job,
                                         std::vector<int64_t> shot_ids, uint64_t epoch,
                                         uint64_t seed, const StreamOptions& options);
+  // Creates dataset `name` on the first target from the shots `next` gives, each sent
+  // (with its CRC-32) before the next is asked for; the server writes SEG-Y into its
+  // write_dir and makes the dataset visible once the last shot is in. The new dataset's
+  // summary, or the server's error (ALREADY_EXISTS, INVALID_ARGUMENT, PERMISSION_DENIED,
+  // FAILED_PRECONDITION when writing is off, DATA_LOSS, RESOURCE_EXHAUSTED); on any error
+  // nothing of the dataset is kept.
+  absl::StatusOr<DatasetSummary> Write(const std::string& name, const WriteOptions& options,
+                                       const NextShotToWrite& next);
   gpu::PinnedBufferPool& pool();
 
   struct Impl;  // internal; public only so that the reader in client.cc can name it

@@ -2,10 +2,14 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <algorithm>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 
 #include "absl/strings/str_cat.h"
 #include "npy/npy_header.h"
+#include "segy/sample_format.h"
 
 namespace shotstream::client {
 
@@ -21,6 +25,56 @@ absl::Status WriteNpy(const std::string& path, const std::string& descr,
   const bool closed = std::fclose(f) == 0;
   if (!ok || !closed) return absl::DataLossError(absl::StrCat(path, ": write failed"));
   return absl::OkStatus();
+}
+
+absl::StatusOr<NpyArray> ReadNpy(const std::string& path, bool as_double) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot read"));
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const uint8_t* data = reinterpret_cast<const uint8_t*>(bytes.data());
+  auto h = npy::ParseNpyHeader(path, data, std::min(bytes.size(), npy::kMaxHeaderBytes),
+                               bytes.size());
+  if (!h.ok()) return h.status();
+  NpyArray a;
+  a.shape = h->shape;
+  const size_t n = h->data_bytes / h->bytes_per_sample;
+  const uint8_t* src = data + h->data_offset;
+  using F = segy::SampleFormat;
+  if (!as_double) {
+    a.floats.resize(n);
+    segy::DecodeSamples(src, n, h->format, h->byte_order, a.floats.data());
+    return a;
+  }
+  a.doubles.resize(n);
+  const bool swap = h->byte_order == segy::ByteOrder::kBigEndian;
+  for (size_t i = 0; i < n; ++i) {
+    const uint8_t* p = src + i * h->bytes_per_sample;
+    uint64_t bits = 0;
+    for (int k = 0; k < h->bytes_per_sample; ++k) {
+      const int at = swap ? h->bytes_per_sample - 1 - k : k;
+      bits |= uint64_t{p[at]} << (8 * k);
+    }
+    const int w = h->bytes_per_sample * 8;
+    const bool is_signed = h->format == F::kInt8 || h->format == F::kInt16 ||
+                           h->format == F::kInt32 || h->format == F::kInt64;
+    double v;
+    if (h->format == F::kIeeeFloat64) {
+      std::memcpy(&v, &bits, 8);
+    } else if (h->format == F::kIeeeFloat32) {
+      float f;
+      const uint32_t b32 = static_cast<uint32_t>(bits);
+      std::memcpy(&f, &b32, 4);
+      v = f;
+    } else if (is_signed) {
+      const int64_t x = w == 64 ? static_cast<int64_t>(bits)
+                                : static_cast<int64_t>(bits << (64 - w)) >> (64 - w);
+      v = static_cast<double>(x);
+    } else {
+      v = static_cast<double>(bits);
+    }
+    a.doubles[i] = v;
+  }
+  return a;
 }
 
 }  // namespace shotstream::client

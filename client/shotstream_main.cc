@@ -8,6 +8,9 @@
 //                    [--queue_depth=N] [--repeat=N]
 //   fetch and bench: [--window=START:STOP] [--where=HEADER:LO:HI ...] [--encoding=E]
 //                    [--tolerance=T]
+//   shotstream put   --target=HOST:PORT --dataset=NAME --from=DIR [--sample_interval_us=US]
+//                    [--sample_format=5|1|3]   (DIR as fetch writes it: shot_ID.npy, and
+//                    shot_ID.FIELD.npy header columns; a new dataset on the server)
 //   shotstream plot  --target=HOST:PORT --dataset=NAME --shot=N [--out=shot.png] [--clip=99]
 //   shotstream plan  --target=HOST:PORT --dataset=NAME --epoch=E --seed=S --rank=R
 //                    --world_size=W   (the rank's shot ids of the epoch, on the last line)
@@ -15,6 +18,7 @@
 // bench verifies every checksum and prints one JSON object on its last line with
 // shots, bytes (float32 delivered), wire_bytes (sample bytes received, encoded), seconds
 // and gbps (= bytes / seconds / 1e9).
+#include <dirent.h>
 #include <sys/stat.h>
 
 #include <atomic>
@@ -25,6 +29,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
@@ -63,6 +68,9 @@ ABSL_FLAG(std::string, out, ".", "fetch: output directory");
 ABSL_FLAG(std::string, format, "npy",
           "fetch: npy (shot_ID.npy plus shot_ID.FIELD.npy per header), segy (IEEE float) "
           "or segy-ibm (IBM float): one shot_ID.sgy per shot with its trace headers");
+ABSL_FLAG(std::string, from, "", "put: the directory of shot_ID.npy (and shot_ID.FIELD.npy) files");
+ABSL_FLAG(double, sample_interval_us, 0, "put: the sample interval of the shots");
+ABSL_FLAG(int, sample_format, 5, "put: the SEG-Y format the server stores: 5 IEEE, 1 IBM, 3 int16");
 ABSL_FLAG(uint32_t, queue_depth, 2, "shots read and received ahead");
 ABSL_FLAG(uint64_t, max_chunk_bytes, 0,
           "largest sample payload per message to ask the server for (0: its default)");
@@ -203,6 +211,78 @@ absl::Status ApplySelection(shotstream::client::StreamOptions* options) {
   options->encoding = absl::GetFlag(FLAGS_encoding);
   options->tolerance = absl::GetFlag(FLAGS_tolerance);
   return absl::OkStatus();
+}
+
+// put: every shot_ID.npy of --from (in id order) with its shot_ID.FIELD.npy columns, one
+// shot in memory at a time.
+int Put(Client& client, const std::string& dataset) {
+  const std::string dir = absl::GetFlag(FLAGS_from);
+  if (dir.empty()) return Fail(absl::InvalidArgumentError("put needs --from=DIR"));
+  std::vector<int64_t> ids;
+  std::map<int64_t, std::vector<std::string>> fields;  // id -> header names
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return Fail(absl::NotFoundError(absl::StrCat(dir, ": cannot read")));
+  while (const dirent* e = ::readdir(d)) {
+    absl::string_view name = e->d_name;
+    if (!absl::ConsumePrefix(&name, "shot_") || !absl::ConsumeSuffix(&name, ".npy")) continue;
+    const size_t dot = name.find('.');
+    int64_t id = 0;
+    if (!absl::SimpleAtoi(name.substr(0, dot), &id)) continue;
+    if (dot == absl::string_view::npos) {
+      ids.push_back(id);
+    } else {
+      fields[id].emplace_back(name.substr(dot + 1));
+    }
+  }
+  ::closedir(d);
+  std::sort(ids.begin(), ids.end());
+  if (ids.empty()) {
+    return Fail(absl::NotFoundError(absl::StrCat(dir, ": no shot_ID.npy file")));
+  }
+  shotstream::client::WriteOptions options;
+  options.sample_interval_us = absl::GetFlag(FLAGS_sample_interval_us);
+  options.sample_format = absl::GetFlag(FLAGS_sample_format);
+  if (absl::GetFlag(FLAGS_max_chunk_bytes) > 0) {
+    options.max_chunk_bytes = absl::GetFlag(FLAGS_max_chunk_bytes);
+  }
+  size_t next = 0;
+  uint64_t bytes = 0;
+  shotstream::client::NpyArray samples;
+  const absl::Time start = absl::Now();
+  auto source = [&](shotstream::client::ShotToWrite* shot) -> absl::StatusOr<bool> {
+    if (absl::GetFlag(FLAGS_progress) && next > 0) ProgressBar(next, ids.size(), bytes, start);
+    if (next == ids.size()) return false;
+    const int64_t id = ids[next++];
+    const std::string base = absl::StrCat(dir, "/shot_", id);
+    auto a = shotstream::client::ReadNpy(base + ".npy", /*as_double=*/false);
+    if (!a.ok()) return a.status();
+    if (a->shape.size() != 2) {
+      return absl::InvalidArgumentError(absl::StrCat(base, ".npy: shape of ", a->shape.size(),
+                                                     " dimensions; expected [traces, samples]"));
+    }
+    samples = *std::move(a);
+    shot->shot_id = id;
+    shot->n_traces = static_cast<uint32_t>(samples.shape[0]);
+    shot->n_samples = static_cast<uint32_t>(samples.shape[1]);
+    shot->samples = samples.floats.data();
+    shot->headers.clear();
+    for (const std::string& field : fields[id]) {
+      auto column = shotstream::client::ReadNpy(absl::StrCat(base, ".", field, ".npy"), true);
+      if (!column.ok()) return column.status();
+      shot->headers.emplace_back(field, std::move(column->doubles));
+    }
+    bytes += samples.floats.size() * sizeof(float);
+    return true;
+  };
+  auto info = client.Write(dataset, options, source);
+  if (!info.ok()) return Fail(info.status());
+  std::printf("put %llu shots (%llu bytes) as dataset %s: %s, %llu traces of %u samples, "
+              "largest sample error %g\n",
+              static_cast<unsigned long long>(info->written_shots),
+              static_cast<unsigned long long>(info->written_bytes), info->name.c_str(),
+              info->state.c_str(), static_cast<unsigned long long>(info->n_traces),
+              info->n_samples, info->write_max_error);
+  return 0;
 }
 
 int Fetch(Client& client, const std::string& dataset) {
@@ -425,8 +505,8 @@ int main(int argc, char** argv) {
   shotstream::TuneMallocForLargeBuffers();
   shotstream::client::TuneGrpcForLargeMessages();
   absl::SetProgramUsageMessage(
-      "shotstream COMMAND --target=HOST:PORT [flags]; COMMAND is ls, info, fetch, bench, plot "
-      "or plan");
+      "shotstream COMMAND --target=HOST:PORT [flags]; COMMAND is ls, info, fetch, bench, plot, "
+      "plan or put");
   for (int i = 1; i < argc; ++i) {
     const absl::string_view a = argv[i];
     if (absl::StartsWith(a, "--where=")) WhereFlags().emplace_back(a.substr(8));
@@ -434,17 +514,18 @@ int main(int argc, char** argv) {
   }
   std::vector<char*> args = absl::ParseCommandLine(argc, argv);
   if (args.size() != 2) {
-    std::cerr << "usage: shotstream ls|info|fetch|bench|plot|plan --target=HOST:PORT "
+    std::cerr << "usage: shotstream ls|info|fetch|bench|plot|plan|put --target=HOST:PORT "
                  "[--dataset=NAME] "
                  "[flags]; see --help"
               << std::endl;
     return 2;
   }
   const std::string command = args[1];
-  constexpr absl::string_view kCommands[] = {"ls", "info", "fetch", "bench", "plot", "plan"};
+  constexpr absl::string_view kCommands[] = {"ls",    "info", "fetch", "bench",
+                                             "plot", "plan", "put"};
   if (std::find(std::begin(kCommands), std::end(kCommands), command) == std::end(kCommands)) {
     std::cerr << "shotstream: unknown command '" << command
-              << "' (ls, info, fetch, bench, plot, plan); see --help" << std::endl;
+              << "' (ls, info, fetch, bench, plot, plan, put); see --help" << std::endl;
     return 2;
   }
   shotstream::client::ClientOptions options;
@@ -485,6 +566,7 @@ int main(int argc, char** argv) {
   if (command == "fetch") return Fetch(**client, dataset);
   if (command == "bench") return Bench(**client, dataset);
   if (command == "plot") return Plot(**client, dataset);
+  if (command == "put") return Put(**client, dataset);
   std::cerr << "shotstream: unknown command '" << command << "' (ls, info, fetch, bench, plot)"
             << std::endl;
   return 2;

@@ -4,6 +4,8 @@
 //   FAULT_IO_PATH=S, FAULT_IO_SWITCH=F [, FAULT_IO_OFFSET=B]: while file F exists, every
 //     pread/pread64 of a file whose path contains S, reaching at or past byte B (default
 //     0), fails with EIO, as a failing disk or a broken network mount does.
+//   FULL_DISK_PATH=S, FULL_DISK_BYTES=N: a write(2) to a file whose path contains S that
+//     would take the file past N bytes fails with ENOSPC, as on a full filesystem.
 // Built by Bazel as //:libio_shim.so; run as LD_PRELOAD=libio_shim.so COMMAND.
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -31,6 +33,33 @@ static void wait_if_file(int fd) {
     struct timespec ts = {delay_us() / 1000000, (delay_us() % 1000000) * 1000};
     nanosleep(&ts, NULL);
   }
+}
+
+// The path of descriptor fd into `path` (4096 bytes); 0 when it has none.
+static int fd_path(int fd, char* path) {
+  char link[64];
+  snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+  const ssize_t len = readlink(link, path, 4095);
+  if (len <= 0) return 0;
+  path[len] = '\0';
+  return 1;
+}
+
+ssize_t write(int fd, const void* buf, size_t n) {
+  static ssize_t (*real)(int, const void*, size_t);
+  if (!real) real = dlsym(RTLD_NEXT, "write");
+  const char* match = getenv("FULL_DISK_PATH");
+  const char* limit = getenv("FULL_DISK_BYTES");
+  if (match != NULL && limit != NULL && fd > 2) {
+    char path[4096];
+    const off_t at = lseek(fd, 0, SEEK_CUR);
+    if (at >= 0 && fd_path(fd, path) && strstr(path, match) != NULL &&
+        (unsigned long long)at + n > strtoull(limit, NULL, 10)) {
+      errno = ENOSPC;
+      return -1;
+    }
+  }
+  return real(fd, buf, n);
 }
 
 static int should_fail(int fd, size_t n, off_t off) {

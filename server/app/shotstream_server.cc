@@ -18,6 +18,7 @@
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
+#include "server/write/dataset_writer.h"
 #include "grpcpp/impl/codegen/service_type.h"
 #include "server/common/heap_trimmer.h"
 #include "server/common/listen_probe.h"
@@ -41,6 +42,7 @@ constexpr char kServiceName[] = "shotstream.v1.ShotStream";
 std::vector<std::string> TokenNamesOf(const ServerConfig& c) {
   std::vector<std::string> names;
   for (const auto& [name, sets] : c.auth_allow) names.push_back(name);
+  names.insert(names.end(), c.auth_writers.begin(), c.auth_writers.end());
   return names;
 }
 
@@ -233,18 +235,62 @@ absl::StatusOr<std::unique_ptr<ShotStreamServer>> ShotStreamServer::Start(
   // state is said on stderr and moves the health status (once the server runs).
   s->datasets_ = std::make_unique<dataset::DatasetRegistry>(cfg.datasets.size());
   ShotStreamServer* self = s.get();
+  auto on_change = [self](const DatasetEntry& e) {
+    const absl::Status st = e.status();
+    std::fprintf(stderr, "dataset %s: %s%s\n", e.name.c_str(),
+                 e.state() == DatasetEntry::State::kRebuilding ? ""
+                 : st.ok()                                     ? "READY again, rebuilt"
+                                                               : "FAILED on rebuild: ",
+                 std::string(st.message()).c_str());
+    absl::MutexLock lock(&self->health_mu_);
+    self->SetHealthLocked();
+  };
   for (size_t i = 0; i < cfg.datasets.size(); ++i) {
-    s->datasets_->at(i).set_on_change([self](const DatasetEntry& e) {
-      const absl::Status st = e.status();
-      std::fprintf(stderr, "dataset %s: %s%s\n", e.name.c_str(),
-                   e.state() == DatasetEntry::State::kRebuilding ? ""
-                   : st.ok()                                     ? "READY again, rebuilt"
-                                                                 : "FAILED on rebuild: ",
-                   std::string(st.message()).c_str());
-      absl::MutexLock lock(&self->health_mu_);
-      self->SetHealthLocked();
-    });
+    s->datasets_->at(i).set_on_change(on_change);
     LoadDataset(cfg.datasets[i], cfg.catalog_dir, /*print_summary=*/false, &s->datasets_->at(i));
+  }
+  // Written datasets: loaded like the configured ones; a new one's health is set when it
+  // is loaded (it is published right after).
+  auto load_written = [self, on_change](DatasetEntry* entry, const std::string& path) {
+    DatasetConfig dc;
+    dc.name = entry->name;
+    dc.files = {path};
+    entry->set_on_change(on_change);
+    LoadDataset(dc, self->config_.catalog_dir, /*print_summary=*/false, entry);
+    absl::MutexLock lock(&self->health_mu_);
+    if (self->health_ != nullptr) {
+      const bool ready = entry->dataset() != nullptr && !self->draining_.load();
+      self->health_->SetServingStatus(absl::StrCat(kServiceName, "/", entry->name), ready);
+      if (ready) {
+        self->health_->SetServingStatus(true);
+        self->health_->SetServingStatus(kServiceName, true);
+      }
+    }
+  };
+  if (!cfg.write_dir.empty()) {
+    if (::mkdir(cfg.write_dir.c_str(), 0755) != 0 && errno != EEXIST) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "write_dir ", cfg.write_dir, ": cannot create: ", std::strerror(errno)));
+    }
+    for (const std::string& t : write::RemoveTemporaries(cfg.write_dir)) {
+      std::fprintf(stderr, "write_dir %s: removed %s, left by a write that did not finish\n",
+                   cfg.write_dir.c_str(), t.c_str());
+    }
+    // Datasets written before this start are served again, by their names.
+    auto written = dataset::ExpandGlob(cfg.write_dir + "/*.sgy", /*may_match_nothing=*/true);
+    for (const std::string& path : written.ok() ? *written : std::vector<std::string>{}) {
+      std::string name = path.substr(cfg.write_dir.size() + 1);
+      name.resize(name.size() - 4);
+      if (!write::ValidateWriteName(name).ok()) continue;
+      if (!s->datasets_->Reserve(name).ok()) {
+        std::fprintf(stderr, "write_dir %s: %s not served: a configured dataset has the name\n",
+                     cfg.write_dir.c_str(), path.c_str());
+        continue;
+      }
+      DatasetEntry* entry = s->datasets_->Add(name);
+      load_written(entry, path);
+      s->datasets_->Publish(entry);
+    }
   }
 
   const int readers = cfg.readers > 0
@@ -267,6 +313,9 @@ absl::StatusOr<std::unique_ptr<ShotStreamServer>> ShotStreamServer::Start(
     options.access.allow[name] = std::set<std::string>(sets.begin(), sets.end());
   }
   options.access.default_deny = cfg.auth_default_deny;
+  options.access.writers = std::set<std::string>(cfg.auth_writers.begin(), cfg.auth_writers.end());
+  options.write_dir = cfg.write_dir;
+  options.load_written = load_written;
   options.log_streams = cfg.log_streams;
   options.job_dir = cfg.job_dir;
   options.job_idle_timeout = cfg.job_idle_timeout;

@@ -81,7 +81,7 @@ absl::StatusOr<ServerConfig> ParseServerConfig(const std::string& yaml, const st
   SS_CFG(CheckKeys(root, source, "",
                    {"listen", "catalog_dir", "metrics_listen", "readers", "limits", "tls",
                     "auth", "datasets", "grace_period", "drain_delay", "keepalive",
-                    "zero_copy", "log_streams", "job_dir", "job_idle_timeout"}));
+                    "zero_copy", "log_streams", "job_dir", "job_idle_timeout", "write_dir"}));
   SS_CFG(Get(root, "listen", source, "", &c.listen));
   SS_CFG(Get(root, "catalog_dir", source, "", &c.catalog_dir));
   SS_CFG(Get(root, "metrics_listen", source, "", &c.metrics_listen));
@@ -91,6 +91,7 @@ absl::StatusOr<ServerConfig> ParseServerConfig(const std::string& yaml, const st
   SS_CFG(Get(root, "zero_copy", source, "", &c.zero_copy));
   SS_CFG(Get(root, "log_streams", source, "", &c.log_streams));
   SS_CFG(Get(root, "job_dir", source, "", &c.job_dir));
+  SS_CFG(Get(root, "write_dir", source, "", &c.write_dir));
   SS_CFG(GetDuration(root, "job_idle_timeout", source, &c.job_idle_timeout));
   if (const YAML::Node k = root["keepalive"]) {
     SS_CFG(CheckKeys(k, source, "keepalive", {"time", "timeout"}));
@@ -119,7 +120,8 @@ absl::StatusOr<ServerConfig> ParseServerConfig(const std::string& yaml, const st
     SS_CFG(Get(t, "client_ca", source, "tls", &c.tls_client_ca));
   }
   if (const YAML::Node a = root["auth"]) {
-    SS_CFG(CheckKeys(a, source, "auth", {"token_file", "allow", "default"}));
+    SS_CFG(CheckKeys(a, source, "auth", {"token_file", "allow", "default", "writers"}));
+    SS_CFG(Get(a, "writers", source, "auth", &c.auth_writers));
     SS_CFG(Get(a, "token_file", source, "auth", &c.auth_token_file));
     std::string default_rule = "allow";
     SS_CFG(Get(a, "default", source, "auth", &default_rule));
@@ -246,6 +248,9 @@ absl::Status ValidateServerConfig(const ServerConfig& c) {
                                                        d, "'"));
       }
     }
+  }
+  if (!c.auth_writers.empty() && c.auth_token_file.empty()) {
+    return absl::InvalidArgumentError("auth.writers needs auth.token_file");
   }
   if (!c.auth_allow.empty() && c.auth_token_file.empty()) {
     return absl::InvalidArgumentError("auth.allow needs auth.token_file");

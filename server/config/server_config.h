@@ -69,6 +69,12 @@ struct ServerConfig {
   // auth.default: "allow" (tokens not named under auth.allow read every dataset) or
   // "deny" (they read nothing).
   bool auth_default_deny = false;
+  // auth.writers: the token names that may create datasets (WriteShots); with tokens on
+  // and none named, no token may.
+  std::vector<std::string> auth_writers;
+  // Where WriteShots creates NAME.sgy (created if missing); empty: writing is off. Its
+  // NAME.sgy files are served as datasets NAME at start-up.
+  std::string write_dir;
   std::vector<DatasetConfig> datasets;
 };
 

@@ -25,6 +25,9 @@ ABSL_FLAG(std::string, io, "", "for --dataset flags: auto (mmap if local), pread
 ABSL_FLAG(std::string, catalog_dir, "", "where catalogs are kept (created if missing)");
 ABSL_FLAG(std::string, job_dir, "",
           "where jobs record their progress, to resume after a restart (created if missing)");
+ABSL_FLAG(std::string, write_dir, "",
+          "where WriteShots creates NAME.sgy (created if missing); unset: writing is off");
+ABSL_FLAG(std::string, auth_writers, "", "NAME,NAME,...: the tokens that may write datasets");
 ABSL_FLAG(std::string, metrics_listen, "", "HOST:PORT for Prometheus metrics on /metrics");
 ABSL_FLAG(std::string, auth_token_file, "", "bearer tokens, one per line; reloaded on SIGHUP");
 ABSL_FLAG(std::string, auth_default, "", "allow or deny: what tokens not in --auth_allow read (allow)");
@@ -105,6 +108,10 @@ absl::StatusOr<ServerConfig> BuildConfig(const std::vector<std::string>& dataset
   OverrideIfSet(absl::GetFlag(FLAGS_listen), &c.listen);
   OverrideIfSet(absl::GetFlag(FLAGS_catalog_dir), &c.catalog_dir);
   OverrideIfSet(absl::GetFlag(FLAGS_job_dir), &c.job_dir);
+  OverrideIfSet(absl::GetFlag(FLAGS_write_dir), &c.write_dir);
+  if (!absl::GetFlag(FLAGS_auth_writers).empty()) {
+    c.auth_writers = absl::StrSplit(absl::GetFlag(FLAGS_auth_writers), ',', absl::SkipEmpty());
+  }
   OverrideIfSet(absl::GetFlag(FLAGS_metrics_listen), &c.metrics_listen);
   OverrideIfSet(absl::GetFlag(FLAGS_auth_token_file), &c.auth_token_file);
   if (const std::string d = absl::GetFlag(FLAGS_auth_default); !d.empty()) {

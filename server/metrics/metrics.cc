@@ -119,6 +119,20 @@ std::string RenderPrometheus(const service::ServiceCounters& c,
     absl::StrAppendFormat(&out, "shotstream_streams_rejected_by_code_total{code=\"%s\"} %d\n",
                           kCodeNames[code], c.rejected_by_code[code].load());
   }
+  Metric(&out, "shotstream_shots_written_total", "counter",
+         "Shots received and written by WriteShots (of writes committed or not).",
+         c.shots_written.load());
+  Metric(&out, "shotstream_sample_bytes_written_total", "counter",
+         "float32 sample bytes received and written by WriteShots.", c.bytes_written.load());
+  Metric(&out, "shotstream_writes_total", "counter",
+         "WriteShots calls that created their dataset.", c.writes_committed.load());
+  out += "# HELP shotstream_writes_failed_total WriteShots calls that left nothing, by "
+         "status.\n"
+         "# TYPE shotstream_writes_failed_total counter\n";
+  for (int code = 1; code < 17; ++code) {
+    absl::StrAppendFormat(&out, "shotstream_writes_failed_total{code=\"%s\"} %d\n",
+                          kCodeNames[code], c.writes_failed_by_code[code].load());
+  }
   out += "# HELP shotstream_dataset_ready 1 when the dataset is served, 0 when it failed or "
          "is being rebuilt.\n"
          "# TYPE shotstream_dataset_ready gauge\n";

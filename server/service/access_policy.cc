@@ -32,4 +32,13 @@ absl::Status AccessPolicy::MayRead(const std::string& who, const std::string& da
       absl::StrCat("token '", who, "' may not read dataset '", dataset, "'"));
 }
 
+absl::Status AccessPolicy::MayWrite(const std::string& who) const {
+  if (tokens_ == nullptr) return absl::OkStatus();
+  if (!who.empty() && rules_.writers.count(who)) return absl::OkStatus();
+  return absl::PermissionDeniedError(absl::StrCat(
+      who.empty() ? std::string("an unnamed token") : absl::StrCat("token '", who, "'"),
+      " may not write datasets (auth.writers names the tokens that may",
+      rules_.writers.empty() ? "; it names none" : "", ")"));
+}
+
 }  // namespace shotstream::service

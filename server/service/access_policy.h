@@ -23,6 +23,8 @@ struct AccessRules {
   // Tokens not named in `allow` (unnamed ones too) read nothing (auth.default: deny)
   // instead of every dataset.
   bool default_deny = false;
+  // The token names that may write (auth.writers); with tokens on, no other token may.
+  std::set<std::string> writers;
 };
 
 class AccessPolicy {
@@ -41,6 +43,10 @@ class AccessPolicy {
   // Whether the caller `who` (from Authenticate) may read `dataset`: PERMISSION_DENIED
   // naming both when not.
   absl::Status MayRead(const std::string& who, const std::string& dataset) const;
+
+  // Whether `who` may create datasets (WriteShots): anyone on an open service; with
+  // tokens, only the names under auth.writers. PERMISSION_DENIED naming `who` otherwise.
+  absl::Status MayWrite(const std::string& who) const;
 
  private:
   const TokenStore* const tokens_;

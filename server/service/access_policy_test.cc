@@ -50,6 +50,16 @@ TEST(AccessPolicyTest, AllowListsAndTheDefault) {
   EXPECT_EQ(alice.code(), absl::StatusCode::kPermissionDenied);
   EXPECT_NE(alice.message().find("auth.default is deny"), std::string::npos);
   EXPECT_EQ(deny.MayRead("", "part1").code(), absl::StatusCode::kPermissionDenied);
+
+  // Writing: only auth.writers, and nobody without it; anyone on an open service.
+  EXPECT_EQ(deny.MayWrite("alice").code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_NE(deny.MayWrite("alice").message().find("names none"), std::string::npos);
+  rules.writers = {"alice"};
+  AccessPolicy writers(tokens.get(), rules);
+  EXPECT_TRUE(writers.MayWrite("alice").ok());
+  EXPECT_EQ(writers.MayWrite("bob").code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(writers.MayWrite("").code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_TRUE(AccessPolicy(nullptr, {}).MayWrite("").ok());
 }
 
 }  // namespace

@@ -24,6 +24,12 @@ struct ServiceCounters : stream::WindowCounters {
   std::atomic<int64_t> finished_by_code[17] = {};
   // Jobs (StreamJob): held now, shots handed, returned, done.
   jobs::JobCounters jobs;
+  // WriteShots: shots and float32 sample bytes written (of writes that were committed
+  // or not), writes committed, and writes failed by status code.
+  std::atomic<int64_t> shots_written{0};
+  std::atomic<int64_t> bytes_written{0};
+  std::atomic<int64_t> writes_committed{0};
+  std::atomic<int64_t> writes_failed_by_code[17] = {};
 };
 
 }  // namespace shotstream::service

@@ -1,5 +1,6 @@
 #include "server/service/shot_stream_service.h"
 
+#include <cstdio>
 #include <map>
 #include <utility>
 
@@ -12,6 +13,7 @@
 #include "server/service/grpc_status.h"
 #include "server/jobs/job_registry.h"
 #include "server/service/internal/job_reactor.h"
+#include "server/service/internal/write_reactor.h"
 #include "server/service/internal/stream_reactor.h"
 #include "server/service/stream_admission.h"
 #include "server/stream/byte_budget.h"
@@ -77,7 +79,9 @@ class ShotStreamServiceImpl final
     : public v1::ShotStream::WithCallbackMethod_ListDatasets<
           v1::ShotStream::WithCallbackMethod_GetDataset<
               v1::ShotStream::WithRawCallbackMethod_StreamShots<
-                  v1::ShotStream::WithRawCallbackMethod_StreamJob<v1::ShotStream::Service>>>> {
+                  v1::ShotStream::WithRawCallbackMethod_StreamJob<
+                      v1::ShotStream::WithCallbackMethod_WriteShots<
+                          v1::ShotStream::Service>>>>> {
  public:
   ShotStreamServiceImpl(dataset::DatasetRegistry* datasets, stream::ReaderPool* pool,
                         const ServiceOptions& options)
@@ -183,6 +187,42 @@ class ShotStreamServiceImpl final
 
   // One consumer of a job: checked as a StreamShots request of the job's shots would be,
   // then joined to the job (jobs::JobRegistry), its shots fed to a window as it has room.
+  grpc::ServerReadReactor<v1::WriteShotsRequest>* WriteShots(
+      grpc::CallbackServerContext* ctx, v1::DatasetInfo* response) override {
+    std::string who;
+    absl::Status refused = Authenticate(ctx, &who);
+    if (refused.ok()) refused = access_.MayWrite(who);
+    if (refused.ok() && options_.draining != nullptr && options_.draining->load()) {
+      refused = absl::UnavailableError("the server is shutting down; no new writes");
+    }
+    write::SessionContext context{datasets_, options_.write_dir, who, options_.load_written};
+    const std::string peer = ctx->peer();
+    auto on_end = [this, response, peer](const absl::Status& status,
+                                         const write::WriteSession& session,
+                                         const DatasetEntry* entry) {
+      counters_->shots_written += static_cast<int64_t>(session.shots());
+      counters_->bytes_written += static_cast<int64_t>(session.sample_bytes());
+      if (status.ok()) {
+        ++counters_->writes_committed;
+        FillInfo(*entry, false, response);
+        response->set_write_max_error(session.max_error());
+        response->set_written_shots(session.shots());
+        response->set_written_bytes(session.sample_bytes());
+      } else {
+        ++counters_->writes_failed_by_code[static_cast<int>(status.code()) % 17];
+      }
+      if (options_.log_streams) {
+        std::fprintf(stderr, "write %s from %s: %s, %llu shots, %llu bytes%s%s\n",
+                     session.name().empty() ? "(unnamed)" : session.name().c_str(),
+                     peer.c_str(), status.ok() ? "created" : "FAILED",
+                     static_cast<unsigned long long>(session.shots()),
+                     static_cast<unsigned long long>(session.sample_bytes()),
+                     status.ok() ? "" : ": ", std::string(status.message()).c_str());
+      }
+    };
+    return StartWrite(std::move(refused), std::move(context), std::move(on_end));
+  }
+
   grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* StreamJob(
       grpc::CallbackServerContext* ctx) override {
     std::string who;

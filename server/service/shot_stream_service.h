@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -58,6 +59,11 @@ struct ServiceOptions {
   // a job with no consumer is kept.
   std::string job_dir;
   absl::Duration job_idle_timeout = absl::Minutes(30);
+  // WriteShots: where written datasets go (empty: writing is off, FAILED_PRECONDITION),
+  // and how a written file is loaded into its new entry (the server's dataset settings,
+  // its change hook and start-up lines).
+  std::string write_dir;
+  std::function<void(dataset::DatasetEntry*, const std::string&)> load_written;
   // When it reads true, new streams get UNAVAILABLE (the server is shutting down);
   // running streams go on.
   const std::atomic<bool>* draining = nullptr;

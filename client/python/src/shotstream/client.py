@@ -23,7 +23,7 @@ from shotstream.routing import RetryBudget, check_target, expand_targets
 from shotstream.types import DatasetInfo, Shot
 from shotstream.v1 import shotstream_pb2 as pb
 from shotstream.v1 import shotstream_pb2_grpc as pb_grpc
-from shotstream.wire import Assembler, decoder_missing, encoding_number
+from shotstream.wire import Assembler, crc32, decoder_missing, encoding_number
 
 _CHANNEL_OPTIONS = [
     ("grpc.max_receive_message_length", -1),
@@ -423,6 +423,72 @@ class Client:
         infos = self._dataset_per_target(name)
         return routing.route(name, shot_ids,
                              [None if i is None else i.shot_ids for i in infos])
+
+    def write(self, name: str, shots, sample_interval_us: float, sample_format: int = 5,
+              max_chunk_bytes: int = 1 << 20) -> DatasetInfo:
+        """Creates dataset `name` on the (first) server from `shots`: an iterable of `Shot`s
+        or of (shot_id, samples) / (shot_id, samples, {header: values}) tuples, samples
+        [n_traces, n_samples] (any real dtype, sent as float32). It is streamed as it is
+        iterated (a generator of modelled shots is never held whole), each shot in messages
+        of at most max_chunk_bytes with its CRC-32, and written by the server as SEG-Y
+        (sample_format 5 IEEE float32, 1 IBM, 3 int16) into its write_dir. Nothing is
+        visible until the last shot is in; returns the new dataset's DatasetInfo (its
+        write_max_error says what the format cost). Errors raise ShotstreamError:
+        ALREADY_EXISTS, INVALID_ARGUMENT (a bad name, a shot with another sample count),
+        PERMISSION_DENIED, FAILED_PRECONDITION (writing not enabled), DATA_LOSS,
+        RESOURCE_EXHAUSTED (the server's disk is full); the server then keeps nothing."""
+        failure = []
+
+        def messages():
+            yield pb.WriteShotsRequest(dataset=name, sample_interval_us=float(sample_interval_us),
+                                       sample_format=int(sample_format))
+            try:
+                for item in shots:
+                    if isinstance(item, Shot):
+                        sid, samples, headers = item.shot_id, item.samples, item.headers
+                    elif len(item) == 2:
+                        (sid, samples), headers = item, {}
+                    else:
+                        sid, samples, headers = item
+                    a = np.ascontiguousarray(samples, dtype="<f4")
+                    if a.ndim != 2:
+                        raise ValueError(f"shot {sid}: samples of shape {a.shape}; expected "
+                                         "[n_traces, n_samples]")
+                    n_traces, n_samples = a.shape
+                    per = max(1, max_chunk_bytes // max(1, n_samples * 4))
+                    crc = 0
+                    first = True
+                    for t in range(0, max(n_traces, 1), per):
+                        part = a[t:t + per].tobytes()
+                        crc = crc32(part, crc)
+                        m = pb.WriteShotsRequest(samples=part)
+                        if first:
+                            m.shot_id, m.n_traces, m.n_samples = int(sid), n_traces, n_samples
+                            for h, values in (headers or {}).items():
+                                col = np.asarray(values, dtype=np.float64).ravel()
+                                m.headers.add(name=h, values=col.tolist())
+                            first = False
+                        if t + per >= n_traces:
+                            m.shot_end, m.crc32 = True, crc
+                        yield m
+            except GeneratorExit:  # grpcio closes us: the call already ended
+                raise
+            except BaseException as e:  # the call is cancelled: the server keeps nothing
+                failure.append(e)
+                return
+            yield pb.WriteShotsRequest(finish=True)
+
+        self._reach(0)
+        call = self._stubs[0].WriteShots.future(messages(), metadata=self._metadata)
+        try:
+            info = call.result()
+        except grpc.RpcError as e:
+            if failure:
+                raise failure[0] from None
+            raise _error(e) from None
+        if failure:  # the iterable failed after the server had everything: not reached
+            raise failure[0]
+        return DatasetInfo.from_message(info)
 
     def stream(self, name: str, shot_ids: Sequence[int], queue_depth: int = 2,
                headers: Sequence[str] = (), max_chunk_bytes: Optional[int] = None,

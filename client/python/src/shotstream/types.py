@@ -29,6 +29,11 @@ class DatasetInfo:
     header_fields: List[str] = field(default_factory=list)
     # source_xy datasets: {shot id: (x, y)} of each shot's source; else empty.
     source_positions: Dict[int, Tuple[float, float]] = field(default_factory=dict)
+    # Client.write only: the largest |sample written - given| (0 for format 5), and the
+    # shots and float32 bytes written.
+    write_max_error: float = 0.0
+    written_shots: int = 0
+    written_bytes: int = 0
 
     @classmethod
     def from_message(cls, msg) -> "DatasetInfo":
@@ -40,7 +45,9 @@ class DatasetInfo:
                    shot_ids=np.array(msg.shot_ids, dtype=np.int64),
                    shot_trace_counts=np.array(msg.shot_trace_counts, dtype=np.int64),
                    header_fields=list(msg.header_fields),
-                   source_positions={p.shot_id: (p.x, p.y) for p in msg.source_positions})
+                   source_positions={p.shot_id: (p.x, p.y) for p in msg.source_positions},
+                   write_max_error=msg.write_max_error, written_shots=msg.written_shots,
+                   written_bytes=msg.written_bytes)
 
     def __repr__(self) -> str:
         return (f"DatasetInfo(name={self.name!r}, state={self.state}, n_shots={self.n_shots}, "

@@ -1,0 +1,73 @@
+#include "server/write/write_session.h"
+
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+
+namespace shotstream::write {
+
+WriteSession::~WriteSession() {
+  writer_.reset();  // an uncommitted writer removes its temporary
+  if (reserved_) context_.datasets->Release(name_);
+}
+
+absl::Status WriteSession::Start(const v1::WriteShotsRequest& first) {
+  if (context_.write_dir.empty()) {
+    return absl::FailedPreconditionError(
+        "writing is not enabled on this server (start it with --write_dir=DIR, or write_dir: "
+        "in its config)");
+  }
+  name_ = first.dataset();
+  if (name_.empty()) {
+    return absl::InvalidArgumentError("the first message must name the dataset to write");
+  }
+  SS_RETURN_IF_ERROR(ValidateWriteName(name_));
+  SS_RETURN_IF_ERROR(context_.datasets->Reserve(name_));
+  reserved_ = true;
+  WriteSpec spec;
+  spec.dir = context_.write_dir;
+  spec.name = name_;
+  spec.sample_interval_us = first.sample_interval_us();
+  spec.format = first.sample_format() == 0 ? 5 : first.sample_format();
+  spec.writer = context_.who;
+  SS_ASSIGN_OR_RETURN(writer_, DatasetWriter::Create(spec));
+  return absl::OkStatus();
+}
+
+absl::Status WriteSession::Take(const v1::WriteShotsRequest& m) {
+  if (finishing_) return absl::InvalidArgumentError("a message after the finishing one");
+  if (writer_ == nullptr) {
+    SS_RETURN_IF_ERROR(Start(m));
+  } else if (!m.dataset().empty() && m.dataset() != name_) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a write creates one dataset: '", m.dataset(), "' after '", name_, "'"));
+  }
+  if (!writer_->in_shot() && (m.n_traces() > 0 || !m.samples().empty() || m.shot_end())) {
+    std::vector<std::pair<std::string, std::vector<double>>> headers;
+    headers.reserve(m.headers_size());
+    for (const v1::HeaderColumn& c : m.headers()) {
+      headers.emplace_back(c.name(), std::vector<double>(c.values().begin(), c.values().end()));
+    }
+    SS_RETURN_IF_ERROR(writer_->BeginShot(m.shot_id(), m.n_traces(), m.n_samples(), headers));
+  }
+  if (!m.samples().empty()) SS_RETURN_IF_ERROR(writer_->AddSamples(m.samples()));
+  if (m.shot_end()) SS_RETURN_IF_ERROR(writer_->EndShot(m.crc32()));
+  if (m.finish()) finishing_ = true;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<const dataset::DatasetEntry*> WriteSession::Commit() {
+  if (!finishing_ || writer_ == nullptr) {
+    return absl::InvalidArgumentError("the write ended before its finishing message");
+  }
+  SS_ASSIGN_OR_RETURN(const std::string path, writer_->Commit());
+  dataset::DatasetEntry* entry = context_.datasets->Add(name_);  // ends the reservation
+  reserved_ = false;
+  context_.load(entry, path);
+  context_.datasets->Publish(entry);
+  return entry;
+}
+
+}  // namespace shotstream::write

@@ -1,0 +1,62 @@
+// WriteSession: one WriteShots call without the transport. It takes the call's messages
+// in order (the first names the dataset, reserving the name; then shots), writes them
+// with a DatasetWriter, and on the finishing message renames the file into place and
+// adds the dataset to the registry. Destroyed unfinished (an error, a client that left)
+// it leaves nothing: the temporary is removed and the name released.
+//
+// Thread-compatible: one caller at a time (the call's reactor).
+#ifndef SHOTSTREAM_SERVER_WRITE_WRITE_SESSION_H_
+#define SHOTSTREAM_SERVER_WRITE_WRITE_SESSION_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "server/dataset/dataset_registry.h"
+#include "server/write/dataset_writer.h"
+#include "shotstream/v1/shotstream.pb.h"
+
+namespace shotstream::write {
+
+struct SessionContext {
+  dataset::DatasetRegistry* datasets = nullptr;
+  std::string write_dir;  // empty: writing is off (FAILED_PRECONDITION)
+  std::string who;        // the caller's token name, for the file's textual header
+  // Loads the written file at `path` into `entry` (the server's dataset settings).
+  std::function<void(dataset::DatasetEntry* entry, const std::string& path)> load;
+};
+
+class WriteSession {
+ public:
+  explicit WriteSession(SessionContext context) : context_(std::move(context)) {}
+  ~WriteSession();
+  WriteSession(const WriteSession&) = delete;
+  WriteSession& operator=(const WriteSession&) = delete;
+
+  // Takes the next message. Errors are the call's status (INVALID_ARGUMENT, ALREADY_EXISTS,
+  // DATA_LOSS for a shot whose checksum is wrong, RESOURCE_EXHAUSTED for a full disk...).
+  absl::Status Take(const v1::WriteShotsRequest& message);
+  // Whether the finishing message was taken (and Commit may be called).
+  bool finishing() const { return finishing_; }
+  // Renames the file into place, loads it and makes it visible; the new entry.
+  absl::StatusOr<const dataset::DatasetEntry*> Commit();
+
+  const std::string& name() const { return name_; }
+  uint64_t shots() const { return writer_ ? writer_->shots() : 0; }
+  uint64_t sample_bytes() const { return writer_ ? writer_->sample_bytes() : 0; }
+  double max_error() const { return writer_ ? writer_->max_error() : 0; }
+
+ private:
+  absl::Status Start(const v1::WriteShotsRequest& first);
+
+  SessionContext context_;
+  std::string name_;
+  bool reserved_ = false;
+  bool finishing_ = false;
+  std::unique_ptr<DatasetWriter> writer_;
+};
+
+}  // namespace shotstream::write
+
+#endif  // SHOTSTREAM_SERVER_WRITE_WRITE_SESSION_H_

@@ -1,0 +1,332 @@
+"""Writing shots back (WriteShots) through the real server: round trips exact for every
+format offered, through both Python client objects and the C++ client (`shotstream put`),
+read back through the server and by segyio from the written file; every error of the
+contract; a writer SIGKILLed mid-write and a server SIGKILLed mid-write leave nothing
+visible (the server removes its temporaries at the next start); concurrent writes, and a
+write racing a read of another dataset; metrics."""
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import unittest
+import urllib.request
+
+import grpc
+import numpy as np
+import segyio
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "testing"))
+import harness  # noqa: E402
+from harness import wait_for  # noqa: E402
+
+import shotstream  # noqa: E402
+from shotstream.v1 import shotstream_pb2 as pb  # noqa: E402
+from shotstream.v1 import shotstream_pb2_grpc as pb_grpc  # noqa: E402
+
+NS = 64
+
+
+def modelled(ids, n_traces=9, seed=0, scale=100.0):
+    """(shot_id, samples, headers) tuples as a modelling code would yield them."""
+    rng = np.random.default_rng(seed)
+    for sid in ids:
+        samples = (rng.standard_normal((n_traces, NS)) * scale).astype(np.float32)
+        headers = {"offset": np.arange(n_traces) * 25.0 - 100.0,
+                   "source_x": np.full(n_traces, 1000.5 + sid),
+                   "group_x": 1000.25 + np.arange(n_traces) * 12.5}
+        yield sid, samples, headers
+
+
+def temporaries(d):
+    return [f for f in os.listdir(d) if ".partial-" in f]
+
+
+class WriteTest(unittest.TestCase):
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        cls.out = os.path.join(cls.tmp, "written")
+        cls.field = os.path.join(cls.tmp, "field.sgy")
+        harness.write_survey(cls.field, 5, [1, 2, 3], 12, NS, seed=3)
+        cfg = os.path.join(cls.tmp, "server.yaml")
+        with open(cfg, "w") as f:
+            f.write(f"write_dir: {cls.out}\nmetrics_listen: 127.0.0.1:0\n"
+                    f"datasets: [{{name: field, files: {cls.field}}}]\n")
+        cls.server = harness.Server([f"--config={cfg}"])
+        cls.clients = {n: shotstream.Client(cls.server.target, native=n)
+                       for n in harness.client_paths()}
+
+    @classmethod
+    def tearDownClass(cls):
+        for c in cls.clients.values():
+            c.close()
+        cls.server.stop()
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def read_back(self, c, name, ids):
+        return {s.shot_id: s for s in c.stream(name, ids, headers=["offset", "source_x",
+                                                                    "group_x"])}
+
+    def test_round_trip_exact_for_every_format_through_both_python_paths(self):
+        for native, c in self.clients.items():
+            for fmt in (5, 1, 3):
+                name = f"model_f{fmt}_{'native' if native else 'grpcio'}"
+                shots = list(modelled([11, 12, 14], seed=fmt))
+                info = c.write(name, iter(shots), sample_interval_us=4000, sample_format=fmt)
+                self.assertEqual((info.name, info.state, info.n_shots, info.n_samples),
+                                 (name, "READY", 3, NS))
+                self.assertEqual((info.sample_format, info.sample_interval_us), (fmt, 4000))
+                self.assertEqual(info.written_shots, 3)
+                self.assertEqual(info.written_bytes, 3 * 9 * NS * 4)
+                self.assertIn(name, [d.name for d in c.list_datasets()])
+                path = os.path.join(self.out, f"{name}.sgy")
+                oracle = harness.segyio_shots([path])  # an independent reader of the file
+                got = self.read_back(c, name, [11, 12, 14])
+                worst = 0.0
+                for sid, samples, headers in shots:
+                    what = f"{name} shot {sid}"
+                    if fmt == 5:
+                        want = samples
+                    elif fmt == 3:
+                        want = np.clip(np.rint(samples), -32767, 32767)
+                    else:
+                        want = oracle[sid][0]
+                    np.testing.assert_array_equal(got[sid].samples, want, err_msg=what)
+                    np.testing.assert_array_equal(oracle[sid][0], want, err_msg=what)
+                    worst = max(worst, float(np.abs(want.astype(np.float64) - samples).max()))
+                    for h in ("offset", "source_x", "group_x"):
+                        np.testing.assert_array_equal(got[sid].headers[h], headers[h], what + h)
+                        np.testing.assert_array_equal(oracle[sid][1][h], headers[h], what + h)
+                self.assertAlmostEqual(info.write_max_error, worst, places=4)
+                if fmt == 5:
+                    self.assertEqual(info.write_max_error, 0)
+                with segyio.open(path, ignore_geometry=True) as f:
+                    self.assertIn("WRITTEN BY SHOTSTREAM", f.text[0].decode("ascii", "replace"))
+
+    def test_shot_objects_and_large_shots_in_many_chunks(self):
+        c = self.clients[harness.client_paths()[-1]]
+        src = list(c.stream("field", [1, 2, 3], headers=["offset"]))
+        info = c.write("copy_of_field", src, sample_interval_us=src[0].sample_interval_us,
+                       max_chunk_bytes=NS * 4 * 5)  # 5 traces a message
+        self.assertEqual(info.n_traces, 36)
+        for a, b in zip(src, c.stream("copy_of_field", [1, 2, 3], headers=["offset"])):
+            np.testing.assert_array_equal(a.samples, b.samples)
+            np.testing.assert_array_equal(a.headers["offset"], b.headers["offset"])
+
+    def test_cpp_put_round_trips_what_fetch_wrote(self):
+        d = os.path.join(self.tmp, "fetched")
+        harness.cli("fetch", f"--target={self.server.target}", "--dataset=field", f"--out={d}",
+                    "--headers=offset,group_x")
+        res = harness.cli("put", f"--target={self.server.target}", "--dataset=from_cli",
+                          f"--from={d}", "--sample_interval_us=2000")
+        self.assertIn("put 3 shots", res.stdout)
+        self.assertIn("3/3 shots", res.stderr)  # the progress bar
+        want = harness.segyio_shots([self.field])
+        got = harness.segyio_shots([os.path.join(self.out, "from_cli.sgy")])
+        for sid in (1, 2, 3):
+            np.testing.assert_array_equal(got[sid][0], want[sid][0])
+            for h in ("offset", "group_x"):
+                np.testing.assert_array_equal(got[sid][1][h], want[sid][1][h])
+
+    def test_errors_leave_nothing_and_say_why(self):
+        c = self.clients[harness.client_paths()[-1]]
+        before = sorted(os.listdir(self.out))
+
+        def expect(code, text, name, shots, **kw):
+            existed = name in [d.name for d in c.list_datasets()]
+            with self.assertRaises(shotstream.ShotstreamError) as e:
+                c.write(name, shots, sample_interval_us=1000, **kw)
+            self.assertEqual(e.exception.code(), code, name)
+            self.assertIn(text, e.exception.details(), name)
+            self.assertEqual(name in [d.name for d in c.list_datasets()], existed, name)
+        one = list(modelled([1]))
+        expect(grpc.StatusCode.INVALID_ARGUMENT, "may hold only", "a/b", one)
+        expect(grpc.StatusCode.INVALID_ARGUMENT, "may not start with '.'", "..", one)
+        expect(grpc.StatusCode.ALREADY_EXISTS, "exists", "field", one)
+        c.write("taken", one, sample_interval_us=1000)
+        before.append("taken.sgy")
+        expect(grpc.StatusCode.ALREADY_EXISTS, "exists", "taken", one)
+        mixed = [(1, np.zeros((3, NS), np.float32)), (2, np.zeros((3, NS + 1), np.float32))]
+        expect(grpc.StatusCode.INVALID_ARGUMENT, "shot 2 has 65 samples", "mixed", mixed)
+        expect(grpc.StatusCode.INVALID_ARGUMENT, "ofset", "badheader",
+               [(1, np.zeros((2, NS), np.float32), {"ofset": [1, 2]})])
+        expect(grpc.StatusCode.INVALID_ARGUMENT, "sample_format 2", "fmt", one, sample_format=2)
+
+        def failing():
+            yield from modelled([1, 2])
+            raise RuntimeError("the modelling code failed")
+        with self.assertRaises(RuntimeError):
+            c.write("failing", failing(), sample_interval_us=1000)
+        self.assertNotIn("failing", [d.name for d in c.list_datasets()])
+        # A checksum that does not match: DATA_LOSS naming the shot.
+        stub = pb_grpc.ShotStreamStub(grpc.insecure_channel(self.server.target))
+        msgs = [pb.WriteShotsRequest(dataset="corrupt", sample_interval_us=1000),
+                pb.WriteShotsRequest(shot_id=5, n_traces=1, n_samples=4,
+                                     samples=np.ones(4, "<f4").tobytes(), shot_end=True,
+                                     crc32=1),
+                pb.WriteShotsRequest(finish=True)]
+        with self.assertRaises(grpc.RpcError) as e:
+            stub.WriteShots(iter(msgs))
+        self.assertEqual(e.exception.code(), grpc.StatusCode.DATA_LOSS)
+        self.assertIn("shot 5", e.exception.details())
+        # A stream that ends without its finishing message creates nothing.
+        with self.assertRaises(grpc.RpcError) as e:
+            stub.WriteShots(iter(msgs[:1]))
+        self.assertEqual(e.exception.code(), grpc.StatusCode.CANCELLED)
+        wait_for(lambda: not temporaries(self.out), what="temporaries removed")
+        self.assertEqual(sorted(f for f in os.listdir(self.out)), sorted(before))
+
+    def test_full_disk_is_resource_exhausted_and_leaves_nothing(self):
+        d = os.path.join(self.tmp, "small_disk")
+        shim = harness.runfile("libio_shim.so")
+        env = harness.preload_env(shim, FULL_DISK_PATH=d, FULL_DISK_BYTES=200000)
+        with harness.Server([f"--write_dir={d}", f"--dataset=field={self.field}"],
+                            env=env) as server, shotstream.Client(server.target) as c:
+            c.write("fits", modelled([1]), sample_interval_us=1000)
+            with self.assertRaises(shotstream.ShotstreamError) as e:
+                c.write("too_big", modelled(range(1, 200), n_traces=50),
+                        sample_interval_us=1000)
+            self.assertEqual(e.exception.code(), grpc.StatusCode.RESOURCE_EXHAUSTED)
+            self.assertIn("No space left on device", e.exception.details())
+            self.assertNotIn("too_big", [x.name for x in c.list_datasets()])
+            self.assertEqual(sorted(os.listdir(d)), ["fits.sgy"])
+
+    def test_writing_off_and_permissions(self):
+        with harness.Server([f"--dataset=field={self.field}"]) as server, \
+                shotstream.Client(server.target) as c:
+            with self.assertRaises(shotstream.ShotstreamError) as e:
+                c.write("x", modelled([1]), sample_interval_us=1000)
+            self.assertEqual(e.exception.code(), grpc.StatusCode.FAILED_PRECONDITION)
+            self.assertIn("--write_dir", e.exception.details())
+        tokens = os.path.join(self.tmp, "tokens")
+        with open(tokens, "w") as f:
+            f.write("alice s3cret-a\nbob s3cret-b\n")
+        d = os.path.join(self.tmp, "auth_out")
+        for writers, ok in (("alice", {"alice": True, "bob": False}), ("", {"alice": False})):
+            args = [f"--write_dir={d}_{writers}", f"--dataset=field={self.field}",
+                    f"--auth_token_file={tokens}"] + ([f"--auth_writers={writers}"] if writers else [])
+            with harness.Server(args) as server:
+                for who, allowed in ok.items():
+                    with shotstream.Client(server.target, token=f"s3cret-{who[0]}") as c:
+                        name = f"by_{who}"
+                        if allowed:
+                            self.assertEqual(c.write(name, modelled([1]),
+                                                     sample_interval_us=1000).state, "READY")
+                            continue
+                        with self.assertRaises(shotstream.ShotstreamError) as e:
+                            c.write(name, modelled([1]), sample_interval_us=1000)
+                        self.assertEqual(e.exception.code(), grpc.StatusCode.PERMISSION_DENIED)
+                        self.assertIn("auth.writers", e.exception.details())
+                        self.assertFalse(os.path.exists(f"{d}_{writers}/{name}.sgy"))
+        bad = subprocess.run([harness.runfile(harness.SERVER), "--listen=127.0.0.1:0",
+                              f"--dataset=field={self.field}", f"--auth_token_file={tokens}",
+                              "--auth_writers=alcie", "--check_config"],
+                             capture_output=True, text=True, timeout=60)
+        self.assertNotEqual(bad.returncode, 0)
+        self.assertIn("alcie", bad.stderr)
+
+    def test_a_writer_killed_mid_write_leaves_nothing(self):
+        code = (f"import sys, time, numpy as np, shotstream\n"
+                f"c = shotstream.Client({self.server.target!r})\n"
+                f"def shots():\n"
+                f"    for i in range(1, 4):\n"
+                f"        yield i, np.ones((4, {NS}), np.float32)\n"
+                f"    print('sent', flush=True)\n"
+                f"    time.sleep(600)\n"
+                f"c.write('killed', shots(), sample_interval_us=1000)\n")
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+        p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                             env=env)
+        self.assertEqual(p.stdout.readline().strip(), "sent")
+        wait_for(lambda: temporaries(self.out), what="the write's temporary")
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        p.stdout.close()
+        wait_for(lambda: not temporaries(self.out), what="the temporary removed")
+        c = self.clients[harness.client_paths()[-1]]
+        self.assertNotIn("killed", [d.name for d in c.list_datasets()])
+        self.assertFalse(os.path.exists(os.path.join(self.out, "killed.sgy")))
+
+    def test_a_server_killed_mid_write_leaves_nothing_and_cleans_up_at_start(self):
+        d = os.path.join(self.tmp, "restart_out")
+        port = harness.free_port()
+        args = [f"--write_dir={d}", f"--dataset=field={self.field}"]
+        server = harness.Server(args + [f"--listen=127.0.0.1:{port}"])
+        c = shotstream.Client(server.target)
+        c.write("before", modelled([1, 2]), sample_interval_us=1000)
+        started = threading.Event()
+
+        def slow():
+            yield from modelled([1])
+            started.set()
+            threading.Event().wait(60)  # never finishes; the server dies first
+        errors = []
+        t = threading.Thread(target=lambda: errors.append(
+            self.assertRaises(shotstream.ShotstreamError,
+                              lambda: c.write("during", slow(), sample_interval_us=1000))),
+            daemon=True)
+        t.start()
+        self.assertTrue(started.wait(30))
+        wait_for(lambda: temporaries(d), what="the write's temporary")
+        server.stop(signal.SIGKILL)
+        self.assertEqual(len(temporaries(d)), 1)
+        self.assertFalse(os.path.exists(os.path.join(d, "during.sgy")))
+        c.close()
+        with harness.Server(args) as again, shotstream.Client(again.target) as c2:
+            self.assertEqual(temporaries(d), [])
+            self.assertIn("left by a write that did not finish", "".join(again.stderr_lines))
+            names = [x.name for x in c2.list_datasets()]
+            self.assertIn("before", names)  # written datasets are served again
+            self.assertNotIn("during", names)
+            self.assertEqual(len(list(c2.stream("before", [1, 2]))), 2)
+
+    def test_concurrent_writes_and_a_write_racing_a_read(self):
+        c = self.clients[harness.client_paths()[-1]]
+        results, errors = {}, []
+
+        def write(i):
+            try:
+                results[i] = c.write(f"parallel_{i}", modelled(range(1, 6), seed=i),
+                                     sample_interval_us=1000)
+            except Exception as e:  # reported below
+                errors.append(e)
+        threads = [threading.Thread(target=write, args=(i,)) for i in range(4)]
+        for t in threads:
+            t.start()
+        reads = 0
+        while any(t.is_alive() for t in threads) or reads < 3:
+            got = list(c.stream("field", [1, 2, 3]))
+            self.assertEqual([s.shot_id for s in got], [1, 2, 3])
+            reads += 1
+        for t in threads:
+            t.join()
+        self.assertEqual(errors, [])
+        for i in range(4):
+            want = {sid: s for sid, s, _ in modelled(range(1, 6), seed=i)}
+            for shot in c.stream(f"parallel_{i}", [1, 2, 3, 4, 5]):
+                np.testing.assert_array_equal(shot.samples, want[shot.shot_id])
+
+    def test_metrics_count_writes(self):
+        c = self.clients[harness.client_paths()[-1]]
+        c.write("counted", modelled([1, 2]), sample_interval_us=1000)
+        with self.assertRaises(shotstream.ShotstreamError):
+            c.write("counted", modelled([1]), sample_interval_us=1000)
+        port = None
+        for line in self.server.stderr_lines:
+            if "metrics on http://" in line:
+                port = int(line.split("(port ")[1].rstrip(")\n"))
+        text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+        self.assertIn('shotstream_writes_failed_total{code="ALREADY_EXISTS"}', text)
+        written = [int(line.split()[1]) for line in text.splitlines()
+                   if line.startswith("shotstream_shots_written_total ")]
+        self.assertGreaterEqual(written[0], 2)
+        self.assertRegex(text, r"shotstream_writes_total [1-9]")
+
+
+if __name__ == "__main__":
+    unittest.main()
