@@ -276,12 +276,14 @@ int Put(Client& client, const std::string& dataset) {
   };
   auto info = client.Write(dataset, options, source);
   if (!info.ok()) return Fail(info.status());
+  const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
   std::printf("put %llu shots (%llu bytes) as dataset %s: %s, %llu traces of %u samples, "
-              "largest sample error %g\n",
+              "largest sample error %g; %.3f s, %.3f GB/s\n",
               static_cast<unsigned long long>(info->written_shots),
               static_cast<unsigned long long>(info->written_bytes), info->name.c_str(),
               info->state.c_str(), static_cast<unsigned long long>(info->n_traces),
-              info->n_samples, info->write_max_error);
+              info->n_samples, info->write_max_error, seconds,
+              seconds > 0 ? info->written_bytes / seconds / 1e9 : 0.0);
   return 0;
 }
 

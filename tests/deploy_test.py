@@ -9,6 +9,8 @@ import sys
 import tempfile
 import unittest
 
+import h5py
+import numpy as np
 import yaml
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "testing"))
@@ -18,8 +20,9 @@ DEPLOY = os.path.dirname(harness.runfile("deploy/config.example.yaml"))
 
 
 def check_config(path):
-    """--check_config on a copy of the config whose /data/ paths point at SEG-Y files
-    written here (check_config opens every file the patterns match)."""
+    """--check_config on a copy of the config whose /data/ paths point at files written
+    here, SEG-Y, .npy or HDF5 by their names (check_config opens every file the patterns
+    match)."""
     with open(path) as f:
         text = f.read()
     tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
@@ -27,7 +30,14 @@ def check_config(path):
     for d in yaml.safe_load(text)["datasets"]:
         for pattern in [d["files"]] if isinstance(d["files"], str) else d["files"]:
             os.makedirs(os.path.dirname(pattern), exist_ok=True)
-            harness.write_survey(pattern.replace("*", "1"), 5, [1], 2, 10)
+            path = pattern.replace("*", "1")
+            if path.endswith(".npy"):
+                np.save(path, np.zeros((1, 2, 10), np.float32))
+            elif path.endswith(".h5"):
+                with h5py.File(path, "w") as h:
+                    h["data"] = np.zeros((1, 2, 10), np.float32)
+            else:
+                harness.write_survey(path, 5, [1], 2, 10)
     copy = os.path.join(tmp, "config.yaml")
     with open(copy, "w") as f:
         f.write(text)
@@ -40,7 +50,7 @@ class DeployTest(unittest.TestCase):
     def test_example_config_is_valid(self):
         res = check_config(os.path.join(DEPLOY, "config.example.yaml"))
         self.assertEqual(res.returncode, 0, res.stderr)
-        self.assertIn("2 datasets: line1 line2", res.stdout)
+        self.assertIn("4 datasets: line1 line2 model synthetic", res.stdout)
 
     def test_kubernetes_manifests(self):
         with open(os.path.join(DEPLOY, "k8s", "shotstream.yaml")) as f:

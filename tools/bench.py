@@ -37,6 +37,7 @@ import harness  # noqa: E402
 import job_bench  # noqa: E402
 import link_bench  # noqa: E402
 import source_bench  # noqa: E402
+import write_bench  # noqa: E402
 import load  # noqa: E402
 import synth  # noqa: E402
 
@@ -392,7 +393,7 @@ def main():
     p.add_argument("--workdir", default=None)
     p.add_argument("--load_seconds", type=int, default=60)
     p.add_argument("--skip_reliability", action="store_true")
-    p.add_argument("--only", choices=["link", "encodings", "jobs", "sources"], default=None,
+    p.add_argument("--only", choices=["link", "encodings", "jobs", "sources", "writes"], default=None,
                    help="measure only this section and merge it into the saved bench.json")
     p.add_argument("--link_rate", default="10gbit", help="the emulated link's rate (tbf)")
     p.add_argument("--link_python", default=None,
@@ -408,7 +409,7 @@ def main():
     ieee_dir, ibm_dir = os.path.join(work, "ieee"), os.path.join(work, "ibm")
     if args.only == "link":
         return link_only(args, out_dir, work, ieee_dir)
-    if args.only in ("encodings", "jobs", "sources"):
+    if args.only in ("encodings", "jobs", "sources", "writes"):
         return section_only(args, out_dir, work)
     results = {"machine": {"nproc": os.cpu_count(), "platform": platform.platform(),
                            "cpu": cpu_name()},
@@ -626,6 +627,15 @@ def measure_sources(work, reps):
     return out
 
 
+def measure_writes(work, reps):
+    """WriteShots from the C++ client (shotstream put) against streaming the shots back."""
+    out = write_bench.measure(work, reps=max(3, reps))
+    for k in ("write_gbps", "read_gbps", "rss_before_mb", "rss_peak_mb"):
+        out[k] = summary(out[k])
+    out["date"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    return out
+
+
 def section_only(args, out_dir, work):
     """--only=encodings|jobs|sources: that section, measured now, into the saved figures."""
     path = os.path.join(out_dir, ARTIFACTS, "bench.json")
@@ -636,6 +646,8 @@ def section_only(args, out_dir, work):
             results["encodings"] = measure_encodings(work, args.reps)
         elif args.only == "sources":
             results["sources"] = measure_sources(work, args.reps)
+        elif args.only == "writes":
+            results["writes"] = measure_writes(work, args.reps)
         else:
             results["jobs"] = measure_jobs(work, args.reps)
     finally:

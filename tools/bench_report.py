@@ -262,6 +262,7 @@ def render(r):
     lines += encodings_section(r.get("encodings"))
     lines += jobs_section(r.get("jobs"))
     lines += sources_section(r.get("sources"))
+    lines += writes_section(r.get("writes"))
     rel = r.get("reliability")
     if rel:
         lines += ["", "## Reliability", "",
@@ -400,6 +401,29 @@ def sources_section(s):
             "", "The server's HDF5 rate counts all of its work per shot (the library's read "
             "and inflate into the shot's buffer, the CRC-32, gRPC); h5py's counts the read "
             "and inflate alone. docs/sources.md says where the time goes."]
+
+
+def writes_section(w):
+    if not w:
+        return []
+    mb = w["traces"] * w["samples"] * 4 / 1e6
+    ratio = w["write_over_read"]
+    grow = w["rss_peak_mb"]["median"] - w["rss_before_mb"]["median"]
+    return ["", "## Writing shots back (WriteShots)", "",
+            f"{w['shots']} shots of {w['traces']} traces x {w['samples']} samples "
+            f"({mb:.2f} MB float32) over loopback, written into a {w['write_dir']} write_dir "
+            "(the page cache) by `shotstream put` (the C++ client; its own time from the "
+            "first shot to the server's answer), then streamed back with `shotstream bench "
+            "--repeat=2`, alternated (tools/write_bench.py; `bazel run -c opt //:bench -- "
+            f"--only=writes`, measured {w.get('date', '')}; medians of {w['reps']} runs).", "",
+            "| what | rate | ratio | target |", "| --- | --- | ---: | --- |",
+            f"| write (`shotstream put`) | {fmt(w['write_gbps'])} | {ratio:.2f}x | >= 0.5x "
+            f"the read ({'met' if ratio >= 0.5 else 'NOT met'}) |",
+            f"| read back (`shotstream bench`) | {fmt(w['read_gbps'])} | 1.00x | |",
+            "", f"Server resident memory while writing: {w['rss_before_mb']['median']:.0f} MB "
+            f"before, {w['rss_peak_mb']['median']:.0f} MB at the peak (+{grow:.0f} MB for a "
+            f"{w['shots'] * mb:.0f} MB dataset): one message (1 MiB) and one 4 MiB write "
+            "buffer per write, never the dataset."]
 
 
 def plot(results, out_dir):

@@ -1,0 +1,70 @@
+"""Writing shots (WriteShots) from the C++ client against streaming the same shots back,
+in one run, over loopback into the page cache (a tmpfs write_dir, so that the commit's
+fsync costs nothing and the figure is the service's own). Used by tools/bench.py
+(`bazel run -c opt //:bench -- --only=writes`).
+
+`shotstream put` sends shot_ID.npy files (read from the page cache) and reports its own
+time from the first shot to the server's answer (the file renamed and its catalog built);
+`shotstream bench` streams the written dataset back. The server's resident memory is
+sampled while it writes."""
+
+import json
+import os
+import re
+import shutil
+import statistics
+import tempfile
+import threading
+
+import numpy as np
+
+import harness  # the test harness: a real server process
+
+SHOTS, TRACES, SAMPLES = 48, 480, 4000  # 7.68 MB shots
+
+
+def measure(work, reps=3):
+    src = os.path.join(work, "put_src")
+    os.makedirs(src, exist_ok=True)
+    rng = np.random.default_rng(2)
+    for sid in range(1, SHOTS + 1):
+        np.save(os.path.join(src, f"shot_{sid}.npy"),
+                rng.standard_normal((TRACES, SAMPLES)).astype("<f4"))
+    shm = "/dev/shm" if os.path.isdir("/dev/shm") else work
+    out_dir = tempfile.mkdtemp(prefix="shotstream_write_bench_", dir=shm)
+    result = {"shots": SHOTS, "traces": TRACES, "samples": SAMPLES, "write_gbps": [],
+              "read_gbps": [], "rss_before_mb": [], "rss_peak_mb": [], "reps": reps,
+              "write_dir": "tmpfs" if shm == "/dev/shm" else "disk"}
+    try:
+        with harness.Server([f"--write_dir={out_dir}", "--dataset=src=" + os.path.join(
+                src, "shot_1.npy")]) as server:
+            for r in range(reps + 1):  # the first pass is untimed (connection, page cache)
+                name = f"w{r}"
+                rss = [harness.rss_kb(server.proc.pid)]
+                done = threading.Event()
+
+                def sample():
+                    while not done.wait(0.02):
+                        rss.append(harness.rss_kb(server.proc.pid))
+                t = threading.Thread(target=sample, daemon=True)
+                t.start()
+                res = harness.cli("put", f"--target={server.target}", f"--dataset={name}",
+                                  f"--from={src}", "--sample_interval_us=1000",
+                                  "--progress=false")
+                done.set()
+                t.join()
+                m = re.search(r"; ([0-9.]+) s, ([0-9.]+) GB/s", res.stdout)
+                read = harness.cli("bench", f"--target={server.target}", f"--dataset={name}",
+                                   "--repeat=2")
+                read_gbps = json.loads(read.stdout.strip().splitlines()[-1])["gbps"]
+                if r > 0:
+                    result["write_gbps"].append(float(m.group(2)))
+                    result["read_gbps"].append(read_gbps)
+                    result["rss_before_mb"].append(rss[0] / 1024)
+                    result["rss_peak_mb"].append(max(rss) / 1024)
+                os.remove(os.path.join(out_dir, f"{name}.sgy"))
+    finally:
+        shutil.rmtree(out_dir, ignore_errors=True)
+    result["write_over_read"] = (statistics.median(result["write_gbps"]) /
+                                 statistics.median(result["read_gbps"]))
+    return result
