@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cstring>
 #include <fstream>
-#include <iterator>
 
 #include "absl/strings/str_cat.h"
 #include "npy/npy_header.h"
@@ -28,17 +27,37 @@ absl::Status WriteNpy(const std::string& path, const std::string& descr,
 }
 
 absl::StatusOr<NpyArray> ReadNpy(const std::string& path, bool as_double) {
-  std::ifstream in(path, std::ios::binary);
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot read"));
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const uint8_t* data = reinterpret_cast<const uint8_t*>(bytes.data());
-  auto h = npy::ParseNpyHeader(path, data, std::min(bytes.size(), npy::kMaxHeaderBytes),
-                               bytes.size());
+  const uint64_t size = static_cast<uint64_t>(in.tellg());
+  std::string head(std::min<uint64_t>(size, npy::kMaxHeaderBytes), '\0');
+  in.seekg(0);
+  if (!in.read(&head[0], static_cast<std::streamsize>(head.size()))) {
+    return absl::DataLossError(absl::StrCat(path, ": read failed"));
+  }
+  auto h = npy::ParseNpyHeader(path, reinterpret_cast<const uint8_t*>(head.data()), head.size(),
+                               size);
   if (!h.ok()) return h.status();
+  const size_t n = h->data_bytes / h->bytes_per_sample;
+  in.seekg(static_cast<std::streamoff>(h->data_offset));
+  if (!as_double && h->format == segy::SampleFormat::kIeeeFloat32 &&
+      h->byte_order == segy::ByteOrder::kLittleEndian) {  // as stored: read in place
+    NpyArray a;
+    a.shape = h->shape;
+    a.floats.resize(n);
+    if (!in.read(reinterpret_cast<char*>(a.floats.data()),
+                 static_cast<std::streamsize>(h->data_bytes))) {
+      return absl::DataLossError(absl::StrCat(path, ": read failed"));
+    }
+    return a;
+  }
+  std::string bytes(h->data_bytes, '\0');
+  if (!in.read(&bytes[0], static_cast<std::streamsize>(bytes.size()))) {
+    return absl::DataLossError(absl::StrCat(path, ": read failed"));
+  }
+  const uint8_t* src = reinterpret_cast<const uint8_t*>(bytes.data());
   NpyArray a;
   a.shape = h->shape;
-  const size_t n = h->data_bytes / h->bytes_per_sample;
-  const uint8_t* src = data + h->data_offset;
   using F = segy::SampleFormat;
   if (!as_double) {
     a.floats.resize(n);

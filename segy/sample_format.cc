@@ -304,6 +304,15 @@ uint32_t FloatToIbm(float value) {
 }
 
 void EncodeSamplesBigEndian(const float* src, size_t n, SampleFormat format, uint8_t* dst) {
+  if (format != SampleFormat::kIbmFloat32) {  // a byte swap alone: one vectorized loop
+    for (size_t i = 0; i < n; ++i) {
+      uint32_t bits;
+      std::memcpy(&bits, src + i, 4);
+      bits = __builtin_bswap32(bits);
+      std::memcpy(dst + 4 * i, &bits, 4);
+    }
+    return;
+  }
   for (size_t i = 0; i < n; ++i) {
     uint32_t bits;
     if (format == SampleFormat::kIbmFloat32) {

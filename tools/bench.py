@@ -630,7 +630,8 @@ def measure_sources(work, reps):
 def measure_writes(work, reps):
     """WriteShots from the C++ client (shotstream put) against streaming the shots back."""
     out = write_bench.measure(work, reps=max(3, reps))
-    for k in ("write_gbps", "read_gbps", "rss_before_mb", "rss_peak_mb"):
+    for k in ("write_gbps", "read_gbps", "anon_before_mb", "anon_peak_mb",
+              "server_user_s_per_gb", "server_system_s_per_gb", "client_s_per_gb"):
         out[k] = summary(out[k])
     out["date"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     return out

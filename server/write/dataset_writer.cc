@@ -82,11 +82,15 @@ absl::StatusOr<std::unique_ptr<DatasetWriter>> DatasetWriter::Create(const Write
     return absl::FailedPreconditionError(absl::StrCat(
         "write_dir ", spec.dir, ": cannot create ", w->temp_, ": ", std::strerror(errno)));
   }
-  w->buffer_.reserve(spec.buffer_bytes);
+  DatasetWriter* self = w.get();
+  w->appender_ = std::make_unique<FileAppender>(
+      w->fd_, spec.buffer_bytes,
+      [self](const char* what, int err) { return self->WriteError(what, err); });
   return w;
 }
 
 DatasetWriter::~DatasetWriter() {
+  appender_.reset();  // its thread stops before the descriptor closes
   if (fd_ >= 0) ::close(fd_);
   if (!committed_ && !temp_.empty()) ::unlink(temp_.c_str());
 }
@@ -98,24 +102,8 @@ absl::Status DatasetWriter::WriteError(const char* what, int err) const {
   return absl::UnavailableError(msg);
 }
 
-absl::Status DatasetWriter::Flush() {
-  size_t done = 0;
-  while (done < buffer_.size()) {
-    const ssize_t n = ::write(fd_, buffer_.data() + done, buffer_.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return WriteError("write", errno);
-    }
-    done += static_cast<size_t>(n);
-  }
-  buffer_.clear();
-  return absl::OkStatus();
-}
-
 absl::Status DatasetWriter::Append(const void* data, size_t n) {
-  buffer_.append(static_cast<const char*>(data), n);
-  if (buffer_.size() >= spec_.buffer_bytes) return Flush();
-  return absl::OkStatus();
+  return appender_->Append(data, n);
 }
 
 absl::Status DatasetWriter::BeginShot(
@@ -150,8 +138,8 @@ absl::Status DatasetWriter::BeginShot(
                                                    spec_.sample_interval_us, headers));
   if (n_samples_ == 0) {  // the file header's place; its final text is written by Commit
     n_samples_ = n_samples;
-    trace_.resize(segy::kTraceHeaderBytes +
-                  size_t{n_samples} * segy::WrittenBytesPerSample(spec_.format));
+    encoded_trace_bytes_ =
+        segy::kTraceHeaderBytes + size_t{n_samples} * segy::WrittenBytesPerSample(spec_.format);
     const std::string head =
         segy::FileHeader({}, n_samples_, spec_.sample_interval_us, spec_.format);
     SS_RETURN_IF_ERROR(Append(head.data(), head.size()));
@@ -177,14 +165,15 @@ absl::Status DatasetWriter::AddSamples(absl::string_view samples) {
                                                    shot_->n_traces, " traces"));
   }
   shot_->crc = Crc32(shot_->crc, samples.data(), samples.size());
-  std::vector<float> trace(n_samples_);
+  // Each trace is encoded straight into the appender's buffer. The message's bytes are
+  // a heap block (aligned) holding whole float32 traces, so they are read as floats.
+  const float* src = reinterpret_cast<const float*>(samples.data());
   for (uint64_t t = 0; t < n; ++t) {
-    std::memcpy(trace.data(), samples.data() + t * trace_bytes, trace_bytes);
-    shot_->headers.Fill(shot_->done, traces_ + 1, trace_.data());
-    max_error_ = std::max(max_error_, segy::EncodeTraceSamples(trace.data(), n_samples_,
-                                                               spec_.format,
-                                                               trace_.data() + 240));
-    SS_RETURN_IF_ERROR(Append(trace_.data(), trace_.size()));
+    uint8_t* dst = appender_->Extend(encoded_trace_bytes_);
+    shot_->headers.Fill(shot_->done, traces_ + 1, dst);
+    max_error_ = std::max(max_error_, segy::EncodeTraceSamples(src + t * n_samples_, n_samples_,
+                                                               spec_.format, dst + 240));
+    SS_RETURN_IF_ERROR(appender_->Commit());
     ++shot_->done;
     ++traces_;
   }
@@ -219,7 +208,8 @@ absl::StatusOr<std::string> DatasetWriter::Commit() {
     return absl::InvalidArgumentError(
         absl::StrCat("dataset '", spec_.name, "': the write holds no shot"));
   }
-  SS_RETURN_IF_ERROR(Flush());
+  SS_RETURN_IF_ERROR(appender_->Finish());
+  appender_.reset();
   const std::string head = segy::FileHeader(
       {absl::StrCat("WRITTEN BY SHOTSTREAM WRITESHOTS FOR ",
                     spec_.writer.empty() ? "AN UNNAMED CLIENT" : spec_.writer),

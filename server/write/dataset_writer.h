@@ -19,6 +19,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "segy/segy_writer.h"
+#include "server/write/file_appender.h"
 
 namespace shotstream::write {
 
@@ -39,7 +40,8 @@ struct WriteSpec {
   double sample_interval_us = 0;
   int format = 5;       // 5, 1 or 3 (segy::CheckWritableFormat)
   std::string writer;   // who asked (a token name), for the textual header
-  size_t buffer_bytes = 4 << 20;  // encoded traces gathered before each write(2)
+  size_t buffer_bytes = 4 << 20;  // encoded traces gathered before each write(2), which
+                                  // runs on the writer's own thread
 };
 
 class DatasetWriter {
@@ -75,7 +77,6 @@ class DatasetWriter {
  private:
   explicit DatasetWriter(WriteSpec spec) : spec_(std::move(spec)) {}
   absl::Status Append(const void* data, size_t n);
-  absl::Status Flush();
   absl::Status WriteError(const char* what, int err) const;
 
   struct OpenShot {
@@ -90,8 +91,8 @@ class DatasetWriter {
   std::string final_;
   int fd_ = -1;
   bool committed_ = false;
-  std::string buffer_;
-  std::vector<uint8_t> trace_;
+  std::unique_ptr<FileAppender> appender_;  // writes on its own thread
+  size_t encoded_trace_bytes_ = 0;  // header and samples of one trace in the file
   uint32_t n_samples_ = 0;  // of the first shot; 0 before it
   std::optional<OpenShot> shot_;
   std::set<int64_t> ids_;

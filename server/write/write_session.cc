@@ -8,9 +8,12 @@
 
 namespace shotstream::write {
 
-WriteSession::~WriteSession() {
+WriteSession::~WriteSession() { Abandon(); }
+
+void WriteSession::Abandon() {
   writer_.reset();  // an uncommitted writer removes its temporary
   if (reserved_) context_.datasets->Release(name_);
+  reserved_ = false;
 }
 
 absl::Status WriteSession::Start(const v1::WriteShotsRequest& first) {

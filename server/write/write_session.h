@@ -41,6 +41,9 @@ class WriteSession {
   bool finishing() const { return finishing_; }
   // Renames the file into place, loads it and makes it visible; the new entry.
   absl::StatusOr<const dataset::DatasetEntry*> Commit();
+  // Gives the write up now: the temporary is removed and the name released (before the
+  // caller is told, so that a retry of the same name finds it free).
+  void Abandon();
 
   const std::string& name() const { return name_; }
   uint64_t shots() const { return writer_ ? writer_->shots() : 0; }

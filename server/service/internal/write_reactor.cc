@@ -42,6 +42,7 @@ class WriteReactor final : public grpc::ServerReadReactor<v1::WriteShotsRequest>
  private:
   void End(const absl::Status& status, const dataset::DatasetEntry* entry) {
     on_end_(status, session_, entry);
+    if (!status.ok()) session_.Abandon();  // nothing left once the client hears why
     Finish(ToGrpcStatus(status));
   }
 
