@@ -83,6 +83,23 @@ def client_paths():
     return (True, False) if shotstream.client._native is not None else (False,)
 
 
+def server_with_clients(args):
+    """A Server on `args` and a Client on it for each client path (client_paths())."""
+    import shotstream
+    server = Server(args)
+    return server, {native: shotstream.Client(server.target, native=native)
+                    for native in client_paths()}
+
+
+def stop_all(server, clients, tmp):
+    """Closes the clients, stops the server and removes the directory `tmp`."""
+    import shutil
+    for c in clients.values():
+        c.close()
+    server.stop()
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
 def preload_env(shim, **extra):
     """The environment for a process run under an LD_PRELOAD shim. ASan builds insist on
     coming first in the library list; the shim only wraps libc calls, so that check is

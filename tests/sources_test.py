@@ -144,16 +144,11 @@ datasets:
   - {{name: fortran, files: {t}/fortran.npy}}
 """)
         cls.want["flat_named"] = cls.want["flat"]
-        cls.server = harness.Server([f"--config={config}"])
-        cls.clients = {n: shotstream.Client(cls.server.target, native=n)
-                       for n in harness.client_paths()}
+        cls.server, cls.clients = harness.server_with_clients([f"--config={config}"])
 
     @classmethod
     def tearDownClass(cls):
-        for c in cls.clients.values():
-            c.close()
-        cls.server.stop()
-        shutil.rmtree(cls.tmp, ignore_errors=True)
+        harness.stop_all(cls.server, cls.clients, cls.tmp)
 
     def headers_of(self, name):
         return sorted({h for shot in self.want[name].values() for h in shot[1]})

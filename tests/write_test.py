@@ -6,7 +6,6 @@ visible (the server removes its temporaries at the next start); concurrent write
 write racing a read of another dataset; metrics."""
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -57,16 +56,11 @@ class WriteTest(unittest.TestCase):
         with open(cfg, "w") as f:
             f.write(f"write_dir: {cls.out}\nmetrics_listen: 127.0.0.1:0\n"
                     f"datasets: [{{name: field, files: {cls.field}}}]\n")
-        cls.server = harness.Server([f"--config={cfg}"])
-        cls.clients = {n: shotstream.Client(cls.server.target, native=n)
-                       for n in harness.client_paths()}
+        cls.server, cls.clients = harness.server_with_clients([f"--config={cfg}"])
 
     @classmethod
     def tearDownClass(cls):
-        for c in cls.clients.values():
-            c.close()
-        cls.server.stop()
-        shutil.rmtree(cls.tmp, ignore_errors=True)
+        harness.stop_all(cls.server, cls.clients, cls.tmp)
 
     def read_back(self, c, name, ids):
         return {s.shot_id: s for s in c.stream(name, ids, headers=["offset", "source_x",
