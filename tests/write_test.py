@@ -175,6 +175,28 @@ class WriteTest(unittest.TestCase):
         wait_for(lambda: not temporaries(self.out), what="temporaries removed")
         self.assertEqual(sorted(f for f in os.listdir(self.out)), sorted(before))
 
+    def test_both_python_paths_say_the_servers_errors_and_raise_the_iterables(self):
+        for native, c in self.clients.items():
+            tag = "native" if native else "grpcio"
+            with self.assertRaises(shotstream.ShotstreamError) as e:
+                c.write("field", modelled([1]), sample_interval_us=1000)
+            self.assertEqual(e.exception.code(), grpc.StatusCode.ALREADY_EXISTS, tag)
+            mixed = [(1, np.zeros((3, NS), np.float32)), (2, np.zeros((3, NS + 1), np.float32))]
+            with self.assertRaises(shotstream.ShotstreamError) as e:
+                c.write(f"mixed_{tag}", mixed, sample_interval_us=1000)
+            self.assertEqual(e.exception.code(), grpc.StatusCode.INVALID_ARGUMENT, tag)
+            self.assertIn("shot 2", e.exception.details(), tag)
+
+            def failing():
+                yield from modelled([1, 2])
+                raise KeyError("the modelling code failed")
+            with self.assertRaises(KeyError):
+                c.write(f"failing_{tag}", failing(), sample_interval_us=1000)
+            names = [d.name for d in c.list_datasets()]
+            self.assertNotIn(f"failing_{tag}", names)
+            self.assertNotIn(f"mixed_{tag}", names)
+        wait_for(lambda: not temporaries(self.out), what="temporaries removed")
+
     def test_full_disk_is_resource_exhausted_and_leaves_nothing(self):
         d = os.path.join(self.tmp, "small_disk")
         shim = harness.runfile("libio_shim.so")

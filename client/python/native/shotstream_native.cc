@@ -10,6 +10,11 @@
 //     .stream(dataset, shot_ids, queue_depth, headers, max_chunk_bytes,
 //             raw_trace_headers=False, has_window=False, window_start=0, window_stop=0,
 //             where=[(header, lo, hi)], encoding="float32", tolerance=0) -> NativeStream
+//     .write(dataset, next_shot, sample_interval_us, sample_format, max_chunk_bytes)
+//         -> dict of the new dataset's summary (Client::Write); next_shot() returns None
+//         at the end or (shot_id, samples, n_traces, n_samples, [(header, values)]) with
+//         samples a contiguous float32 buffer and values float64 buffers; an exception it
+//         raises cancels the write and is raised again.
 //     .close()  closes the connections once no stream is left (shots keep the pool only)
 //   NativeStream.next() -> None at the end, or (index, shot_id, sample_interval_us,
 //       n_traces, n_samples, samples, [(header name, bytearray of float64)])
@@ -37,6 +42,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "client/client.h"
@@ -388,7 +394,130 @@ PyObject* NativeClientStream(NativeClientObject* self, PyObject* args, PyObject*
   return reinterpret_cast<PyObject*>(stream);
 }
 
+// The shot source of NativeClientWrite: calls next_shot with the GIL, keeps the shot's
+// sample buffer until the next call, and records a Python exception to raise afterwards.
+struct PythonShotSource {
+  PyObject* next_shot;
+  Py_buffer samples{};
+  bool holding = false;
+  PyObject* error_type = nullptr;
+  PyObject* error_value = nullptr;
+  PyObject* error_trace = nullptr;
+
+  void Release() {
+    if (holding) PyBuffer_Release(&samples);
+    holding = false;
+  }
+
+  absl::StatusOr<bool> Next(shotstream::client::ShotToWrite* shot) {
+    PyGILState_STATE gil = PyGILState_Ensure();
+    Release();
+    absl::StatusOr<bool> out = Take(shot);
+    if (!out.ok() && PyErr_Occurred()) PyErr_Fetch(&error_type, &error_value, &error_trace);
+    PyGILState_Release(gil);
+    return out;
+  }
+
+ private:
+  absl::StatusOr<bool> Take(shotstream::client::ShotToWrite* shot) {
+    PyObject* item = PyObject_CallObject(next_shot, nullptr);
+    if (item == nullptr) return absl::CancelledError("the shots' iterable raised");
+    if (item == Py_None) {
+      Py_DECREF(item);
+      return false;
+    }
+    long long id = 0;
+    PyObject* samples_obj = nullptr;
+    unsigned int n_traces = 0, n_samples = 0;
+    PyObject* headers = nullptr;
+    if (!PyArg_ParseTuple(item, "LOIIO", &id, &samples_obj, &n_traces, &n_samples, &headers) ||
+        PyObject_GetBuffer(samples_obj, &samples, PyBUF_C_CONTIGUOUS) != 0) {
+      Py_DECREF(item);
+      return absl::InvalidArgumentError("next_shot returned a malformed shot");
+    }
+    holding = true;
+    if (static_cast<uint64_t>(samples.len) != uint64_t{n_traces} * n_samples * sizeof(float)) {
+      Py_DECREF(item);
+      return absl::InvalidArgumentError("a shot's samples are not n_traces x n_samples float32");
+    }
+    shot->shot_id = id;
+    shot->n_traces = n_traces;
+    shot->n_samples = n_samples;
+    shot->samples = static_cast<const float*>(samples.buf);
+    shot->headers.clear();
+    PyObject* fast = PySequence_Fast(headers, "headers");
+    const Py_ssize_t n = fast == nullptr ? 0 : PySequence_Fast_GET_SIZE(fast);
+    for (Py_ssize_t i = 0; i < n; ++i) {
+      const char* name = nullptr;
+      Py_buffer values;
+      if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(fast, i), "sy*", &name, &values)) {
+        Py_DECREF(fast);
+        Py_DECREF(item);
+        return absl::InvalidArgumentError("a shot's header is not (name, float64 bytes)");
+      }
+      const double* v = static_cast<const double*>(values.buf);
+      shot->headers.emplace_back(name, std::vector<double>(v, v + values.len / sizeof(double)));
+      PyBuffer_Release(&values);
+    }
+    Py_XDECREF(fast);
+    Py_DECREF(item);  // the buffer keeps the samples alive
+    return true;
+  }
+};
+
+PyObject* NativeClientWrite(NativeClientObject* self, PyObject* args) {
+  const char* dataset = nullptr;
+  Py_ssize_t dataset_len = 0;
+  PyObject* next_shot = nullptr;
+  shotstream::client::WriteOptions options;
+  unsigned long long max_chunk = 0;
+  if (!PyArg_ParseTuple(args, "s#OdiK", &dataset, &dataset_len, &next_shot,
+                        &options.sample_interval_us, &options.sample_format, &max_chunk)) {
+    return nullptr;
+  }
+  if (self->client == nullptr) return RaiseStatus(absl::FailedPreconditionError("closed"));
+  if (max_chunk > 0) options.max_chunk_bytes = max_chunk;
+  PythonShotSource source{next_shot};
+  const std::string name(dataset, dataset_len);
+  absl::StatusOr<shotstream::client::DatasetSummary> info;
+  Py_BEGIN_ALLOW_THREADS
+  info = self->client->Write(name, options, [&source](shotstream::client::ShotToWrite* shot) {
+    return source.Next(shot);
+  });
+  Py_END_ALLOW_THREADS
+  source.Release();
+  if (source.error_type != nullptr) {  // the iterable's own exception
+    PyErr_Restore(source.error_type, source.error_value, source.error_trace);
+    return nullptr;
+  }
+  if (!info.ok()) return RaiseStatus(info.status());
+  PyObject* fields = PyList_New(0);
+  if (fields == nullptr) return nullptr;
+  for (const std::string& h : info->header_fields) {
+    PyObject* s = PyUnicode_FromStringAndSize(h.data(), static_cast<Py_ssize_t>(h.size()));
+    if (s == nullptr || PyList_Append(fields, s) != 0) {
+      Py_XDECREF(s);
+      Py_DECREF(fields);
+      return nullptr;
+    }
+    Py_DECREF(s);
+  }
+  return Py_BuildValue(
+      "{s:s#,s:s#,s:K,s:K,s:I,s:d,s:i,s:s#,s:I,s:d,s:K,s:K,s:N}", "name", info->name.data(),
+      static_cast<Py_ssize_t>(info->name.size()), "state", info->state.data(),
+      static_cast<Py_ssize_t>(info->state.size()),
+      "n_traces", static_cast<unsigned long long>(info->n_traces), "n_shots",
+      static_cast<unsigned long long>(info->n_shots), "n_samples", info->n_samples,
+      "sample_interval_us", info->sample_interval_us, "sample_format", info->sample_format,
+      "shot_key", info->shot_key.data(), static_cast<Py_ssize_t>(info->shot_key.size()),
+      "n_files", info->n_files, "write_max_error", info->write_max_error, "written_shots",
+      static_cast<unsigned long long>(info->written_shots), "written_bytes",
+      static_cast<unsigned long long>(info->written_bytes), "header_fields", fields);
+}
+
 PyMethodDef g_client_methods[] = {
+    {"write", reinterpret_cast<PyCFunction>(NativeClientWrite), METH_VARARGS,
+     "Creates a dataset from the shots next_shot() gives; returns its summary."},
     {"stream", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(NativeClientStream)),
      METH_VARARGS | METH_KEYWORDS, "Starts streaming shots; returns a NativeStream."},
     {"close", reinterpret_cast<PyCFunction>(NativeClientClose), METH_NOARGS,

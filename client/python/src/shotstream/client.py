@@ -123,6 +123,24 @@ class _Rerouted(Exception):
     """Internal: the remaining shots moved to other targets; stream again."""
 
 
+def _shots_to_write(shots):
+    """(shot_id, float32 C-order [n_traces, n_samples], {header: float64 values}) for each
+    item of Client.write's iterable, as it is iterated."""
+    for item in shots:
+        if isinstance(item, Shot):
+            sid, samples, headers = item.shot_id, item.samples, item.headers
+        elif len(item) == 2:
+            (sid, samples), headers = item, {}
+        else:
+            sid, samples, headers = item
+        a = np.ascontiguousarray(samples, dtype="<f4")
+        if a.ndim != 2:
+            raise ValueError(f"shot {sid}: samples of shape {a.shape}; expected "
+                             "[n_traces, n_samples]")
+        yield int(sid), a, {str(h): np.ascontiguousarray(v, dtype="<f8").ravel()
+                            for h, v in (headers or {}).items()}
+
+
 class Client:
     """A connection to one or several shotstream servers.
 
@@ -436,24 +454,18 @@ class Client:
         write_max_error says what the format cost). Errors raise ShotstreamError:
         ALREADY_EXISTS, INVALID_ARGUMENT (a bad name, a shot with another sample count),
         PERMISSION_DENIED, FAILED_PRECONDITION (writing not enabled), DATA_LOSS,
-        RESOURCE_EXHAUSTED (the server's disk is full); the server then keeps nothing."""
+        RESOURCE_EXHAUSTED (the server's disk is full); the server then keeps nothing. An
+        exception raised by the iterable cancels the write and is raised again."""
+        if self.native:
+            return self._write_native(name, _shots_to_write(shots), sample_interval_us,
+                                      sample_format, max_chunk_bytes)
         failure = []
 
         def messages():
             yield pb.WriteShotsRequest(dataset=name, sample_interval_us=float(sample_interval_us),
                                        sample_format=int(sample_format))
             try:
-                for item in shots:
-                    if isinstance(item, Shot):
-                        sid, samples, headers = item.shot_id, item.samples, item.headers
-                    elif len(item) == 2:
-                        (sid, samples), headers = item, {}
-                    else:
-                        sid, samples, headers = item
-                    a = np.ascontiguousarray(samples, dtype="<f4")
-                    if a.ndim != 2:
-                        raise ValueError(f"shot {sid}: samples of shape {a.shape}; expected "
-                                         "[n_traces, n_samples]")
+                for sid, a, headers in _shots_to_write(shots):
                     n_traces, n_samples = a.shape
                     per = max(1, max_chunk_bytes // max(1, n_samples * 4))
                     crc = 0
@@ -463,9 +475,8 @@ class Client:
                         crc = crc32(part, crc)
                         m = pb.WriteShotsRequest(samples=part)
                         if first:
-                            m.shot_id, m.n_traces, m.n_samples = int(sid), n_traces, n_samples
-                            for h, values in (headers or {}).items():
-                                col = np.asarray(values, dtype=np.float64).ravel()
+                            m.shot_id, m.n_traces, m.n_samples = sid, n_traces, n_samples
+                            for h, col in headers.items():
                                 m.headers.add(name=h, values=col.tolist())
                             first = False
                         if t + per >= n_traces:
@@ -489,6 +500,32 @@ class Client:
         if failure:  # the iterable failed after the server had everything: not reached
             raise failure[0]
         return DatasetInfo.from_message(info)
+
+    def _native(self):
+        """The C++ client of the native extension, made at its first use."""
+        if self._native_client is None:
+            try:
+                self._native_client = _native.NativeClient(
+                    self._targets, self._token, self._root_pem, self._retries,
+                    float(self._reconnect_timeout), self._connect_timeout)
+            except _native.NativeError as e:
+                raise _error(e) from None
+        return self._native_client
+
+    def _write_native(self, name, items, sample_interval_us, sample_format, max_chunk_bytes):
+        """Client.write through the C++ client (Client::Write): it asks for each shot."""
+        def next_shot():
+            item = next(items, None)
+            if item is None:
+                return None
+            sid, a, headers = item
+            return sid, a, a.shape[0], a.shape[1], list(headers.items())
+        try:
+            d = self._native().write(name, next_shot, float(sample_interval_us),
+                                     int(sample_format), int(max_chunk_bytes))
+        except _native.NativeError as e:
+            raise _error(e) from None
+        return DatasetInfo(**d)
 
     def stream(self, name: str, shot_ids: Sequence[int], queue_depth: int = 2,
                headers: Sequence[str] = (), max_chunk_bytes: Optional[int] = None,
@@ -548,14 +585,7 @@ class Client:
 
     def _stream_native(self, name, shot_ids, queue_depth, headers, max_chunk_bytes,
                        trace_headers, sel):
-        if self._native_client is None:
-            try:
-                self._native_client = _native.NativeClient(
-                    self._targets, self._token, self._root_pem, self._retries,
-                    float(self._reconnect_timeout), self._connect_timeout)
-            except _native.NativeError as e:
-                raise _error(e) from None
-        stream = self._native_client.stream(
+        stream = self._native().stream(
             name, shot_ids, max(1, int(queue_depth)), [str(h) for h in headers],
             int(max_chunk_bytes), trace_headers, sel.window is not None,
             *(sel.window or (0, 0)), sel.where, sel.encoding, sel.tolerance)
