@@ -230,6 +230,9 @@ absl::StatusOr<ShotKey> ParseShotKey(absl::string_view text) {
   if (text == "inline") return ShotKey{"inline", 189};
   if (text == "crossline") return ShotKey{"crossline", 193};
   if (text == "source_xy") return ShotKey{"source_xy", 73, true};
+  for (const HeaderField& f : StandardTraceHeaderFields()) {  // any other 4-byte field
+    if (f.size == 4 && f.name == text) return ShotKey{std::string(text), f.byte};
+  }
   if (absl::StartsWith(text, "byte:")) {
     int byte = 0;
     if (absl::SimpleAtoi(text.substr(5), &byte) && byte >= 1 && byte <= 237) {
@@ -241,8 +244,8 @@ absl::StatusOr<ShotKey> ParseShotKey(absl::string_view text) {
   }
   return absl::InvalidArgumentError(absl::StrCat(
       "unknown shot key '", text,
-      "' (expected field_record, energy_source_point, inline, crossline, source_xy or "
-      "byte:N)"));
+      "' (expected field_record, energy_source_point, inline, crossline, another 4-byte "
+      "standard field by name, source_xy or byte:N)"));
 }
 
 }  // namespace shotstream::segy

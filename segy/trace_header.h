@@ -59,7 +59,7 @@ double HeaderValue(const HeaderSelector& selector, const uint8_t* header, ByteOr
 std::vector<std::string> ServableHeaderNames();
 
 // The trace header field that identifies a shot: one of field_record, energy_source_point,
-// inline, crossline, byte:N (a 4-byte signed integer at 1-based byte N, 1..237), or
+// inline, crossline (or any other 4-byte standard field by its name), byte:N (a 4-byte signed integer at 1-based byte N, 1..237), or
 // source_xy: a shot per distinct source position (bytes 73-80, coordinate scalar applied),
 // ids 1, 2, ... in order of first appearance.
 struct ShotKey {

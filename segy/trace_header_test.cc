@@ -81,6 +81,8 @@ TEST(ShotKeyTest, Parses) {
   EXPECT_EQ(ParseShotKey("inline")->byte, 189);
   EXPECT_EQ(ParseShotKey("crossline")->byte, 193);
   EXPECT_EQ(ParseShotKey("byte:21")->byte, 21);
+  EXPECT_EQ(ParseShotKey("cdp")->byte, 21);  // any 4-byte standard field by its name
+  EXPECT_FALSE(ParseShotKey("trace_identification_code").ok());  // a 2-byte one
   EXPECT_FALSE(ParseShotKey("byte:0").ok());
   EXPECT_FALSE(ParseShotKey("byte:238").ok());
   EXPECT_FALSE(ParseShotKey("shots").ok());

@@ -96,6 +96,7 @@ class SourcesTest(unittest.TestCase):
             h["offset"] = offset
             h["source_x"] = source_x
             h["channel"] = chan
+            h["shot_no"] = rec.astype(np.int64) + 1000  # a key by a name SEG-Y has not
         with h5py.File(f"{t}/flat.hdf5", "r") as f:
             g = f["survey"]
             cls.want["flat"] = {}
@@ -135,6 +136,7 @@ datasets:
   - {{name: zipped, files: {t}/zipped.h5}}
   - {{name: flat, files: {t}/flat.hdf5, h5_path: /survey/traces}}
   - {{name: flat_named, files: {t}/flat.seis, format: hdf5, h5_path: survey/traces}}
+  - {{name: flat_by_shot_no, files: {t}/flat.hdf5, h5_path: /survey/traces, shot_key: shot_no}}
   - {{name: nodata, files: {t}/nodata.h5}}
   - {{name: rank1, files: {t}/rank1.h5}}
   - {{name: lzf, files: {t}/lzf.h5}}
@@ -144,6 +146,7 @@ datasets:
   - {{name: fortran, files: {t}/fortran.npy}}
 """)
         cls.want["flat_named"] = cls.want["flat"]
+        cls.want["flat_by_shot_no"] = {sid + 1000: shot for sid, shot in cls.want["flat"].items()}
         cls.server, cls.clients = harness.server_with_clients([f"--config={config}"])
 
     @classmethod

@@ -83,7 +83,9 @@ dataset::DatasetSpec SpecOf(const DatasetConfig& dc, const std::string& catalog_
   dataset::DatasetSpec spec;
   spec.name = dc.name;
   spec.globs = dc.files;
-  spec.shot_key = *segy::ParseShotKey(dc.shot_key);  // validated
+  // Validated with the config: a SEG-Y key, or an HDF5 dataset's header column name.
+  absl::StatusOr<segy::ShotKey> key = segy::ParseShotKey(dc.shot_key);
+  spec.shot_key = key.ok() ? *key : segy::ShotKey{dc.shot_key, 0};
   if (dc.byte_order == "big") spec.byte_order = segy::ByteOrder::kBigEndian;
   if (dc.byte_order == "little") spec.byte_order = segy::ByteOrder::kLittleEndian;
   spec.io = *segy::ParseIoMode(dc.io);  // validated with the config

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "server/dataset/dataset.h"
@@ -183,6 +184,16 @@ absl::StatusOr<ServerConfig> LoadServerConfig(const std::string& path) {
   return ParseServerConfig(text.str(), path);
 }
 
+// HDF5 datasets key shots by any header column's name, not only by SEG-Y fields.
+static bool IsHdf5Dataset(const DatasetConfig& d) {
+  if (d.format == "hdf5") return true;
+  if (d.format != "auto" || d.files.empty()) return false;
+  for (const std::string& f : d.files) {
+    if (!absl::EndsWith(f, ".h5") && !absl::EndsWith(f, ".hdf5")) return false;
+  }
+  return true;
+}
+
 absl::Status ValidateServerConfig(const ServerConfig& c) {
   if (c.datasets.empty()) {
     return absl::InvalidArgumentError(
@@ -198,7 +209,7 @@ absl::Status ValidateServerConfig(const ServerConfig& c) {
     if (!names.insert(d.name).second) {
       return absl::InvalidArgumentError(absl::StrCat(where, ".name: given twice"));
     }
-    if (auto k = segy::ParseShotKey(d.shot_key); !k.ok()) {
+    if (auto k = segy::ParseShotKey(d.shot_key); !k.ok() && !IsHdf5Dataset(d)) {
       return absl::InvalidArgumentError(absl::StrCat(where, ".shot_key: ", k.status().message()));
     }
     if (auto m = segy::ParseIoMode(d.io); !m.ok()) {
