@@ -108,6 +108,8 @@ class WriteTest(unittest.TestCase):
         info = c.write("copy_of_field", src, sample_interval_us=src[0].sample_interval_us,
                        max_chunk_bytes=NS * 4 * 5)  # 5 traces a message
         self.assertEqual(info.n_traces, 36)
+        self.assertEqual(harness.health(self.server.target, "shotstream.v1.ShotStream/copy_of_field"),
+                         harness.SERVING)
         for a, b in zip(src, c.stream("copy_of_field", [1, 2, 3], headers=["offset"])):
             np.testing.assert_array_equal(a.samples, b.samples)
             np.testing.assert_array_equal(a.headers["offset"], b.headers["offset"])

@@ -251,23 +251,13 @@ absl::StatusOr<std::unique_ptr<ShotStreamServer>> ShotStreamServer::Start(
     s->datasets_->at(i).set_on_change(on_change);
     LoadDataset(cfg.datasets[i], cfg.catalog_dir, /*print_summary=*/false, &s->datasets_->at(i));
   }
-  // Written datasets: loaded like the configured ones; a new one's health is set when it
-  // is loaded (it is published right after).
+  // Written datasets: loaded like the configured ones; health follows once published.
   auto load_written = [self, on_change](DatasetEntry* entry, const std::string& path) {
     DatasetConfig dc;
     dc.name = entry->name;
     dc.files = {path};
     entry->set_on_change(on_change);
     LoadDataset(dc, self->config_.catalog_dir, /*print_summary=*/false, entry);
-    absl::MutexLock lock(&self->health_mu_);
-    if (self->health_ != nullptr) {
-      const bool ready = entry->dataset() != nullptr && !self->draining_.load();
-      self->health_->SetServingStatus(absl::StrCat(kServiceName, "/", entry->name), ready);
-      if (ready) {
-        self->health_->SetServingStatus(true);
-        self->health_->SetServingStatus(kServiceName, true);
-      }
-    }
   };
   if (!cfg.write_dir.empty()) {
     if (::mkdir(cfg.write_dir.c_str(), 0755) != 0 && errno != EEXIST) {
@@ -318,6 +308,10 @@ absl::StatusOr<std::unique_ptr<ShotStreamServer>> ShotStreamServer::Start(
   options.access.writers = std::set<std::string>(cfg.auth_writers.begin(), cfg.auth_writers.end());
   options.write_dir = cfg.write_dir;
   options.load_written = load_written;
+  options.written_published = [self](const DatasetEntry&) {
+    absl::MutexLock lock(&self->health_mu_);
+    self->SetHealthLocked();
+  };
   options.log_streams = cfg.log_streams;
   options.job_dir = cfg.job_dir;
   options.job_idle_timeout = cfg.job_idle_timeout;

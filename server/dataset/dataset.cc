@@ -380,6 +380,15 @@ absl::Status Dataset::LoadHdf5(const std::vector<std::string>& paths) {
       }
     }
   }
+  // Where each file's columns go in a made 240-byte header (those SEG-Y has a field for).
+  for (const auto& f : h5_files_) {
+    std::vector<ColumnPlace>& places = h5_places_.emplace_back();
+    for (const auto& [name, values] : f->header_columns()) {
+      for (const segy::HeaderField& field : segy::StandardTraceHeaderFields()) {
+        if (field.name == name) places.push_back({field.byte, field.size, &values});
+      }
+    }
+  }
   return BuildHdf5Catalog();
 }
 
@@ -506,25 +515,15 @@ void Dataset::SynthesizeHeader(int64_t shot_id, size_t i, const io::TraceRef& t,
                                uint8_t* dst) const {
   const segy::ByteOrder order = OrderOf(t);
   std::memset(dst, 0, segy::kTraceHeaderBytes);
-  if (format_ == SourceFormat::kHdf5) {
-    // The file's columns at their SEG-Y places (integers, as SEG-Y holds them).
-    const hdf5::Hdf5File& file = *h5_files_[t.file_id];
-    for (const auto& [name, values] : file.header_columns()) {
-      for (const segy::HeaderField& f : segy::StandardTraceHeaderFields()) {
-        if (f.name == name) PutHeaderInt(dst, f.byte, f.size, values[t.offset], order);
-      }
-    }
-  }
-  const double interval = std::min(sample_interval_us_, 32767.0);
   PutHeaderInt(dst, 9, 4, static_cast<double>(shot_id), order);
   PutHeaderInt(dst, 13, 4, static_cast<double>(i + 1), order);
   PutHeaderInt(dst, 115, 2, n_samples_, order);
-  PutHeaderInt(dst, 117, 2, interval, order);
-  if (format_ == SourceFormat::kHdf5) {  // a column of either name wins over the position
-    const hdf5::Hdf5File& file = *h5_files_[t.file_id];
-    for (const auto& [name, values] : file.header_columns()) {
-      if (name == kFieldRecord) PutHeaderInt(dst, 9, 4, values[t.offset], order);
-      if (name == kTraceNumber) PutHeaderInt(dst, 13, 4, values[t.offset], order);
+  PutHeaderInt(dst, 117, 2, std::min(sample_interval_us_, 32767.0), order);
+  if (format_ == SourceFormat::kHdf5) {
+    // The file's columns at their SEG-Y places (integers, as SEG-Y holds them); a
+    // field_record or trace_number column wins over the position written above.
+    for (const ColumnPlace& p : h5_places_[t.file_id]) {
+      PutHeaderInt(dst, p.byte, p.size, (*p.values)[t.offset], order);
     }
   }
 }
@@ -620,7 +619,7 @@ absl::StatusOr<ShotData> Dataset::ReadShot(int64_t shot_id,
   }
   if (has_trace_headers()) {
     SS_RETURN_IF_ERROR(CheckShotKeys(shot_id, traces, raw_headers.data()));
-  } else {
+  } else if (!hdf5 || raw_trace_headers) {  // HDF5 values come from its columns otherwise
     for (size_t i = 0; i < traces.size(); ++i) {
       SynthesizeHeader(shot_id, i, traces[i], raw_headers.data() + i * segy::kTraceHeaderBytes);
     }

@@ -160,7 +160,8 @@ class Dataset {
                               uint8_t* const* dst, uint32_t* trace_crc,
                               io::ReadStats* stats) const;
   // Sources without stored trace headers: a 240-byte header for trace i of shot
-  // `shot_id` at `dst` in the order OrderOf says, with the fields the source has.
+  // `shot_id` at `dst` in the order OrderOf says, with the fields the source has (.npy:
+  // for every read, its values come from it; HDF5: for raw trace headers only).
   void SynthesizeHeader(int64_t shot_id, size_t i, const io::TraceRef& t, uint8_t* dst) const;
   // The byte order of trace t's (stored or synthesized) header.
   segy::ByteOrder OrderOf(const io::TraceRef& t) const;
@@ -185,6 +186,13 @@ class Dataset {
   std::vector<std::unique_ptr<segy::SegyFile>> files_;
   std::vector<const segy::SegyFile*> file_ptrs_;
   std::vector<std::unique_ptr<hdf5::Hdf5File>> h5_files_;
+  // Per HDF5 file: its columns that have a SEG-Y field, and the field's place.
+  struct ColumnPlace {
+    int byte;
+    int size;
+    const std::vector<double>* values;
+  };
+  std::vector<std::vector<ColumnPlace>> h5_places_;
   SourceFormat format_ = SourceFormat::kSegy;
   std::vector<std::string> header_fields_;
   catalog::Catalog catalog_;

@@ -151,7 +151,8 @@ std::vector<uint64_t> Dims(hid_t dataset) {
   return std::vector<uint64_t>(dims.begin(), dims.end());
 }
 
-// A whole 1D or 2D dataset of `expected` values read as `mem_type` into `out`.
+// A whole 1D or 2D dataset of `expected` values (one per trace, or per shot for shot_ids)
+// read as `mem_type` into `out`.
 template <typename T>
 absl::Status ReadColumn(hid_t file, const std::string& path, const std::string& object,
                         hid_t mem_type, uint64_t expected, std::vector<T>* out) {
@@ -172,7 +173,7 @@ absl::Status ReadColumn(hid_t file, const std::string& path, const std::string& 
   if (dims.empty() || dims.size() > 2 || n != expected) {
     return absl::InvalidArgumentError(absl::StrCat(
         path, ": ", object, " has shape (", absl::StrJoin(dims, ", "), "): expected ",
-        expected, " values, one per ", out == nullptr ? "" : "trace or shot"));
+        expected, " values"));
   }
   out->resize(n);
   if (n > 0 && H5Dread(d.get(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, out->data()) < 0) {

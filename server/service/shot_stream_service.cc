@@ -195,7 +195,8 @@ class ShotStreamServiceImpl final
     if (refused.ok() && options_.draining != nullptr && options_.draining->load()) {
       refused = absl::UnavailableError("the server is shutting down; no new writes");
     }
-    write::SessionContext context{datasets_, options_.write_dir, who, options_.load_written};
+    write::SessionContext context{datasets_, options_.write_dir, who, options_.load_written,
+                                  options_.written_published};
     const std::string peer = ctx->peer();
     auto on_end = [this, response, peer](const absl::Status& status,
                                          const write::WriteSession& session,

@@ -64,6 +64,7 @@ struct ServiceOptions {
   // its change hook and start-up lines).
   std::string write_dir;
   std::function<void(dataset::DatasetEntry*, const std::string&)> load_written;
+  std::function<void(const dataset::DatasetEntry&)> written_published;  // may be empty
   // When it reads true, new streams get UNAVAILABLE (the server is shutting down);
   // running streams go on.
   const std::atomic<bool>* draining = nullptr;

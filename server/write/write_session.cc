@@ -70,6 +70,7 @@ absl::StatusOr<const dataset::DatasetEntry*> WriteSession::Commit() {
   reserved_ = false;
   context_.load(entry, path);
   context_.datasets->Publish(entry);
+  if (context_.published) context_.published(*entry);
   return entry;
 }
 

@@ -25,6 +25,8 @@ struct SessionContext {
   std::string who;        // the caller's token name, for the file's textual header
   // Loads the written file at `path` into `entry` (the server's dataset settings).
   std::function<void(dataset::DatasetEntry* entry, const std::string& path)> load;
+  // Told once the new entry is visible (e.g. to update health); may be empty.
+  std::function<void(const dataset::DatasetEntry& entry)> published;
 };
 
 class WriteSession {
