@@ -65,6 +65,30 @@ def rss_kb(pid):
     return 0
 
 
+def cpu_times(pid):
+    """(user, system) CPU seconds of process `pid` so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    tick = os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) / tick, int(fields[12]) / tick
+
+
+def cpu_seconds(pid):
+    """User + system CPU seconds of process `pid` so far."""
+    return sum(cpu_times(pid))
+
+
+def warm_page_cache(*paths):
+    """Reads every file given, or every file of each directory given, so that what is
+    measured next starts from the page cache."""
+    for p in paths:
+        files = [os.path.join(p, f) for f in sorted(os.listdir(p))] if os.path.isdir(p) else [p]
+        for path in files:
+            with open(path, "rb") as fh:
+                while fh.read(16 << 20):
+                    pass
+
+
 def wait_for(predicate, timeout=30, what="condition"):
     """Polls `predicate` (an event seen through a process's output or an RPC) until it
     holds; fails after `timeout` seconds."""
@@ -201,6 +225,14 @@ def cli(*args, check=True, env=None):
     if check and res.returncode != 0:
         raise AssertionError(f"shotstream {args} failed: {res.stderr}")
     return res
+
+
+def cli_bench(target, dataset, env=None, **flags):
+    """`shotstream bench` with --KEY=VALUE flags; its JSON line as a dict."""
+    import json
+    args = ["bench", f"--target={target}", f"--dataset={dataset}"]
+    args += [f"--{k}={v}" for k, v in flags.items()]
+    return json.loads(cli(*args, env=env).stdout.strip().splitlines()[-1])
 
 
 def cli_server(*args):

@@ -109,3 +109,28 @@ def write_survey(directory, n_shots=48, traces_per_shot=480, n_samples=2000, n_f
             out.write(rows.tobytes())
         paths.append(path)
     return paths, n_traces * n_samples * 4
+
+
+def write_le_segy(path, data, shot_ids, offsets=None, dt_us=2000):
+    """IEEE float32 little-endian SEG-Y (format 5) of `data` [shots, traces, samples],
+    written with numpy (segyio 1.8.3 writes such files wrongly): field_record (bytes 9-12)
+    the shot's id, the sample count (bytes 115-116) in every trace header, and offset
+    (bytes 37-40, as int32) from `offsets` [traces] when given."""
+    n_shots, n_traces, ns = data.shape
+    head = np.zeros(3600, np.uint8)
+    head[3216:3218] = np.frombuffer(np.int16(dt_us).astype("<i2").tobytes(), np.uint8)
+    head[3220:3222] = np.frombuffer(np.uint16(ns).astype("<u2").tobytes(), np.uint8)
+    head[3224:3226] = np.frombuffer(np.int16(5).astype("<i2").tobytes(), np.uint8)
+    th = np.zeros((n_shots, n_traces, 240), np.uint8)
+    ids = np.asarray(list(shot_ids), dtype="<i4")
+    th[:, :, 8:12] = np.frombuffer(ids.tobytes(), np.uint8).reshape(n_shots, 1, 4)
+    if offsets is not None:
+        off = np.asarray(offsets).astype("<i4")
+        th[:, :, 36:40] = np.frombuffer(off.tobytes(), np.uint8).reshape(1, n_traces, 4)
+    th[:, :, 114:116] = np.frombuffer(np.uint16(ns).astype("<u2").tobytes(), np.uint8)
+    rec = np.zeros((n_shots, n_traces), dtype=[("h", "V240"), ("s", "<f4", (ns,))])
+    rec["h"] = th.view("V240")[..., 0]
+    rec["s"] = data
+    with open(path, "wb") as f:
+        f.write(head.tobytes())
+        f.write(rec.tobytes())

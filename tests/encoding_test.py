@@ -35,28 +35,13 @@ TOLERANCE = 1e-3
 
 
 def write_le_survey(path, shots, traces_per_shot, n_samples, seed):
-    """IEEE float32 little-endian SEG-Y, written with numpy (segyio 1.8.3 writes such files
-    wrongly); the same geometry fields as harness.write_survey uses for offset."""
+    """IEEE float32 little-endian SEG-Y (synth.write_le_segy); offset runs from -1000 by 25
+    per trace, as harness.write_survey has it."""
     rng = np.random.default_rng(seed)
-    head = np.zeros(3600, dtype=np.uint8)
-    b = head[3200:]
-    b[16:18] = np.frombuffer(np.int16(2000).astype("<i2").tobytes(), np.uint8)
-    b[20:22] = np.frombuffer(np.uint16(n_samples).astype("<u2").tobytes(), np.uint8)
-    b[24:26] = np.frombuffer(np.int16(5).astype("<i2").tobytes(), np.uint8)
-    parts, expected = [head.tobytes()], {}
-    for s in shots:
-        data = (rng.standard_normal((traces_per_shot, n_samples)) * 100).astype("<f4")
-        offsets = np.array([r * 25 - 1000 for r in range(traces_per_shot)], dtype=np.float64)
-        for r in range(traces_per_shot):
-            th = np.zeros(240, dtype=np.uint8)
-            th[8:12] = np.frombuffer(np.int32(s).astype("<i4").tobytes(), np.uint8)
-            th[36:40] = np.frombuffer(np.int32(offsets[r]).astype("<i4").tobytes(), np.uint8)
-            th[114:116] = np.frombuffer(np.uint16(n_samples).astype("<u2").tobytes(), np.uint8)
-            parts.append(th.tobytes() + data[r].tobytes())
-        expected[s] = (data.astype(np.float32), {"offset": offsets})
-    with open(path, "wb") as f:
-        f.write(b"".join(parts))
-    return expected
+    data = (rng.standard_normal((len(shots), traces_per_shot, n_samples)) * 100).astype("<f4")
+    offsets = np.array([r * 25 - 1000 for r in range(traces_per_shot)], dtype=np.float64)
+    synth.write_le_segy(path, data, shots, offsets)
+    return {s: (data[k].astype(np.float32), {"offset": offsets}) for k, s in enumerate(shots)}
 
 
 def select(samples, headers, window, where):

@@ -81,12 +81,7 @@ def iperf3(seconds=3):
         srv.wait(timeout=30)
 
 
-def cpp_bench(target, dataset, env=None, **flags):
-    args = ["bench", f"--target={target}", f"--dataset={dataset}"]
-    args += [f"--{k}={v}" for k, v in flags.items()]
-    return json.loads(harness.cli(*args, env=env).stdout.strip().splitlines()[-1])
-
-
+cpp_bench = harness.cli_bench
 CPP_PASSES = 5  # passes over the shots per `shotstream bench` run (the headline figures)
 WARM_SHOTS = 8  # streamed untimed first: connection set-up and flow-control ramp-up
 SETTLE_SECONDS = 3  # pause between an iperf3 run and a headline run, either way round
@@ -198,20 +193,8 @@ def grpc_alone(server, ids, reps, traces, samples):
         ceiling.wait()
 
 
-def warm_page_cache(*dirs):
-    """Reads every file of `dirs` so that the measurements start from the page cache."""
-    for d in dirs:
-        for f in sorted(os.listdir(d)):
-            with open(os.path.join(d, f), "rb") as fh:
-                while fh.read(16 << 20):
-                    pass
-
-
-def cpu_seconds(pid):
-    """User + system CPU seconds of a process so far."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+warm_page_cache = harness.warm_page_cache
+cpu_seconds = harness.cpu_seconds
 
 
 def cpp_cpu_per_byte(server, dataset, reps):
@@ -407,10 +390,8 @@ def main():
     os.makedirs(os.path.join(out_dir, ARTIFACTS), exist_ok=True)
     work = args.workdir or tempfile.mkdtemp(prefix="shotstream-bench-")
     ieee_dir, ibm_dir = os.path.join(work, "ieee"), os.path.join(work, "ibm")
-    if args.only == "link":
-        return link_only(args, out_dir, work, ieee_dir)
-    if args.only in ("encodings", "jobs", "sources", "writes"):
-        return section_only(args, out_dir, work)
+    if args.only is not None:
+        return section_only(args, out_dir, work, ieee_dir)
     results = {"machine": {"nproc": os.cpu_count(), "platform": platform.platform(),
                            "cpu": cpu_name()},
                "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -637,39 +618,29 @@ def measure_writes(work, reps):
     return out
 
 
-def section_only(args, out_dir, work):
-    """--only=encodings|jobs|sources: that section, measured now, into the saved figures."""
+def measure_link_section(args, ieee_dir):
+    """The link section on a survey written for it."""
+    synth.write_survey(ieee_dir, args.shots, args.traces, args.samples, n_files=4, fmt=5)
+    warm_page_cache(ieee_dir)
+    out = measure_link(args, ieee_dir)
+    out["date"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    return out
+
+
+def section_only(args, out_dir, work, ieee_dir):
+    """--only=SECTION: that section, measured now, into the saved figures."""
+    measure = {
+        "link": lambda: measure_link_section(args, ieee_dir),
+        "encodings": lambda: measure_encodings(work, args.reps),
+        "jobs": lambda: measure_jobs(work, args.reps),
+        "sources": lambda: measure_sources(work, args.reps),
+        "writes": lambda: measure_writes(work, args.reps),
+    }[args.only]
     path = os.path.join(out_dir, ARTIFACTS, "bench.json")
     with open(path) as f:
         results = json.load(f)
     try:
-        if args.only == "encodings":
-            results["encodings"] = measure_encodings(work, args.reps)
-        elif args.only == "sources":
-            results["sources"] = measure_sources(work, args.reps)
-        elif args.only == "writes":
-            results["writes"] = measure_writes(work, args.reps)
-        else:
-            results["jobs"] = measure_jobs(work, args.reps)
-    finally:
-        if args.workdir is None:
-            shutil.rmtree(work, ignore_errors=True)
-    with open(path, "w") as f:
-        json.dump(results, f, indent=1)
-    print(bench_report.write(results, out_dir))
-
-
-def link_only(args, out_dir, work, ieee_dir):
-    """--only=link: the link section, measured now, into the saved figures."""
-    path = os.path.join(out_dir, ARTIFACTS, "bench.json")
-    with open(path) as f:
-        results = json.load(f)
-    try:
-        synth.write_survey(ieee_dir, args.shots, args.traces, args.samples, n_files=4, fmt=5)
-        warm_page_cache(ieee_dir)
-        results["link"] = measure_link(args, ieee_dir)
-        results["link"]["date"] = datetime.datetime.now(
-            datetime.timezone.utc).isoformat(timespec="seconds")
+        results[args.only] = measure()
     finally:
         if args.workdir is None:
             shutil.rmtree(work, ignore_errors=True)

@@ -72,11 +72,11 @@ def cpu_per_shot(data_dir, env, n=3000, reps=3):
                 "it = c.stream_job('d', 'cpu', ids, queue_depth=4) if sys.argv[2] == 'job' "
                 "else c.stream('d', ids, queue_depth=4)\n"
                 "assert sum(1 for _ in it) == len(ids)\n" % n)
-            before = _cpu(s.proc.pid)
+            before = harness.cpu_seconds(s.proc.pid)
             res = subprocess.run([sys.executable, "-c", script, s.target, mode],
                                  capture_output=True, text=True, env=env, timeout=600)
             assert res.returncode == 0, res.stderr[-2000:]
-            return _cpu(s.proc.pid) - before
+            return harness.cpu_seconds(s.proc.pid) - before
     jobs, plains = [], []
     for _ in range(reps):
         jobs.append(run("job"))
@@ -84,12 +84,6 @@ def cpu_per_shot(data_dir, env, n=3000, reps=3):
     job, plain = statistics.median(jobs), statistics.median(plains)
     return {"job_cpu_s": job, "stream_cpu_s": plain, "shots": n, "reps": reps,
             "overhead_us_per_shot": (job - plain) / n * 1e6}
-
-
-def _cpu(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def measure(work, env, reps=3, n=400):

@@ -8,7 +8,6 @@ time from the first shot to the server's answer (the file renamed and its catalo
 `shotstream bench` streams the written dataset back. The server's anonymous resident
 memory is sampled while it writes."""
 
-import json
 import os
 import re
 import resource
@@ -22,14 +21,6 @@ import numpy as np
 import harness  # the test harness: a real server process
 
 SHOTS, TRACES, SAMPLES = 48, 480, 4000  # 7.68 MB shots
-
-
-def cpu_times(pid):
-    """(user, system) CPU seconds of a process so far."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    tick = os.sysconf("SC_CLK_TCK")
-    return int(fields[11]) / tick, int(fields[12]) / tick
 
 
 def anon_kb(pid):
@@ -69,20 +60,18 @@ def measure(work, reps=3):
                         rss.append(anon_kb(server.proc.pid))
                 t = threading.Thread(target=sample, daemon=True)
                 t.start()
-                u0, s0 = cpu_times(server.proc.pid)
+                u0, s0 = harness.cpu_times(server.proc.pid)
                 c0 = resource.getrusage(resource.RUSAGE_CHILDREN)
                 res = harness.cli("put", f"--target={server.target}", f"--dataset={name}",
                                   f"--from={src}", "--sample_interval_us=1000",
                                   "--progress=false")
                 done.set()
                 t.join()
-                u1, s1 = cpu_times(server.proc.pid)
+                u1, s1 = harness.cpu_times(server.proc.pid)
                 c1 = resource.getrusage(resource.RUSAGE_CHILDREN)
                 gb = SHOTS * TRACES * SAMPLES * 4 / 1e9
                 m = re.search(r"; ([0-9.]+) s, ([0-9.]+) GB/s", res.stdout)
-                read = harness.cli("bench", f"--target={server.target}", f"--dataset={name}",
-                                   "--repeat=2")
-                read_gbps = json.loads(read.stdout.strip().splitlines()[-1])["gbps"]
+                read_gbps = harness.cli_bench(server.target, name, repeat=2)["gbps"]
                 if r > 0:
                     result["write_gbps"].append(float(m.group(2)))
                     result["read_gbps"].append(read_gbps)
