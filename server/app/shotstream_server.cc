@@ -24,7 +24,7 @@
 #include "server/common/listen_probe.h"
 #include "server/dataset/dataset.h"
 #include "server/metrics/metrics.h"
-#include "server/segy/segy_file.h"
+#include "server/source/formats.h"
 #include "server/service/shot_stream_service.h"
 #include "server/service/token_store.h"
 #include "server/stream/reader_pool.h"
@@ -83,18 +83,16 @@ dataset::DatasetSpec SpecOf(const DatasetConfig& dc, const std::string& catalog_
   dataset::DatasetSpec spec;
   spec.name = dc.name;
   spec.globs = dc.files;
-  // Validated with the config: a SEG-Y key, or an HDF5 dataset's header column name.
-  absl::StatusOr<segy::ShotKey> key = segy::ParseShotKey(dc.shot_key);
-  spec.shot_key = key.ok() ? *key : segy::ShotKey{dc.shot_key, 0};
+  spec.shot_key = dc.shot_key;  // checked against its format (CheckFormats)
+  spec.format = dc.format;
   if (dc.byte_order == "big") spec.byte_order = segy::ByteOrder::kBigEndian;
   if (dc.byte_order == "little") spec.byte_order = segy::ByteOrder::kLittleEndian;
-  spec.io = *segy::ParseIoMode(dc.io);  // validated with the config
+  spec.io = *io::ParseIoMode(dc.io);  // validated with the config
   spec.coalesce.max_gap_bytes = dc.max_gap_bytes;
   spec.coalesce.max_read_bytes = dc.max_read_bytes;
   spec.catalog_dir = catalog_dir;
   spec.check_trace_lengths = dc.check_trace_lengths;
-  spec.format = *dataset::ParseSourceFormat(dc.format);  // validated
-  spec.h5_path = dc.h5_path;
+  spec.array_path = dc.h5_path;
   spec.sample_interval_us = dc.sample_interval_us;
   return spec;
 }
@@ -121,13 +119,8 @@ void LoadDataset(const DatasetConfig& dc, const std::string& catalog_dir, bool p
   const absl::Status loaded = entry->Load(spec, progress);
   if (loaded.ok()) {
     const std::shared_ptr<const dataset::Dataset> d = entry->dataset();
-    const size_t mapped = d->mapped_files();
     const size_t n_files = d->n_files();
-    const std::string io = d->source_format() == dataset::SourceFormat::kHdf5 ? "libhdf5"
-                           : mapped == n_files ? "mmap"
-                           : mapped == 0     ? "pread"
-                                             : absl::StrCat("mmap ", mapped, ", pread ",
-                                                            n_files - mapped);
+    const std::string& io = d->info().read_by;
     std::fprintf(stderr,
                  "dataset %s: %zu files (read by %s), %llu traces, %zu shots; catalog %s "
                  "(%.2f s)\n",
@@ -192,7 +185,25 @@ absl::Status CheckDatasetFiles(const ServerConfig& c) {
 
 }  // namespace
 
+absl::Status CheckFormats(const ServerConfig& config) {
+  for (size_t i = 0; i < config.datasets.size(); ++i) {
+    const DatasetConfig& d = config.datasets[i];
+    const std::string where = absl::StrCat("datasets[", i, "] (", d.name, ")");
+    absl::StatusOr<const source::Format*> format = source::FindFormat(d.format);
+    if (!format.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ".", format.status().message()));
+    }
+    // Under auto, the format the file names suggest (SEG-Y where they suggest none).
+    const source::Format& f = *format != nullptr ? **format : source::SuggestedFormat(d.files);
+    if (absl::Status k = f.check_shot_key(d.shot_key); !k.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ".shot_key: ", k.message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CheckConfig(const ServerConfig& config) {
+  if (absl::Status s = CheckFormats(config); !s.ok()) return s;
   if (!config.auth_token_file.empty()) {
     auto tokens = service::TokenStore::Load(config.auth_token_file, TokenNamesOf(config));
     if (!tokens.ok()) return tokens.status();
@@ -201,6 +212,10 @@ absl::Status CheckConfig(const ServerConfig& config) {
 }
 
 bool ShotStreamServer::IndexOnly(const ServerConfig& config) {
+  if (absl::Status s = CheckFormats(config); !s.ok()) {
+    std::fprintf(stderr, "shotstream_server: %s\n", std::string(s.message()).c_str());
+    return false;
+  }
   if (!config.catalog_dir.empty()) ::mkdir(config.catalog_dir.c_str(), 0755);
   dataset::DatasetRegistry datasets(config.datasets.size());
   bool all = true;
@@ -213,6 +228,7 @@ bool ShotStreamServer::IndexOnly(const ServerConfig& config) {
 
 absl::StatusOr<std::unique_ptr<ShotStreamServer>> ShotStreamServer::Start(
     const ServerConfig& cfg, const RunOptions& run) {
+  if (absl::Status formats = CheckFormats(cfg); !formats.ok()) return formats;
   std::unique_ptr<ShotStreamServer> s(new ShotStreamServer());
   s->config_ = cfg;
   s->options_ = run;

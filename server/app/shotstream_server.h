@@ -50,8 +50,14 @@ struct RunOptions {
   std::optional<int64_t> corrupt_shot_for_testing;
 };
 
-// --check_config beyond the settings: the token file (with every name auth.allow gives),
-// and every pattern of every dataset matches files that open as their dataset says.
+// Every dataset's format is one the server reads, and its shot key one that format can
+// group traces by (under format auto: the format its file patterns suggest, SEG-Y where
+// they suggest none); INVALID_ARGUMENT naming datasets[i] (NAME).format or .shot_key.
+absl::Status CheckFormats(const config::ServerConfig& config);
+
+// --check_config beyond the settings: CheckFormats, the token file (with every name
+// auth.allow gives), and every pattern of every dataset matches files that open as their
+// dataset says.
 absl::Status CheckConfig(const config::ServerConfig& config);
 
 class ShotStreamServer {

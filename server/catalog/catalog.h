@@ -1,7 +1,9 @@
-// Catalog: shot id -> the shot's traces (file id, byte offset), built once by scanning
-// trace headers so that requests never parse headers.
+// Catalog: shot id -> the shot's traces (file id, position in the file: a byte offset for
+// files of fixed-length traces, a trace index for arrays), built once by a source (a scan
+// of SEG-Y trace headers, an array's shape or header column) so that requests never parse
+// headers. A shot's traces are in file order.
 //
-// Thread-safe after Build: all accessors are const.
+// Thread-safe once built: all accessors are const.
 #ifndef SHOTSTREAM_SERVER_CATALOG_CATALOG_H_
 #define SHOTSTREAM_SERVER_CATALOG_CATALOG_H_
 
@@ -10,11 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "server/io/trace_ref.h"
-#include "server/segy/segy_file.h"
-#include "segy/trace_header.h"
 
 namespace shotstream::catalog {
 
@@ -37,42 +36,12 @@ using ScanProgress = std::function<void(uint64_t, uint64_t)>;
 // Region reads of whole traces: one large read costs less than many 240-byte reads from
 // the page cache, and far less where every read is a network round trip.
 inline constexpr uint64_t kDefaultScanBlockBytes = 8 * 1024 * 1024;
-// Traces longer than this are scanned with one 240-byte read per header instead, unless
-// the first reads average more than kSlowReadSeconds (network storage).
-inline constexpr uint64_t kStridedScanMinTraceBytes = 2048;
-inline constexpr double kSlowReadSeconds = 50e-6;
-// Large files are scanned in parallel pieces of this many traces.
-inline constexpr uint64_t kScanUnitTraces = 1 << 18;
-
-// What a scan saw that is worth saying once, though not an error.
-struct ScanReport {
-  // Traces whose header sample count (bytes 115-116) is nonzero and differs from the
-  // file's (the binary header's, which with the file size fixes the trace length).
-  uint64_t trace_length_mismatches = 0;
-  std::string first_trace_length_mismatch;  // the first such trace: file, byte, counts
-};
 
 class Catalog {
  public:
   Catalog() = default;
 
-  // Scans every trace header of `files` (file id = position) and groups traces by the
-  // 4-byte shot key. A shot's traces stay in file order (file id, then offset).
-  // Header scans read whole regions of up to `scan_block_bytes` (at least one trace), or
-  // one header at a time for traces longer than kStridedScanMinTraceBytes.
-  // Trace header sample counts (bytes 115-116) are informational: traces are as long as
-  // the binary header and the file size say, and disagreeing headers are counted in
-  // `report`. With check_trace_lengths (strict, opt-in), a nonzero count other than the
-  // file's is an error naming the file, the trace and the byte.
-  static absl::StatusOr<Catalog> Build(absl::Span<const segy::SegyFile* const> files,
-                                       const segy::ShotKey& key,
-                                       const ScanProgress& progress = nullptr,
-                                       uint64_t scan_block_bytes = kDefaultScanBlockBytes,
-                                       bool check_trace_lengths = false,
-                                       uint64_t scan_unit_traces = kScanUnitTraces,
-                                       ScanReport* report = nullptr);
-
-  // Assembles a catalog from already grouped columns (for loaders and tests).
+  // A catalog of grouped columns: shots sorted by id, each shot's traces together.
   static Catalog FromColumns(std::vector<ShotEntry> shots, std::vector<io::TraceRef> traces,
                              std::vector<SourcePosition> positions = {});
 

@@ -104,12 +104,12 @@ absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
 
 }  // namespace
 
-absl::StatusOr<CatalogSource> DescribeSource(absl::Span<const segy::SegyFile* const> files,
+absl::StatusOr<CatalogSource> DescribeSource(absl::Span<const io::TraceFile* const> files,
                                              const std::string& shot_key) {
   CatalogSource source;
   source.shot_key = shot_key;
-  for (const segy::SegyFile* f : files) {
-    const segy::SegyLayout& l = f->layout();
+  for (const io::TraceFile* f : files) {
+    const io::TraceLayout& l = f->layout();
     std::vector<uint8_t> buf(std::min<uint64_t>(f->size(), l.first_trace_offset));
     SS_RETURN_IF_ERROR(f->ReadAt(0, buf.size(), buf.data()));
     uint32_t crc = Crc32(0, buf.data(), buf.size());
@@ -121,7 +121,7 @@ absl::StatusOr<CatalogSource> DescribeSource(absl::Span<const segy::SegyFile* co
       }
     }
     source.files.push_back(
-        SourceFile{f->path(), f->size(), f->mtime_ns(), crc});
+        SourceFile{f->path(), f->size(), f->identity().mtime_ns, crc});
   }
   return source;
 }

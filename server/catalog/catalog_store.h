@@ -19,7 +19,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "server/catalog/catalog.h"
-#include "server/segy/segy_file.h"
+#include "server/io/trace_file.h"
 
 namespace shotstream::catalog {
 
@@ -43,7 +43,7 @@ struct CatalogSource {
 };
 
 // Stats and the fingerprint of each file (3 small reads per file).
-absl::StatusOr<CatalogSource> DescribeSource(absl::Span<const segy::SegyFile* const> files,
+absl::StatusOr<CatalogSource> DescribeSource(absl::Span<const io::TraceFile* const> files,
                                              const std::string& shot_key);
 
 absl::Status SaveCatalog(const std::string& path, const CatalogSource& source,

@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "server/segy/segy_file.h"
+#include "server/segy/segy_scan.h"
 #include "server/segy/test_writer.h"
 
 namespace shotstream::catalog {
@@ -31,10 +33,10 @@ class CatalogStoreTest : public ::testing::Test {
       }
       const std::string path = Dir() + "/cs" + std::to_string(f) + ".sgy";
       segy::WriteSegyFile(path, spec);
-      owned_.push_back(std::move(*segy::SegyFile::Open(path)));
+      owned_.push_back(std::move(*segy::OpenSegyFile(path)));
       files_.push_back(owned_.back().get());
     }
-    auto c = Catalog::Build(files_, *segy::ParseShotKey("field_record"));
+    auto c = segy::ScanCatalog(files_, *segy::ParseShotKey("field_record"));
     ASSERT_TRUE(c.ok());
     catalog_ = *c;
     auto s = DescribeSource(files_, "field_record");
@@ -52,8 +54,8 @@ class CatalogStoreTest : public ::testing::Test {
     std::ofstream(path_, std::ios::binary | std::ios::trunc) << data;
   }
 
-  std::vector<std::unique_ptr<segy::SegyFile>> owned_;
-  std::vector<const segy::SegyFile*> files_;
+  std::vector<std::unique_ptr<io::TraceFile>> owned_;
+  std::vector<const io::TraceFile*> files_;
   Catalog catalog_;
   CatalogSource source_;
   std::string path_;

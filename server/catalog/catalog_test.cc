@@ -1,225 +1,25 @@
 #include "server/catalog/catalog.h"
 
-#include <cstdlib>
-#include <random>
-#include <memory>
-#include <string>
-#include <vector>
-
-#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "server/io/coalescing_reader.h"
-#include "server/segy/test_writer.h"
 
 namespace shotstream::catalog {
 namespace {
 
-std::unique_ptr<segy::SegyFile> Write(const std::string& name,
-                                      const std::vector<std::pair<int, int>>& key_fields,
-                                      int byte) {
-  segy::TestFileSpec spec;
-  spec.n_samples = 3;
-  for (auto [ffid, other] : key_fields) {
-    segy::TestTrace t;
-    t.fields.push_back({byte, 4, ffid});
-    t.fields.push_back({37, 4, other});
-    spec.traces.push_back(t);
-  }
-  const char* dir = std::getenv("TEST_TMPDIR");
-  const std::string path = std::string(dir ? dir : "/tmp") + "/" + name;
-  segy::WriteSegyFile(path, spec);
-  auto f = segy::SegyFile::Open(path);
-  EXPECT_TRUE(f.ok()) << f.status();
-  return std::move(*f);
-}
-
-TEST(CatalogTest, GroupsByShotAcrossFilesInFileOrder) {
-  // Shot 7 spans both files and is interleaved with shot 3 in the first.
-  auto a = Write("a.sgy", {{7, 0}, {3, 1}, {7, 2}, {3, 3}}, 9);
-  auto b = Write("b.sgy", {{7, 4}, {-2, 5}}, 9);
-  std::vector<const segy::SegyFile*> files = {a.get(), b.get()};
-  auto key = segy::ParseShotKey("field_record");
-  ASSERT_TRUE(key.ok());
-  uint64_t last_progress = 0;
-  auto c = Catalog::Build(files, *key, [&](uint64_t done, uint64_t total) {
-    EXPECT_EQ(total, 6u);
-    last_progress = done;
-  });
-  ASSERT_TRUE(c.ok()) << c.status();
-  EXPECT_EQ(last_progress, 6u);
-  ASSERT_EQ(c->shots().size(), 3u);
-  EXPECT_EQ(c->shots()[0].shot_id, -2);
-  EXPECT_EQ(c->shots()[1].shot_id, 3);
-  EXPECT_EQ(c->shots()[2].shot_id, 7);
-  const ShotEntry* seven = c->Find(7);
-  ASSERT_NE(seven, nullptr);
-  auto traces = c->TracesOf(*seven);
-  ASSERT_EQ(traces.size(), 3u);
-  const auto& la = a->layout();
-  EXPECT_EQ(traces[0], (io::TraceRef{0, la.TraceOffset(0)}));
-  EXPECT_EQ(traces[1], (io::TraceRef{0, la.TraceOffset(2)}));
-  EXPECT_EQ(traces[2], (io::TraceRef{1, b->layout().TraceOffset(0)}));
-  EXPECT_EQ(c->Find(4), nullptr);
-  EXPECT_EQ(c->n_traces(), 6u);
-}
-
-TEST(CatalogTest, ByteKey) {
-  auto a = Write("k.sgy", {{11, 0}, {11, 1}, {12, 2}}, 21);
-  std::vector<const segy::SegyFile*> files = {a.get()};
-  auto c = Catalog::Build(files, *segy::ParseShotKey("byte:21"));
-  ASSERT_TRUE(c.ok());
-  ASSERT_EQ(c->shots().size(), 2u);
-  EXPECT_EQ(c->Find(11)->n_traces, 2u);
-}
-
-}  // namespace
-}  // namespace shotstream::catalog
-
-namespace shotstream::catalog {
-namespace {
-
-// Trace header sample counts (bytes 115-116) that disagree with the binary header's:
-// zero, larger and smaller. The file size agrees with the binary header, so every trace
-// is read at its length; the disagreements are reported, and refused only in strict mode.
-TEST(CatalogTest, TraceHeaderSampleCountsAreInformationalUnlessStrict) {
-  struct Case {
-    const char* name;
-    int header_ns;        // what traces 1 and 2 say
-    uint64_t reported;    // traces the report counts in the default mode
-  };
-  for (const Case& k : {Case{"zero", 0, 0}, Case{"larger", 7, 2}, Case{"smaller", 2, 2}}) {
-    SCOPED_TRACE(k.name);
-    segy::TestFileSpec spec;
-    spec.n_samples = 3;
-    spec.traces.resize(4);
-    for (int t = 0; t < 4; ++t) {
-      spec.traces[t].fields.push_back({9, 4, 1 + t / 2});  // shots 1 and 2
-      spec.traces[t].samples = {float(t), float(t) + 0.5f, float(t) + 0.25f};
-    }
-    for (int t : {1, 2}) spec.traces[t].fields.push_back({115, 2, k.header_ns});
-    const char* dir = std::getenv("TEST_TMPDIR");
-    const std::string path =
-        std::string(dir ? dir : "/tmp") + "/trace_ns_" + k.name + ".sgy";
-    segy::WriteSegyFile(path, spec);
-    auto f = segy::SegyFile::Open(path);
-    ASSERT_TRUE(f.ok()) << f.status();
-    EXPECT_EQ((*f)->layout().n_samples, 3u);
-    EXPECT_EQ((*f)->layout().n_traces, 4u);
-    std::vector<const segy::SegyFile*> files = {f->get()};
-    const auto key = *segy::ParseShotKey("field_record");
-
-    ScanReport report;
-    report.trace_length_mismatches = 99;  // Build resets it
-    auto c = Catalog::Build(files, key, nullptr, kDefaultScanBlockBytes, false,
-                            kScanUnitTraces, &report);
-    ASSERT_TRUE(c.ok()) << c.status();
-    ASSERT_EQ(c->shots().size(), 2u);
-    EXPECT_EQ(c->Find(1)->n_traces, 2u);
-    EXPECT_EQ(c->Find(2)->n_traces, 2u);
-    EXPECT_EQ(report.trace_length_mismatches, k.reported);
-    if (k.reported > 0) {
-      EXPECT_NE(report.first_trace_length_mismatch.find("trace 1 (byte 3967)"),
-                std::string::npos) << report.first_trace_length_mismatch;
-      EXPECT_NE(report.first_trace_length_mismatch.find(
-                    absl::StrCat("says ", k.header_ns, " samples")), std::string::npos);
-    } else {
-      EXPECT_TRUE(report.first_trace_length_mismatch.empty());
-    }
-    // The samples of every trace, at the file's length.
-    std::vector<float> got(4 * 3);
-    std::vector<float*> dst;
-    std::vector<io::TraceRef> refs;
-    for (int t = 0; t < 4; ++t) {
-      refs.push_back({0, (*f)->layout().TraceOffset(t)});
-      dst.push_back(got.data() + 3 * t);
-    }
-    ASSERT_TRUE(io::ReadTraces(files, refs, {}, dst.data(), nullptr).ok());
-    for (int t = 0; t < 4; ++t) {
-      EXPECT_EQ(got[3 * t], float(t));
-      EXPECT_EQ(got[3 * t + 2], float(t) + 0.25f);
-    }
-
-    auto strict = Catalog::Build(files, key, nullptr, kDefaultScanBlockBytes, true);
-    if (k.header_ns == 0) {
-      EXPECT_TRUE(strict.ok()) << strict.status();  // 0 says nothing, even when strict
-    } else {
-      ASSERT_FALSE(strict.ok());
-      EXPECT_EQ(strict.status().code(), absl::StatusCode::kInvalidArgument);
-      EXPECT_NE(strict.status().message().find(
-                    absl::StrCat("trace_ns_", k.name, ".sgy: trace 1 (byte 3967)")),
-                absl::string_view::npos) << strict.status();
-      EXPECT_NE(strict.status().message().find("check_trace_lengths"),
-                absl::string_view::npos);
-    }
-  }
-}
-
-}  // namespace
-}  // namespace shotstream::catalog
-
-namespace shotstream::catalog {
-namespace {
-
-TEST(CatalogTest, SourceXyKeyNumbersPositionsByFirstAppearance) {
-  segy::TestFileSpec spec;
-  spec.n_samples = 2;
-  // Positions (scalar -10): B, A, B, C, A -> ids 1 = B, 2 = A, 3 = C.
-  const int xs[] = {200, 100, 200, 300, 100};
-  for (int x : xs) {
-    segy::TestTrace t;
-    t.fields = {{71, 2, -10}, {73, 4, x}, {77, 4, 5}};
-    spec.traces.push_back(t);
-  }
-  const char* dir = std::getenv("TEST_TMPDIR");
-  const std::string path = std::string(dir ? dir : "/tmp") + "/xy.sgy";
-  segy::WriteSegyFile(path, spec);
-  auto f = segy::SegyFile::Open(path);
-  ASSERT_TRUE(f.ok());
-  std::vector<const segy::SegyFile*> files = {f->get()};
-  auto c = Catalog::Build(files, *segy::ParseShotKey("source_xy"));
-  ASSERT_TRUE(c.ok()) << c.status();
-  ASSERT_EQ(c->shots().size(), 3u);
-  EXPECT_EQ(c->Find(1)->n_traces, 2u);
-  EXPECT_EQ(c->Find(2)->n_traces, 2u);
-  EXPECT_EQ(c->Find(3)->n_traces, 1u);
-  EXPECT_EQ(c->TracesOf(*c->Find(2))[0].offset, f->get()->layout().TraceOffset(1));
-  ASSERT_EQ(c->source_positions().size(), 3u);
-  EXPECT_EQ(c->source_positions()[0].x, 20.0);
-  EXPECT_EQ(c->source_positions()[1].x, 10.0);
-  EXPECT_EQ(c->source_positions()[2].y, 0.5);
-}
-
-}  // namespace
-}  // namespace shotstream::catalog
-
-namespace shotstream::catalog {
-namespace {
-
-TEST(CatalogTest, PiecesOfOneFileScannedInParallelGiveTheSameCatalog) {
-  segy::TestFileSpec spec;
-  spec.n_samples = 600;  // long traces: the strided path
-  std::mt19937 rng(3);
-  for (int t = 0; t < 100; ++t) {
-    segy::TestTrace tr;
-    tr.fields = {{9, 4, static_cast<int64_t>(rng() % 9)}};
-    spec.traces.push_back(tr);
-  }
-  const char* dir = std::getenv("TEST_TMPDIR");
-  const std::string path = std::string(dir ? dir : "/tmp") + "/pieces.sgy";
-  segy::WriteSegyFile(path, spec);
-  auto f = segy::SegyFile::Open(path);
-  ASSERT_TRUE(f.ok());
-  std::vector<const segy::SegyFile*> files = {f->get(), f->get()};
-  const auto key = *segy::ParseShotKey("field_record");
-  auto whole = Catalog::Build(files, key);
-  auto pieces = Catalog::Build(files, key, nullptr, kDefaultScanBlockBytes, true, 7);
-  ASSERT_TRUE(whole.ok() && pieces.ok());
-  EXPECT_EQ(whole->traces(), pieces->traces());
-  ASSERT_EQ(whole->shots().size(), pieces->shots().size());
-  for (size_t i = 0; i < whole->shots().size(); ++i) {
-    EXPECT_EQ(whole->shots()[i].shot_id, pieces->shots()[i].shot_id);
-    EXPECT_EQ(whole->shots()[i].n_traces, pieces->shots()[i].n_traces);
-  }
+TEST(CatalogTest, FindsShotsByIdAndTheirTracesInOrder) {
+  std::vector<ShotEntry> shots = {{-2, 0, 1}, {3, 1, 2}, {7, 3, 3}};
+  std::vector<io::TraceRef> traces = {{1, 800}, {0, 240}, {0, 720},
+                                      {0, 0},   {0, 480}, {1, 0}};
+  const Catalog c = Catalog::FromColumns(shots, traces);
+  EXPECT_EQ(c.n_traces(), 6u);
+  ASSERT_NE(c.Find(7), nullptr);
+  const absl::Span<const io::TraceRef> seven = c.TracesOf(*c.Find(7));
+  ASSERT_EQ(seven.size(), 3u);
+  EXPECT_EQ(seven[0], (io::TraceRef{0, 0}));
+  EXPECT_EQ(seven[2], (io::TraceRef{1, 0}));
+  EXPECT_EQ(c.TracesOf(*c.Find(-2))[0], (io::TraceRef{1, 800}));
+  EXPECT_EQ(c.Find(4), nullptr);
+  EXPECT_EQ(c.Find(100), nullptr);
+  EXPECT_EQ(Catalog().Find(1), nullptr);
 }
 
 }  // namespace

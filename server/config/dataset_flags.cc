@@ -44,4 +44,30 @@ absl::Status TakeDatasetFlags(int* argc, char** argv, std::vector<std::string>* 
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::pair<std::string, std::string>> SplitDatasetFlag(absl::string_view flag) {
+  const size_t eq = flag.find('=');
+  if (eq == absl::string_view::npos || eq == 0 || eq + 1 == flag.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--dataset='", flag, "': expected NAME=GLOB, e.g. line1=/data/line1/*.sgy"));
+  }
+  std::string name(flag.substr(0, eq));
+  if (absl::Status s = ValidateDatasetName(name); !s.ok()) return s;
+  return std::make_pair(name, std::string(flag.substr(eq + 1)));
+}
+
+absl::Status ValidateDatasetName(absl::string_view name) {
+  if (name.empty() || name.size() > 128) {
+    return absl::InvalidArgumentError("dataset name must be 1 to 128 characters");
+  }
+  for (char c : name) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '.' || c == '_' || c == '-';
+    if (!ok) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "dataset name '", name, "' may hold only letters, digits, '.', '_' and '-'"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace shotstream::config

@@ -45,3 +45,22 @@ TEST(DatasetFlagsTest, APerDatasetFlagBetweenDatasetsIsAmbiguous) {
 
 }  // namespace
 }  // namespace shotstream::config
+
+namespace shotstream::config {
+namespace {
+
+TEST(DatasetNameTest, FlagSplittingAndNames) {
+  auto ok = SplitDatasetFlag("line1=/data/*.sgy");
+  ASSERT_TRUE(ok.ok());
+  EXPECT_EQ(ok->first, "line1");
+  EXPECT_EQ(ok->second, "/data/*.sgy");
+  EXPECT_FALSE(SplitDatasetFlag("nofiles").ok());
+  EXPECT_FALSE(SplitDatasetFlag("../x=/a").ok());
+  EXPECT_FALSE(ValidateDatasetName("a/b").ok());
+  EXPECT_FALSE(ValidateDatasetName("").ok());
+  EXPECT_FALSE(ValidateDatasetName(std::string(129, 'a')).ok());
+  EXPECT_TRUE(ValidateDatasetName("Line_1.v2-b").ok());
+}
+
+}  // namespace
+}  // namespace shotstream::config

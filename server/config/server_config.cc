@@ -10,9 +10,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "server/dataset/dataset.h"
-#include "server/segy/segy_file.h"
-#include "segy/trace_header.h"
+#include "server/config/dataset_flags.h"
+#include "server/io/io_mode.h"
 #include "yaml-cpp/yaml.h"
 
 namespace shotstream::config {
@@ -184,16 +183,6 @@ absl::StatusOr<ServerConfig> LoadServerConfig(const std::string& path) {
   return ParseServerConfig(text.str(), path);
 }
 
-// HDF5 datasets key shots by any header column's name, not only by SEG-Y fields.
-static bool IsHdf5Dataset(const DatasetConfig& d) {
-  if (d.format == "hdf5") return true;
-  if (d.format != "auto" || d.files.empty()) return false;
-  for (const std::string& f : d.files) {
-    if (!absl::EndsWith(f, ".h5") && !absl::EndsWith(f, ".hdf5")) return false;
-  }
-  return true;
-}
-
 absl::Status ValidateServerConfig(const ServerConfig& c) {
   if (c.datasets.empty()) {
     return absl::InvalidArgumentError(
@@ -203,20 +192,19 @@ absl::Status ValidateServerConfig(const ServerConfig& c) {
   for (size_t i = 0; i < c.datasets.size(); ++i) {
     const DatasetConfig& d = c.datasets[i];
     const std::string where = absl::StrCat("datasets[", i, "] (", d.name, ")");
-    if (absl::Status s = dataset::ValidateDatasetName(d.name); !s.ok()) {
+    if (absl::Status s = ValidateDatasetName(d.name); !s.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(where, ".name: ", s.message()));
     }
     if (!names.insert(d.name).second) {
       return absl::InvalidArgumentError(absl::StrCat(where, ".name: given twice"));
     }
-    if (auto k = segy::ParseShotKey(d.shot_key); !k.ok() && !IsHdf5Dataset(d)) {
-      return absl::InvalidArgumentError(absl::StrCat(where, ".shot_key: ", k.status().message()));
+    // The format and the shot key are the format registry's to check (server/app).
+    if (d.shot_key.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ".shot_key: empty"));
     }
-    if (auto m = segy::ParseIoMode(d.io); !m.ok()) {
+    if (d.format.empty()) return absl::InvalidArgumentError(absl::StrCat(where, ".format: empty"));
+    if (auto m = io::ParseIoMode(d.io); !m.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(where, ".", m.status().message()));
-    }
-    if (auto f = dataset::ParseSourceFormat(d.format); !f.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(where, ".", f.status().message()));
     }
     if (!(d.sample_interval_us >= 0) || !std::isfinite(d.sample_interval_us)) {
       return absl::InvalidArgumentError(absl::StrCat(where, ".sample_interval_us: ",

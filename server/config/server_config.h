@@ -88,7 +88,8 @@ absl::StatusOr<ServerConfig> LoadServerConfig(const std::string& path);
 uint64_t ResolvedDefaultChunkBytes(const ServerConfig& config);
 
 // Checks a finished configuration (after flags were applied): at least one dataset,
-// unique valid names, known shot keys and modes, limits > 0, TLS cert and key together.
+// unique valid names, known modes, limits > 0, TLS cert and key together. Formats and
+// shot keys are checked by the server against its formats (server/app CheckFormats).
 absl::Status ValidateServerConfig(const ServerConfig& config);
 
 }  // namespace shotstream::config

@@ -121,8 +121,8 @@ TEST(ServerConfigTest, ValidationNamesTheProblem) {
   c.datasets.push_back({"a", {"y"}, "field_record"});
   EXPECT_NE(ValidateServerConfig(c).message().find("given twice"), absl::string_view::npos);
   c.datasets[1].name = "b";
-  c.datasets[1].shot_key = "nope";
-  EXPECT_NE(ValidateServerConfig(c).message().find("datasets[1] (b).shot_key"),
+  c.datasets[1].shot_key = "";
+  EXPECT_NE(ValidateServerConfig(c).message().find("datasets[1] (b).shot_key: empty"),
             absl::string_view::npos);
   c.datasets[1].shot_key = "inline";
   c.datasets[1].name = "../etc";

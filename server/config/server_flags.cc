@@ -14,7 +14,6 @@
 #include "absl/strings/str_split.h"
 #include "common/status_macros.h"
 #include "server/config/dataset_flags.h"
-#include "server/dataset/dataset.h"
 
 // Flags left at their "unset" value do not override --config.
 ABSL_FLAG(std::string, config, "", "YAML configuration file (flags given here override it)");
@@ -144,7 +143,7 @@ absl::StatusOr<ServerConfig> BuildConfig(const std::vector<std::string>& dataset
   OverrideIfSet(absl::GetFlag(FLAGS_zero_copy), &c.zero_copy);
   OverrideIfSet(absl::GetFlag(FLAGS_log_streams), &c.log_streams);
   for (const std::string& flag : dataset_flags) {
-    SS_ASSIGN_OR_RETURN(auto split, dataset::SplitDatasetFlag(flag));
+    SS_ASSIGN_OR_RETURN(auto split, SplitDatasetFlag(flag));
     DatasetConfig d;
     d.name = split.first;
     d.files = absl::StrSplit(split.second, ',', absl::SkipEmpty());

@@ -52,11 +52,11 @@ TEST(DatasetEntryTest, FilesChangedUnderAReadAreRebuiltNeverServedStale) {
   ASSERT_TRUE(entry.Load(spec).ok());
   ASSERT_EQ(entry.state(), DatasetEntry::State::kReady);
   std::shared_ptr<const Dataset> before = entry.dataset();
-  ASSERT_TRUE(before->ReadShot(2, {}, 1 << 20).ok());
+  ASSERT_TRUE(before->ReadShot(2, ShotPlan()).ok());
 
   // Same size, new field records (shots 11..13) and samples.
   WriteSurvey(path, 11, 3);
-  auto stale = before->ReadShot(2, {}, 1 << 20);
+  auto stale = before->ReadShot(2, ShotPlan());
   ASSERT_FALSE(stale.ok());
   EXPECT_EQ(stale.status().code(), absl::StatusCode::kDataLoss);
   EXPECT_NE(stale.status().message().find("rewritten.sgy: changed since its catalog was built"),
@@ -69,11 +69,11 @@ TEST(DatasetEntryTest, FilesChangedUnderAReadAreRebuiltNeverServedStale) {
   std::shared_ptr<const Dataset> after = entry.dataset();
   ASSERT_NE(after, before);
   EXPECT_EQ(after->catalog().Find(2), nullptr);
-  auto shot = after->ReadShot(12, {}, 1 << 20);
+  auto shot = after->ReadShot(12, ShotPlan());
   ASSERT_TRUE(shot.ok()) << shot.status();
   EXPECT_EQ(reinterpret_cast<const float*>(shot->chunks[0].data())[0], 12.0f);
   // The old dataset, still held by whoever read through it, keeps failing: never stale.
-  EXPECT_FALSE(before->ReadShot(1, {}, 1 << 20).ok());
+  EXPECT_FALSE(before->ReadShot(1, ShotPlan()).ok());
 }
 
 TEST(DatasetEntryTest, ATraceHeaderWhoseShotKeyMovedIsCaughtEvenWithTheSameMtime) {
@@ -90,12 +90,12 @@ TEST(DatasetEntryTest, ATraceHeaderWhoseShotKeyMovedIsCaughtEvenWithTheSameMtime
   WriteSurvey(path, 5, 2);
   const timespec times[2] = {st.st_atim, st.st_mtim};
   ASSERT_EQ(::utimensat(AT_FDCWD, path.c_str(), times, 0), 0);
-  auto r = (*d)->ReadShot(2, {}, 1 << 20);
+  auto r = (*d)->ReadShot(2, ShotPlan());
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), absl::StatusCode::kDataLoss);
   // Shot 2's first trace is trace 3, at 3600 + 3 * 256; its field record at byte 9.
   EXPECT_NE(r.status().message().find("same_mtime.sgy: byte 4377: the trace header says "
-                                      "shot 6 (shot key, bytes 9-12) where the catalog has a trace "
+                                      "shot 6 (field_record, bytes 9-12) where the catalog has a trace "
                                       "of shot 2"),
             std::string::npos) << r.status();
 }

@@ -9,10 +9,22 @@
 
 #include "gtest/gtest.h"
 #include "server/segy/test_writer.h"
+#include "common/crc32.h"
+#include "server/source/fake_source.h"
 #include "wire/sample_encoding.h"
 
 namespace shotstream::dataset {
 namespace {
+
+// The plan of a read: these header columns, chunks of at most `chunk` sample bytes.
+ShotPlan Plan(std::vector<segy::HeaderSelector> headers, uint64_t chunk,
+              ZeroCopy zero_copy = ZeroCopy::kOff) {
+  ShotPlan plan;
+  plan.selection.headers = std::move(headers);
+  plan.selection.max_chunk_bytes = chunk;
+  plan.zero_copy = zero_copy;
+  return plan;
+}
 
 std::string Dir() {
   const char* dir = std::getenv("TEST_TMPDIR");
@@ -50,7 +62,7 @@ TEST(DatasetTest, ReadsShotAcrossFilesWithHeadersChunksAndCrc) {
   std::vector<segy::HeaderSelector> headers = {*segy::ResolveHeader("group_x"),
                                                 *segy::ResolveHeader("offset")};
   // 3 traces per chunk: 8 traces -> chunks of 3, 3, 2.
-  auto shot = (*d)->ReadShot(2, headers, 3 * 5 * 4 + 7);
+  auto shot = (*d)->ReadShot(2, Plan(headers, 3 * 5 * 4 + 7));
   ASSERT_TRUE(shot.ok()) << shot.status();
   EXPECT_EQ(shot->n_traces, 8u);
   ASSERT_EQ(shot->chunks.size(), 3u);
@@ -69,7 +81,7 @@ TEST(DatasetTest, ReadsShotAcrossFilesWithHeadersChunksAndCrc) {
   const uint32_t crc = ::crc32(0, reinterpret_cast<const Bytef*>(all.data()), all.size());
   EXPECT_EQ(shot->crc32, crc);
 
-  auto missing = (*d)->ReadShot(99, {}, 1 << 20);
+  auto missing = (*d)->ReadShot(99, Plan({}, 1 << 20));
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
   EXPECT_NE(missing.status().message().find("99"), absl::string_view::npos);
 }
@@ -100,15 +112,16 @@ TEST(DatasetTest, ZeroCopyLocatesStoredIeeeTracesInTheMappingWithTheirCrc) {
     DatasetSpec spec;
     spec.name = big ? "be" : "le";
     spec.globs = {Dir() + (big ? "/zbe.sgy" : "/zle.sgy")};
-    spec.io = segy::IoMode::kMmap;
+    spec.io = io::IoMode::kMmap;
     auto d = Dataset::Load(spec);
     ASSERT_TRUE(d.ok()) << d.status();
-    auto decoded = (*d)->ReadShot(2, headers, 3 * kNs * 4, nullptr, ZeroCopy::kOff);
+    auto decoded = (*d)->ReadShot(2, Plan(headers, 3 * kNs * 4));
     ASSERT_TRUE(decoded.ok()) << decoded.status();
-    EXPECT_TRUE(decoded->stored.empty());
-    auto stored = (*d)->ReadShot(2, headers, 3 * kNs * 4, nullptr, ZeroCopy::kAnyByteOrder);
+    EXPECT_FALSE(decoded->is_stored());
+    auto stored = (*d)->ReadShot(2, Plan(headers, 3 * kNs * 4, ZeroCopy::kAnyByteOrder));
     ASSERT_TRUE(stored.ok()) << stored.status();
-    ASSERT_EQ(stored->stored.size(), 4u);
+    ASSERT_TRUE(stored->is_stored());
+    ASSERT_EQ(stored->stored->size(), 4u);
     EXPECT_TRUE(stored->chunks.empty());
     EXPECT_EQ(stored->big_endian, big);
     EXPECT_EQ(stored->traces_per_chunk, 3u);
@@ -118,42 +131,40 @@ TEST(DatasetTest, ZeroCopyLocatesStoredIeeeTracesInTheMappingWithTheirCrc) {
     // The stored bytes are the decoded samples, byte-swapped for big-endian files.
     std::string all, want;
     for (const auto& c : decoded->chunks) want.append(c.view());
-    for (const uint8_t* t : stored->stored) all.append(reinterpret_cast<const char*>(t), kNs * 4);
+    for (const uint8_t* t : stored->stored->traces()) all.append(reinterpret_cast<const char*>(t), kNs * 4);
     ASSERT_EQ(all.size(), want.size());
     for (size_t i = 0; i < all.size(); ++i) {
       ASSERT_EQ(all[i], want[big ? (i ^ 3) : i]) << i;
     }
     // The CRC-32 of the stored bytes is taken when they are sent, in any split.
     const uint32_t want_crc = ::crc32(0, reinterpret_cast<const Bytef*>(all.data()), all.size());
-    const absl::Span<const uint8_t* const> located(stored->stored);
-    const absl::Span<const uint32_t> files(stored->stored_file);
-    auto head = (*d)->StoredCrc(2, located.subspan(0, 3), files.subspan(0, 3), kNs, 0);
+    auto head = stored->stored->Crc(0, 3, 0);
     ASSERT_TRUE(head.ok()) << head.status();
-    auto whole = (*d)->StoredCrc(2, located.subspan(3), files.subspan(3), kNs, *head);
+    auto whole = stored->stored->Crc(3, 1, *head);
     ASSERT_TRUE(whole.ok()) << whole.status();
     EXPECT_EQ(*whole, want_crc);
     EXPECT_EQ(decoded->crc32, ::crc32(0, reinterpret_cast<const Bytef*>(want.data()), want.size()));
     // Little-endian only: big-endian files are decoded.
-    auto le_only = (*d)->ReadShot(2, {}, 1 << 20, nullptr, ZeroCopy::kLittleEndian);
+    auto le_only = (*d)->ReadShot(2, Plan({}, 1 << 20, ZeroCopy::kLittleEndian));
     ASSERT_TRUE(le_only.ok());
-    EXPECT_EQ(le_only->stored.empty(), big);
+    EXPECT_EQ(le_only->is_stored(), !big);
   }
   // Not mapped (pread) or not IEEE: always decoded.
-  auto always_decoded = [](const std::string& glob, segy::IoMode io) {
+  auto always_decoded = [](const std::string& glob, io::IoMode io) {
     DatasetSpec spec;
     spec.name = "decoded";
     spec.globs = {Dir() + glob};
     spec.io = io;
     auto d = Dataset::Load(spec);
     ASSERT_TRUE(d.ok()) << d.status();
-    auto shot = (*d)->ReadShot(1, {}, 1 << 20, nullptr, ZeroCopy::kAnyByteOrder);
+    auto shot = (*d)->ReadShot(1, Plan({}, 1 << 20, ZeroCopy::kAnyByteOrder));
     ASSERT_TRUE(shot.ok()) << shot.status();
-    EXPECT_TRUE(shot->stored.empty()) << glob;
+    EXPECT_FALSE(shot->is_stored()) << glob;
     EXPECT_FALSE(shot->chunks.empty()) << glob;
   };
-  always_decoded("/zbe.sgy", segy::IoMode::kPread);
+  always_decoded("/zbe.sgy", io::IoMode::kPread);
   WriteSurvey("zibm", kNs);  // one IBM file, one IEEE file
-  always_decoded("/zibm*.sgy", segy::IoMode::kMmap);
+  always_decoded("/zibm*.sgy", io::IoMode::kMmap);
 }
 
 TEST(DatasetTest, WindowAndConditionsSelectSamplesAndTraces) {
@@ -164,12 +175,14 @@ TEST(DatasetTest, WindowAndConditionsSelectSamplesAndTraces) {
   auto d = Dataset::Load(spec);
   ASSERT_TRUE(d.ok()) << d.status();
   const segy::HeaderSelector offset = *segy::ResolveHeader("offset");
-  TraceSelection sel;
+  ShotPlan plan = Plan({offset}, 2 * 3 * 4);
+  ShotSelection& sel = plan.selection;
   sel.start = 1;
   sel.count = 3;
   sel.where = {{offset, 25, 75}, {*segy::ResolveHeader("group_x"), -1e9, 1e9}};
   for (ZeroCopy zc : {ZeroCopy::kOff, ZeroCopy::kAnyByteOrder}) {
-    auto shot = (*d)->ReadShot(2, {offset}, 2 * 3 * 4, nullptr, zc, false, sel);
+    plan.zero_copy = zc;
+    auto shot = (*d)->ReadShot(2, plan);
     ASSERT_TRUE(shot.ok()) << shot.status();
     ASSERT_EQ(shot->n_traces, 3u);  // traces 1, 2, 3 (offsets 25, 50, 75)
     EXPECT_EQ(shot->n_samples, 3u);
@@ -187,7 +200,9 @@ TEST(DatasetTest, WindowAndConditionsSelectSamplesAndTraces) {
   }
   // A condition no trace meets: the shot comes with no trace, one empty chunk.
   sel.where = {{offset, 1e6, 2e6}};
-  auto none = (*d)->ReadShot(2, {offset}, 1 << 20, nullptr, ZeroCopy::kOff, false, sel);
+  sel.max_chunk_bytes = 1 << 20;
+  plan.zero_copy = ZeroCopy::kOff;
+  auto none = (*d)->ReadShot(2, plan);
   ASSERT_TRUE(none.ok());
   EXPECT_EQ(none->n_traces, 0u);
   EXPECT_EQ(none->total_bytes, 0u);
@@ -197,8 +212,7 @@ TEST(DatasetTest, WindowAndConditionsSelectSamplesAndTraces) {
   sel.where.clear();
   sel.start = 4;
   sel.count = 3;
-  EXPECT_EQ((*d)->ReadShot(2, {}, 1 << 20, nullptr, ZeroCopy::kOff, false, sel).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ((*d)->ReadShot(2, plan).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(DatasetTest, NativeKeepsIntegerSamplesAsStoredWithTheCrcOfTheirValues) {
@@ -217,10 +231,11 @@ TEST(DatasetTest, NativeKeepsIntegerSamplesAsStoredWithTheCrcOfTheirValues) {
   spec.globs = {Dir() + "/n16.sgy"};
   auto d = Dataset::Load(spec);
   ASSERT_TRUE(d.ok()) << d.status();
-  TraceSelection sel;
-  sel.native = true;
-  sel.start = 2;
-  auto shot = (*d)->ReadShot(1, {}, 1 << 20, nullptr, ZeroCopy::kAnyByteOrder, false, sel);
+  ShotPlan plan = Plan({}, 1 << 20, ZeroCopy::kAnyByteOrder);
+  plan.native = true;
+  plan.selection.start = 2;
+  plan.selection.count = 6;
+  auto shot = (*d)->ReadShot(1, plan);
   ASSERT_TRUE(shot.ok()) << shot.status();
   EXPECT_EQ(shot->encoding, wire::Encoding::kNative);
   EXPECT_EQ(shot->sample_format, 3);
@@ -236,8 +251,9 @@ TEST(DatasetTest, NativeKeepsIntegerSamplesAsStoredWithTheCrcOfTheirValues) {
   }
   EXPECT_EQ(shot->crc32, ::crc32(0, reinterpret_cast<const Bytef*>(v.data()), v.size() * 4));
   // Without native: decoded float32.
-  sel.native = false;
-  auto decoded = (*d)->ReadShot(1, {}, 1 << 20, nullptr, ZeroCopy::kOff, false, sel);
+  plan.native = false;
+  plan.zero_copy = ZeroCopy::kOff;
+  auto decoded = (*d)->ReadShot(1, plan);
   ASSERT_TRUE(decoded.ok());
   EXPECT_EQ(decoded->encoding, wire::Encoding::kFloat32);
   EXPECT_EQ(decoded->crc32, shot->crc32);
@@ -249,14 +265,15 @@ TEST(DatasetTest, StoredTracesOfATruncatedFileAreDataLossWhenSent) {
   DatasetSpec spec;
   spec.name = "trunc";
   spec.globs = {path};
-  spec.io = segy::IoMode::kMmap;
+  spec.io = io::IoMode::kMmap;
   auto d = Dataset::Load(spec);
   ASSERT_TRUE(d.ok()) << d.status();
-  auto shot = (*d)->ReadShot(3, {}, 1 << 20, nullptr, ZeroCopy::kAnyByteOrder);
+  auto shot = (*d)->ReadShot(3, Plan({}, 1 << 20, ZeroCopy::kAnyByteOrder));
   ASSERT_TRUE(shot.ok()) << shot.status();
-  ASSERT_FALSE(shot->stored.empty());
+  ASSERT_TRUE(shot->is_stored());
   ASSERT_EQ(::truncate(path.c_str(), 3600 + 8432), 0);  // only the first trace is left
-  auto crc = (*d)->StoredCrc(3, shot->stored, shot->stored_file, shot->n_samples, 0);
+  EXPECT_EQ(shot->stored->Touch().code(), absl::StatusCode::kDataLoss);
+  auto crc = shot->stored->Crc(0, shot->stored->size(), 0);
   ASSERT_EQ(crc.status().code(), absl::StatusCode::kDataLoss) << crc.status();
   EXPECT_NE(crc.status().message().find("ztrunc.sgy"), absl::string_view::npos);
   EXPECT_NE(crc.status().message().find("shot 3"), absl::string_view::npos);
@@ -287,86 +304,158 @@ TEST(DatasetTest, NoMatchIsNotFound) {
   EXPECT_EQ(Dataset::Load(spec).status().code(), absl::StatusCode::kNotFound);
 }
 
-TEST(DatasetTest, FlagAndNameValidation) {
-  auto ok = SplitDatasetFlag("line1=/data/*.sgy");
-  ASSERT_TRUE(ok.ok());
-  EXPECT_EQ(ok->first, "line1");
-  EXPECT_EQ(ok->second, "/data/*.sgy");
-  EXPECT_FALSE(SplitDatasetFlag("nofiles").ok());
-  EXPECT_FALSE(SplitDatasetFlag("../x=/a").ok());
-  EXPECT_FALSE(ValidateDatasetName("a/b").ok());
-}
-
 }  // namespace
 }  // namespace shotstream::dataset
 
 namespace shotstream::dataset {
 namespace {
 
-uint64_t TotalReads(const Dataset& d) {
-  uint64_t n = 0;
-  for (size_t i = 0; i < d.n_files(); ++i) n += d.file(i).read_calls();
-  return n;
+// What the dataset does above any source, over a source in memory.
+class DatasetOverFakeTest : public ::testing::Test {
+ protected:
+  // Shots 1..3 of 4 traces x 6 samples; sample = shot*1000 + trace*10 + s; offset 25 t,
+  // group_x 100 t. Traces 0-1 in file 0, 2-3 in file 1.
+  std::unique_ptr<source::FakeSource> MakeSource() {
+    auto fake = std::make_unique<source::FakeSource>(6);
+    for (int shot = 1; shot <= 3; ++shot) {
+      for (uint32_t file = 0; file < 2; ++file) {
+        std::vector<source::FakeTrace> traces;
+        for (int k = 0; k < 2; ++k) {
+          const int t = file * 2 + k;
+          source::FakeTrace tr;
+          for (int s = 0; s < 6; ++s) tr.samples.push_back(shot * 1000 + t * 10 + s);
+          tr.fields = {{"offset", 25.0 * t}, {"group_x", 100.0 * t}};
+          traces.push_back(tr);
+        }
+        fake->AddShot(shot, traces, file);
+      }
+    }
+    return fake;
+  }
+  std::unique_ptr<Dataset> Make(std::unique_ptr<source::FakeSource> fake) {
+    fake_ = fake.get();
+    fake->Finish();
+    DatasetSpec spec;
+    spec.name = "fake";
+    spec.on_files_changed = [this](const Dataset&, const absl::Status& why) {
+      changes_.push_back(std::string(why.message()));
+    };
+    return Dataset::FromSource(spec, std::move(fake));
+  }
+  static std::vector<float> Samples(const ShotData& shot) {
+    std::string all;
+    for (const auto& c : shot.chunks) all.append(c.view());
+    std::vector<float> v(all.size() / 4);
+    std::memcpy(v.data(), all.data(), all.size());
+    return v;
+  }
+  source::FakeSource* fake_ = nullptr;
+  std::vector<std::string> changes_;
+};
+
+TEST_F(DatasetOverFakeTest, ConditionsWindowColumnsAndChunksWhateverTheSource) {
+  auto d = Make(MakeSource());
+  auto offset = d->ResolveHeader("offset");
+  ASSERT_TRUE(offset.ok()) << offset.status();
+  ShotPlan plan = Plan({*offset}, 2 * 2 * 4);  // 2 traces of 2 samples a chunk
+  plan.selection.start = 3;
+  plan.selection.count = 2;
+  plan.selection.where = {{*offset, 20, 80}};
+  auto shot = d->ReadShot(2, plan);
+  ASSERT_TRUE(shot.ok()) << shot.status();
+  EXPECT_EQ(shot->n_traces, 3u);  // traces 1, 2, 3
+  EXPECT_EQ(shot->headers[0].second, (std::vector<double>{25, 50, 75}));
+  EXPECT_EQ(shot->chunk_traces, (std::vector<uint32_t>{2, 1}));
+  const std::vector<float> v = Samples(*shot);
+  ASSERT_EQ(v.size(), 6u);
+  for (int k = 0; k < 3; ++k) {
+    EXPECT_EQ(v[2 * k], 2000 + (k + 1) * 10 + 3);
+    EXPECT_EQ(v[2 * k + 1], 2000 + (k + 1) * 10 + 4);
+  }
+  EXPECT_EQ(shot->crc32, Crc32(0, v.data(), v.size() * 4));
+  // Raw headers are made by the source, in the traces kept.
+  plan.selection.raw_trace_headers = true;
+  auto raw = d->ReadShot(2, plan);
+  ASSERT_TRUE(raw.ok());
+  ASSERT_EQ(raw->trace_headers.size(), 3u * 240);
+  EXPECT_EQ(static_cast<uint8_t>(raw->trace_headers[240 + 39]), 50);  // offset (37-40), trace 2
 }
 
-TEST(DatasetCatalogTest, BuiltOnceThenReusedWithoutReadingTraceHeaders) {
-  WriteSurvey("p", 5);
-  const std::string cat_dir = Dir() + "/catalogs";
-  ASSERT_EQ(system(("mkdir -p " + cat_dir).c_str()), 0);
-  DatasetSpec spec;
-  spec.name = "persist";
-  spec.globs = {Dir() + "/p*.sgy"};
-  spec.catalog_dir = cat_dir;
-  spec.scan_block_bytes = 1;  // one read per trace header while building
-  auto first = Dataset::Load(spec);
-  ASSERT_TRUE(first.ok()) << first.status();
-  EXPECT_EQ((*first)->catalog_origin().rfind("built, saved to", 0), 0u)
-      << (*first)->catalog_origin();
-  EXPECT_GE(TotalReads(**first), (*first)->catalog().n_traces());
-
-  auto second = Dataset::Load(spec);
-  ASSERT_TRUE(second.ok());
-  EXPECT_EQ((*second)->catalog_origin().rfind("reused", 0), 0u) << (*second)->catalog_origin();
-  // Per file: the file header and the first trace header at open, then the three
-  // fingerprint reads. Nothing grows with the number of traces.
-  EXPECT_EQ(TotalReads(**second), 5u * (*second)->n_files());
-  EXPECT_EQ((*second)->catalog().traces(), (*first)->catalog().traces());
-
-  // Appending a trace to a file makes the catalog stale: rebuilt, with the reason.
-  segy::TestFileSpec more;
-  more.format = 5;
-  more.n_samples = 5;
-  more.traces.resize(13);
-  for (auto& t : more.traces) t.fields = {{9, 4, 4}};
-  segy::WriteSegyFile(Dir() + "/p1.sgy", more);
-  auto third = Dataset::Load(spec);
-  ASSERT_TRUE(third.ok());
-  EXPECT_NE((*third)->catalog_origin().find("rebuilt: "), std::string::npos);
-  EXPECT_NE((*third)->catalog_origin().find("p1.sgy"), std::string::npos)
-      << (*third)->catalog_origin();
-  EXPECT_NE((*third)->catalog().Find(4), nullptr);
+TEST_F(DatasetOverFakeTest, NamesOutsideTheSourcesFieldsAreRefusedNamingThem) {
+  auto d = Make(MakeSource());
+  auto bad = d->ResolveHeader("ofset");
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("did you mean 'offset'"), absl::string_view::npos)
+      << bad.status();
+  EXPECT_NE(bad.status().message().find("field_record, offset, group_x"), absl::string_view::npos);
+  EXPECT_FALSE(d->ResolveHeader("inline").ok());  // a SEG-Y field this source does not have
 }
 
-TEST(DatasetCatalogTest, CorruptCatalogIsRebuiltNeverTrusted) {
-  WriteSurvey("q", 5);
-  const std::string cat_dir = Dir() + "/catalogs2";
-  ASSERT_EQ(system(("mkdir -p " + cat_dir).c_str()), 0);
-  DatasetSpec spec;
-  spec.name = "corrupt";
-  spec.globs = {Dir() + "/q*.sgy"};
-  spec.catalog_dir = cat_dir;
-  ASSERT_TRUE(Dataset::Load(spec).ok());
-  const std::string path = cat_dir + "/corrupt.catalog";
-  FILE* f = fopen(path.c_str(), "r+b");
-  ASSERT_NE(f, nullptr);
-  fseek(f, 60, SEEK_SET);
-  fputc(0x5a, f);
-  fclose(f);
-  auto again = Dataset::Load(spec);
-  ASSERT_TRUE(again.ok());
-  EXPECT_NE(again.value()->catalog_origin().find("corrupt catalog"), std::string::npos)
-      << again.value()->catalog_origin();
-  EXPECT_EQ(again.value()->catalog().shots().size(), 3u);
+TEST_F(DatasetOverFakeTest, AChangedFileOrAMovedShotKeyIsDataLossAndTheHookHearsIt) {
+  auto source = MakeSource();
+  source->SetStoredKey(3, 1, 9);
+  auto d = Make(std::move(source));
+  ASSERT_TRUE(d->ReadShot(1, Plan({}, 1 << 20)).ok());
+  auto moved = d->ReadShot(3, Plan({}, 1 << 20));
+  EXPECT_EQ(moved.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(moved.status().message().find("says shot 9 (field_record, bytes 9-12)"),
+            absl::string_view::npos)
+      << moved.status();
+  fake_->MarkChanged(1);
+  auto changed = d->ReadShot(1, Plan({}, 1 << 20));
+  EXPECT_EQ(changed.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(changed.status().message().find("file 1: changed"), absl::string_view::npos);
+  EXPECT_EQ(changes_.size(), 2u);
+  // Without a stored shot key (array sources), only the files are checked.
+  auto keyless = MakeSource();
+  keyless->SetStoredKey(3, 1, 9);
+  keyless->set_shot_key(std::nullopt);
+  EXPECT_TRUE(Make(std::move(keyless))->ReadShot(3, Plan({}, 1 << 20)).ok());
+}
+
+TEST_F(DatasetOverFakeTest, NativeReadsTheStoredFormAndZeroCopyLocatesMappedFloats) {
+  auto int16 = MakeSource();
+  int16->set_form({segy::SampleFormat::kInt16, segy::ByteOrder::kBigEndian, false});
+  auto d = Make(std::move(int16));
+  ShotPlan native = Plan({}, 1 << 20);
+  native.native = true;
+  auto shot = d->ReadShot(1, native);
+  ASSERT_TRUE(shot.ok()) << shot.status();
+  EXPECT_EQ(shot->encoding, wire::Encoding::kNative);
+  EXPECT_EQ(shot->sample_format, 3);
+  ASSERT_EQ(shot->chunks.size(), 1u);
+  EXPECT_EQ(shot->chunks[0].size(), 4u * 6 * 2);
+  std::vector<float> v(24);
+  ASSERT_TRUE(wire::DecodeSamples(wire::Encoding::kNative, 3, true, shot->chunks[0].data(),
+                                  shot->chunks[0].size(), 4, 6, v.data()).ok());
+  EXPECT_EQ(v[23], 1000 + 30 + 5);
+  EXPECT_EQ(shot->crc32, Crc32(0, v.data(), v.size() * 4));
+  // Zero copy wants mapped IEEE float32: an int16 source is decoded.
+  EXPECT_FALSE(d->ReadShot(1, Plan({}, 1 << 20, ZeroCopy::kAnyByteOrder))->is_stored());
+
+  auto floats = MakeSource();
+  floats->set_form({segy::SampleFormat::kIeeeFloat32, segy::ByteOrder::kLittleEndian, true});
+  auto m = Make(std::move(floats));
+  auto located = m->ReadShot(2, Plan({}, 3 * 6 * 4, ZeroCopy::kLittleEndian));
+  ASSERT_TRUE(located.ok()) << located.status();
+  ASSERT_TRUE(located->is_stored());
+  EXPECT_EQ(located->n_chunks(), 2u);
+  EXPECT_EQ(located->total_bytes, 4u * 6 * 4);
+  auto crc = located->stored->Crc(0, 4, 0);
+  ASSERT_TRUE(crc.ok());
+  auto decoded = m->ReadShot(2, Plan({}, 1 << 20));
+  EXPECT_EQ(*crc, decoded->crc32);
+  // Conditions keep the stored traces they select; none kept is one empty chunk.
+  ShotPlan some = Plan({}, 1 << 20, ZeroCopy::kLittleEndian);
+  some.selection.where = {{*m->ResolveHeader("group_x"), 150, 1e9}};
+  auto two = m->ReadShot(2, some);
+  ASSERT_TRUE(two->is_stored());
+  EXPECT_EQ(two->stored->size(), 2u);
+  some.selection.where = {{*m->ResolveHeader("group_x"), 1e6, 1e9}};
+  auto none = m->ReadShot(2, some);
+  EXPECT_FALSE(none->is_stored());
+  EXPECT_EQ(none->n_chunks(), 1u);
+  EXPECT_EQ(none->n_traces, 0u);
 }
 
 }  // namespace

@@ -1,15 +1,15 @@
-// ShotData: one shot as a read delivers it, and which shots may stay as stored bytes.
-// Plain data; no behaviour beyond n_chunks().
+// ShotData: one shot as a read delivers it. Plain data; no behaviour beyond n_chunks().
 #ifndef SHOTSTREAM_SERVER_DATASET_SHOT_DATA_H_
 #define SHOTSTREAM_SERVER_DATASET_SHOT_DATA_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "common/sample_buffer.h"
-#include "segy/trace_header.h"
+#include "server/io/stored_traces.h"
 #include "wire/encoding.h"
 
 namespace shotstream::dataset {
@@ -18,18 +18,17 @@ namespace shotstream::dataset {
 // columns asked for, and the CRC-32 of all sample bytes as they will be sent.
 //
 // Either decoded (little-endian, in `chunks`, crc32 set), or, where the stored bytes need
-// no decoding, located: `stored[i]` points at trace i's samples inside the mapping of file
-// `stored_file[i]` (which lives as long as the Dataset), sent without a copy,
-// traces_per_chunk traces a chunk, big-endian when `big_endian`; ReadShot leaves crc32 0
-// for them (Dataset::StoredCrc takes it; the stream window does so on a reader thread).
+// no decoding, located: `stored` says where each trace's samples are in a file mapping
+// (which lives as long as the source), sent without a copy, traces_per_chunk traces a
+// chunk, big-endian when `big_endian`; ReadShot leaves crc32 0 for them (the stream window
+// takes it chunk by chunk, as each is sent: StoredTraces::Crc).
 struct ShotData {
   int64_t shot_id = 0;
   uint32_t n_traces = 0;
   uint32_t n_samples = 0;
   uint64_t total_bytes = 0;
   std::vector<SampleBuffer> chunks;
-  std::vector<const uint8_t*> stored;
-  std::vector<uint32_t> stored_file;
+  std::shared_ptr<io::StoredTraces> stored;  // null unless located
   uint32_t traces_per_chunk = 0;
   bool big_endian = false;
   std::vector<std::pair<std::string, std::vector<double>>> headers;
@@ -43,33 +42,12 @@ struct ShotData {
   int sample_format = 5;
   std::vector<uint32_t> chunk_traces;
 
+  bool is_stored() const { return stored != nullptr && stored->size() > 0; }
   size_t n_chunks() const {
-    return stored.empty() ? chunks.size()
-                          : (stored.size() + traces_per_chunk - 1) / traces_per_chunk;
+    return !is_stored() ? chunks.size()
+                        : (stored->size() + traces_per_chunk - 1) / traces_per_chunk;
   }
 };
-
-// low <= value <= high of a trace header field (its HeaderColumn value).
-struct TraceCondition {
-  segy::HeaderSelector header;
-  double low = 0;
-  double high = 0;
-};
-
-// Which part of a shot a read delivers: samples [start, start + count) of every trace
-// (count 0: to the end), the traces that meet every condition, and whether integer and
-// IBM samples stay as stored (ENCODING_NATIVE) rather than decoded.
-struct TraceSelection {
-  uint32_t start = 0;
-  uint32_t count = 0;
-  std::vector<TraceCondition> where;
-  bool native = false;
-};
-
-// Which shots ReadShot may leave as stored (see ShotData) rather than decode: those whose
-// traces are all in mapped files of IEEE float32, little-endian ones only, or of either
-// byte order (for clients that accept big-endian samples).
-enum class ZeroCopy { kOff, kLittleEndian, kAnyByteOrder };
 
 }  // namespace shotstream::dataset
 

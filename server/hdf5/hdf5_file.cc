@@ -5,6 +5,8 @@
 
 #include <cerrno>
 #include <cstring>
+#include <map>
+#include <utility>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
@@ -21,6 +23,15 @@ static_assert(sizeof(hid_t) == sizeof(int64_t), "hid_t is stored as int64_t");
 absl::Mutex& LibraryMutex() {
   static absl::Mutex* mu = new absl::Mutex();
   return *mu;
+}
+
+// The files open now, by device and inode (guarded by LibraryMutex). libhdf5 shares one
+// open file's state (superblock, object headers, chunk cache) between every H5Fopen of the
+// same device and inode, so a file rewritten in place would be read through the old state
+// while an older handle of it is open; Open retires such handles first.
+std::multimap<std::pair<uint64_t, uint64_t>, Hdf5File*>& OpenFiles() {
+  static auto* open = new std::multimap<std::pair<uint64_t, uint64_t>, Hdf5File*>();
+  return *open;
 }
 
 // The library's error stack, innermost message last, as one line; the stack is cleared.
@@ -197,6 +208,14 @@ absl::StatusOr<std::unique_ptr<Hdf5File>> Hdf5File::Open(const std::string& path
   std::unique_ptr<Hdf5File> f(new Hdf5File(path, FileIdentity::Of(st)));
   absl::MutexLock lock(&LibraryMutex());
   SilenceLibrary();
+  const auto key = std::make_pair(f->identity_.device, f->identity_.inode);
+  for (auto [it, end] = OpenFiles().equal_range(key); it != end; ++it) {
+    const FileIdentity& old = it->second->identity_;
+    if (old.size != f->identity_.size || old.mtime_ns != f->identity_.mtime_ns) {
+      it->second->RetireLocked();  // changed since it was opened: never read through it again
+    }
+  }
+  OpenFiles().emplace(key, f.get());
   if (H5Fis_hdf5(path.c_str()) <= 0) {
     H5Eclear2(H5E_DEFAULT);
     return absl::InvalidArgumentError(
@@ -317,10 +336,23 @@ absl::StatusOr<std::unique_ptr<Hdf5File>> Hdf5File::Open(const std::string& path
   return f;
 }
 
-Hdf5File::~Hdf5File() {
-  absl::MutexLock lock(&LibraryMutex());
+void Hdf5File::RetireLocked() {
   if (dataset_ >= 0) H5Dclose(dataset_);
   if (file_ >= 0) H5Fclose(file_);
+  dataset_ = file_ = -1;
+  retired_ = true;
+}
+
+Hdf5File::~Hdf5File() {
+  absl::MutexLock lock(&LibraryMutex());
+  if (!retired_) RetireLocked();
+  for (auto [it, end] = OpenFiles().equal_range({identity_.device, identity_.inode}); it != end;
+       ++it) {
+    if (it->second == this) {
+      OpenFiles().erase(it);
+      break;
+    }
+  }
 }
 
 absl::Status Hdf5File::ReadTraces(uint64_t first, uint64_t n, uint32_t start, uint32_t count,
@@ -333,6 +365,10 @@ absl::Status Hdf5File::ReadTraces(uint64_t first, uint64_t n, uint32_t start, ui
                                             ") outside ", l.h5_path));
   }
   absl::MutexLock lock(&LibraryMutex());
+  if (retired_) {
+    return absl::DataLossError(absl::StrCat(
+        path_, ": changed since it was opened (a newer open of the file found it rewritten)"));
+  }
   Handle file_space(H5Dget_space(dataset_), H5Sclose);
   if (l.shape.size() == 2) {
     const hsize_t offset[2] = {first, start};

@@ -4,7 +4,10 @@
 // chunked with the filters the library has (deflate, shuffle, fletcher32, ...).
 //
 // Thread-safe after Open: every call into the library holds one process-wide lock (the
-// library's own is not relied on), so reads of different files do not overlap.
+// library's own is not relied on), so reads of different files do not overlap. Opening a
+// file that changed (size or mtime) while an older Hdf5File of it is open retires the older
+// one (its reads then fail DATA_LOSS), so that the new one reads the file as it is now
+// rather than through the library's state of the old open.
 #ifndef SHOTSTREAM_SERVER_HDF5_HDF5_FILE_H_
 #define SHOTSTREAM_SERVER_HDF5_HDF5_FILE_H_
 
@@ -78,6 +81,8 @@ class Hdf5File {
  private:
   Hdf5File(std::string path, FileIdentity identity)
       : path_(std::move(path)), identity_(identity) {}
+  // Closes the library's handles for good. REQUIRES: the library lock held.
+  void RetireLocked();
 
   std::string path_;
   FileIdentity identity_;
@@ -85,6 +90,7 @@ class Hdf5File {
   std::vector<std::pair<std::string, std::vector<double>>> columns_;
   int64_t file_ = -1;     // hid_t
   int64_t dataset_ = -1;  // hid_t
+  bool retired_ = false;  // handles closed: the file changed under it (under the library lock)
 };
 
 }  // namespace shotstream::hdf5

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/crc32.h"
 #include "common/status_macros.h"
+#include "server/common/mapping_guard.h"
 
 namespace shotstream::io {
 
@@ -60,7 +61,7 @@ namespace {
 // scratch buffer. A whole-trace range reads each trace as one piece; a window reads the
 // header and the window as two.
 template <typename OnHeader, typename OnSamples>
-absl::Status VisitTraces(absl::Span<const segy::SegyFile* const> files,
+absl::Status VisitTraces(absl::Span<const TraceFile* const> files,
                          absl::Span<const TraceRef> traces, const CoalesceOptions& options,
                          ReadStats* stats, SampleRange range, const OnHeader& on_header,
                          const OnSamples& on_samples) {
@@ -72,8 +73,8 @@ absl::Status VisitTraces(absl::Span<const segy::SegyFile* const> files,
     }
   }
   bool whole = true;
-  for (const segy::SegyFile* f : files) {
-    const segy::SegyLayout& l = f->layout();
+  for (const io::TraceFile* f : files) {
+    const TraceLayout& l = f->layout();
     if (range.count != 0 && (range.start != 0 || range.count != l.n_samples)) whole = false;
     if (uint64_t{range.start} + range.count > l.n_samples) {
       return absl::InternalError(absl::StrCat(f->path(), ": samples [", range.start, ", ",
@@ -83,7 +84,7 @@ absl::Status VisitTraces(absl::Span<const segy::SegyFile* const> files,
   }
   std::vector<Piece> pieces(whole ? traces.size() : 2 * traces.size());
   for (size_t i = 0; i < traces.size(); ++i) {
-    const segy::SegyLayout& l = files[traces[i].file_id]->layout();
+    const TraceLayout& l = files[traces[i].file_id]->layout();
     if (whole) {
       pieces[i] = {traces[i].file_id, traces[i].offset, l.trace_bytes};
     } else {
@@ -97,8 +98,8 @@ absl::Status VisitTraces(absl::Span<const segy::SegyFile* const> files,
   const ReadPlan plan = PlanPieces(pieces, options);
   thread_local std::vector<uint8_t> scratch;
   for (const CoalescedRead& r : plan.reads) {
-    const segy::SegyFile& file = *files[r.file_id];
-    const segy::SegyLayout& layout = file.layout();
+    const io::TraceFile& file = *files[r.file_id];
+    const TraceLayout& layout = file.layout();
     auto each = [&](const uint8_t* base) {
       for (size_t k = r.first; k < r.first + r.count; ++k) {
         const size_t p = plan.order[k];
@@ -141,13 +142,13 @@ auto CopyHeaderTo(uint8_t* dst) {
   };
 }
 
-uint32_t Count(SampleRange range, const segy::SegyLayout& layout) {
+uint32_t Count(SampleRange range, const TraceLayout& layout) {
   return range.count == 0 ? layout.n_samples : range.count;
 }
 
 }  // namespace
 
-absl::Status ReadTraces(absl::Span<const segy::SegyFile* const> files,
+absl::Status ReadTraces(absl::Span<const TraceFile* const> files,
                         absl::Span<const TraceRef> traces, const CoalesceOptions& options,
                         float* const* sample_dst, uint8_t* header_dst, ReadStats* stats,
                         uint32_t* trace_crc, SampleRange range) {
@@ -155,14 +156,14 @@ absl::Status ReadTraces(absl::Span<const segy::SegyFile* const> files,
       files, traces, options, stats, range,
       CopyHeaderTo(header_dst),
       [&](size_t i, const uint8_t* samples) {
-        const segy::SegyLayout& layout = files[traces[i].file_id]->layout();
+        const TraceLayout& layout = files[traces[i].file_id]->layout();
         const uint32_t n = Count(range, layout);
         segy::DecodeSamples(samples, n, layout.format, layout.byte_order, sample_dst[i]);
         if (trace_crc != nullptr) trace_crc[i] = Crc32(0, sample_dst[i], n * sizeof(float));
       });
 }
 
-absl::Status CopyStoredTraces(absl::Span<const segy::SegyFile* const> files,
+absl::Status CopyStoredTraces(absl::Span<const TraceFile* const> files,
                               absl::Span<const TraceRef> traces, const CoalesceOptions& options,
                               uint8_t* const* raw_dst, uint8_t* header_dst, ReadStats* stats,
                               uint32_t* trace_crc, SampleRange range) {
@@ -171,7 +172,7 @@ absl::Status CopyStoredTraces(absl::Span<const segy::SegyFile* const> files,
       files, traces, options, stats, range,
       CopyHeaderTo(header_dst),
       [&](size_t i, const uint8_t* samples) {
-        const segy::SegyLayout& layout = files[traces[i].file_id]->layout();
+        const TraceLayout& layout = files[traces[i].file_id]->layout();
         const uint32_t n = Count(range, layout);
         std::memcpy(raw_dst[i], samples, size_t{n} * segy::BytesPerSample(
                                                          static_cast<int>(layout.format)));
@@ -181,11 +182,11 @@ absl::Status CopyStoredTraces(absl::Span<const segy::SegyFile* const> files,
       });
 }
 
-absl::Status LocateTraces(absl::Span<const segy::SegyFile* const> files,
+absl::Status LocateTraces(absl::Span<const TraceFile* const> files,
                           absl::Span<const TraceRef> traces, const CoalesceOptions& options,
                           const uint8_t** sample_src, uint8_t* header_dst, ReadStats* stats,
                           SampleRange range) {
-  for (const segy::SegyFile* f : files) {
+  for (const io::TraceFile* f : files) {
     if (!f->mapped()) {
       return absl::InternalError(
           absl::StrCat(f->path(), ": not mapped; its traces cannot be sent as stored"));
@@ -195,6 +196,112 @@ absl::Status LocateTraces(absl::Span<const segy::SegyFile* const> files,
       files, traces, options, stats, range,
       CopyHeaderTo(header_dst),
       [&](size_t i, const uint8_t* samples) { sample_src[i] = samples; });
+}
+
+namespace {
+
+// Stored traces inside the mappings of TraceFiles; runs of traces that follow each other
+// in one file are touched and checksummed under one guard.
+class MappedTraces final : public StoredTraces {
+ public:
+  MappedTraces(absl::Span<const TraceFile* const> files, std::vector<const uint8_t*> traces,
+               std::vector<uint32_t> file_of, size_t trace_bytes, bool big_endian,
+               int64_t shot_id)
+      : StoredTraces(std::move(traces), trace_bytes, big_endian),
+        files_(files.begin(), files.end()),
+        file_of_(std::move(file_of)),
+        shot_id_(shot_id) {}
+
+  absl::Status Touch() const override {
+    return ForEachRun(0, traces_.size(), [&](size_t first, size_t, size_t span) {
+      const volatile uint8_t* p = traces_[first];
+      uint8_t sink = 0;
+      for (size_t off = 0; off < span; off += 4096) sink ^= p[off];
+      sink ^= p[span - 1];
+      (void)sink;
+    });
+  }
+
+  absl::StatusOr<uint32_t> Crc(size_t first, size_t n, uint32_t crc) const override {
+    SS_RETURN_IF_ERROR(ForEachRun(first, n, [&](size_t from, size_t count, size_t) {
+      for (size_t k = from; k < from + count; ++k) crc = Crc32(crc, traces_[k], trace_bytes());
+    }));
+    return crc;
+  }
+
+  void Keep(absl::Span<const size_t> kept) override {
+    std::vector<uint32_t> file_of;
+    file_of.reserve(kept.size());
+    for (size_t i : kept) file_of.push_back(file_of_[i]);
+    file_of_ = std::move(file_of);
+    StoredTraces::Keep(kept);
+  }
+
+ private:
+  // Calls run(first, count, span) for each run of traces [first, first + count) of
+  // [from, from + n) that follow each other in one file (`span` bytes from traces_[first])
+  // under the mapping's SIGBUS guard.
+  template <typename Run>
+  absl::Status ForEachRun(size_t from, size_t n, const Run& run) const {
+    for (size_t i = from; i < from + n;) {
+      const TraceFile& file = *files_[file_of_[i]];
+      const uint64_t step = file.layout().trace_bytes;
+      size_t j = i + 1;
+      while (j < from + n && file_of_[j] == file_of_[i] && traces_[j] == traces_[j - 1] + step) {
+        ++j;
+      }
+      const size_t span = (j - i - 1) * step + trace_bytes();
+      if (!RunGuardingMapping(traces_[i], span, [&] { run(i, j - i, span); })) {
+        return absl::DataLossError(absl::StrCat(
+            file.path(), ": ", span, " bytes at byte offset ", file.MappedOffset(traces_[i]),
+            " (shot ", shot_id_, ") vanished while being sent (file truncated or replaced "
+            "while serving)"));
+      }
+      i = j;
+    }
+    return absl::OkStatus();
+  }
+
+  const std::vector<const TraceFile*> files_;
+  std::vector<uint32_t> file_of_;
+  const int64_t shot_id_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<StoredTraces>> LocateStoredTraces(
+    absl::Span<const TraceFile* const> files, absl::Span<const TraceRef> traces,
+    const CoalesceOptions& options, uint8_t* header_dst, ReadStats* stats, SampleRange range,
+    int64_t shot_id) {
+  std::vector<const uint8_t*> located(traces.size());
+  SS_RETURN_IF_ERROR(
+      LocateTraces(files, traces, options, located.data(), header_dst, stats, range));
+  std::vector<uint32_t> file_of(traces.size());
+  for (size_t i = 0; i < traces.size(); ++i) file_of[i] = traces[i].file_id;
+  const std::optional<StoredForm> form = FormOf(files, traces);
+  const bool big_endian = form.has_value() && form->byte_order == segy::ByteOrder::kBigEndian;
+  const uint32_t n = traces.empty() ? 0 : Count(range, files[traces[0].file_id]->layout());
+  return std::make_unique<MappedTraces>(files, std::move(located), std::move(file_of),
+                                        size_t{n} * sizeof(float), big_endian, shot_id);
+}
+
+std::optional<StoredForm> FormOf(absl::Span<const TraceFile* const> files,
+                                 absl::Span<const TraceRef> traces) {
+  if (traces.empty()) return std::nullopt;
+  std::optional<StoredForm> form;
+  for (const TraceRef& t : traces) {
+    if (t.file_id >= files.size()) return std::nullopt;
+    const TraceFile& f = *files[t.file_id];
+    const TraceLayout& l = f.layout();
+    if (!form.has_value()) {
+      form = StoredForm{l.format, l.byte_order, f.mapped()};
+    } else if (form->format != l.format || form->byte_order != l.byte_order) {
+      return std::nullopt;
+    } else {
+      form->mapped = form->mapped && f.mapped();
+    }
+  }
+  return form;
 }
 
 }  // namespace shotstream::io

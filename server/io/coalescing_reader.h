@@ -8,12 +8,16 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"
+#include "absl/status/statusor.h"
+#include "server/io/stored_traces.h"
+#include "server/io/trace_file.h"
 #include "server/io/trace_ref.h"
-#include "server/segy/segy_file.h"
 
 namespace shotstream::io {
 
@@ -79,7 +83,7 @@ struct ReadStats {
 // 240-byte header is copied to header_dst + 240 * i when header_dst is not null. When
 // trace_crc is not null, trace_crc[i] is the CRC-32 (zlib) of trace i's decoded samples,
 // computed right after decoding them, while they are in cache.
-absl::Status ReadTraces(absl::Span<const segy::SegyFile* const> files,
+absl::Status ReadTraces(absl::Span<const TraceFile* const> files,
                         absl::Span<const TraceRef> traces, const CoalesceOptions& options,
                         float* const* sample_dst, uint8_t* header_dst,
                         ReadStats* stats = nullptr, uint32_t* trace_crc = nullptr,
@@ -88,7 +92,7 @@ absl::Status ReadTraces(absl::Span<const segy::SegyFile* const> files,
 // As ReadTraces, but trace i's samples are copied as stored (the file's format and byte
 // order, range.count x bytes per sample) to raw_dst[i], and trace_crc[i] (not null) is the
 // CRC-32 of them decoded to float32: what a client that decodes them gets.
-absl::Status CopyStoredTraces(absl::Span<const segy::SegyFile* const> files,
+absl::Status CopyStoredTraces(absl::Span<const TraceFile* const> files,
                               absl::Span<const TraceRef> traces, const CoalesceOptions& options,
                               uint8_t* const* raw_dst, uint8_t* header_dst, ReadStats* stats,
                               uint32_t* trace_crc, SampleRange range = {});
@@ -97,10 +101,28 @@ absl::Status CopyStoredTraces(absl::Span<const segy::SegyFile* const> files,
 // sample_src[i] at trace i's stored sample bytes inside its file's mapping (valid while
 // the file is open) and copies headers as ReadTraces does. The samples themselves are
 // not touched here: whoever sends them reads them (under the mapping's SIGBUS guard).
-absl::Status LocateTraces(absl::Span<const segy::SegyFile* const> files,
+absl::Status LocateTraces(absl::Span<const TraceFile* const> files,
                           absl::Span<const TraceRef> traces, const CoalesceOptions& options,
                           const uint8_t** sample_src, uint8_t* header_dst,
                           ReadStats* stats = nullptr, SampleRange range = {});
+
+// LocateTraces, the traces returned as StoredTraces over the files' mappings (the files
+// must outlive them): their Touch and Crc run under the SIGBUS guard, and a file truncated
+// under them is DATA_LOSS naming the file, the byte offset and `shot_id`.
+absl::StatusOr<std::unique_ptr<StoredTraces>> LocateStoredTraces(
+    absl::Span<const TraceFile* const> files, absl::Span<const TraceRef> traces,
+    const CoalesceOptions& options, uint8_t* header_dst, ReadStats* stats, SampleRange range,
+    int64_t shot_id);
+
+// How `traces` are stored, where they all share one sample format and byte order (and
+// `mapped`: every one is in a mapped file); nullopt where they differ.
+struct StoredForm {
+  segy::SampleFormat format = segy::SampleFormat::kIeeeFloat32;
+  segy::ByteOrder byte_order = segy::ByteOrder::kBigEndian;
+  bool mapped = false;
+};
+std::optional<StoredForm> FormOf(absl::Span<const TraceFile* const> files,
+                                 absl::Span<const TraceRef> traces);
 
 }  // namespace shotstream::io
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "server/segy/segy_file.h"
 #include "server/segy/test_writer.h"
 #include "segy/trace_header.h"
 
@@ -78,7 +79,7 @@ class ReadTracesTest : public ::testing::Test {
       }
       const std::string path = std::string(dir ? dir : "/tmp") + "/r" + std::to_string(f) + ".sgy";
       segy::WriteSegyFile(path, spec);
-      auto file = segy::SegyFile::Open(path);
+      auto file = segy::OpenSegyFile(path);
       ASSERT_TRUE(file.ok()) << file.status();
       owned_.push_back(std::move(*file));
       files_.push_back(owned_.back().get());
@@ -89,8 +90,8 @@ class ReadTracesTest : public ::testing::Test {
 
   static constexpr int kSamples = 37;
   static constexpr int kTraces = 20;
-  std::vector<std::unique_ptr<segy::SegyFile>> owned_;
-  std::vector<const segy::SegyFile*> files_;
+  std::vector<std::unique_ptr<io::TraceFile>> owned_;
+  std::vector<const io::TraceFile*> files_;
 };
 
 TEST_F(ReadTracesTest, ReturnsTracesInCallerOrderBitExact) {
@@ -239,7 +240,7 @@ TEST(RoundTripTest, RandomFilesReadBackExactly) {
     }
     const std::string path = std::string(dir ? dir : "/tmp") + "/rt.sgy";
     segy::WriteSegyFile(path, spec);
-    auto file = segy::SegyFile::Open(path);
+    auto file = segy::OpenSegyFile(path);
     ASSERT_TRUE(file.ok()) << file.status() << " format " << format << " ns " << ns;
     ASSERT_EQ((*file)->layout().n_samples, ns);
     ASSERT_EQ((*file)->layout().byte_order, order) << "format " << format;
@@ -253,7 +254,7 @@ TEST(RoundTripTest, RandomFilesReadBackExactly) {
     std::vector<float> out(refs.size() * ns);
     std::vector<float*> dst;
     for (size_t k = 0; k < refs.size(); ++k) dst.push_back(out.data() + k * ns);
-    const segy::SegyFile* files[] = {file->get()};
+    const io::TraceFile* files[] = {file->get()};
     ASSERT_TRUE(ReadTraces(files, refs, CoalesceOptions{}, dst.data(), nullptr).ok());
     for (size_t k = 0; k < refs.size(); ++k) {
       for (uint32_t i = 0; i < ns; ++i) {

@@ -10,9 +10,13 @@
 #include <string>
 #include <vector>
 
+#include <glob.h>
+
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
-#include "server/dataset/dataset.h"
+#include "server/io/coalescing_reader.h"
+#include "server/segy/segy_file.h"
+#include "server/segy/segy_scan.h"
 
 ABSL_FLAG(std::string, files, "", "glob of the SEG-Y files");
 ABSL_FLAG(std::string, gather, "shot", "shot or receiver");
@@ -21,12 +25,21 @@ ABSL_FLAG(int, reps, 3, "passes over the data (the best is reported)");
 
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
-  shotstream::dataset::DatasetSpec spec;
-  spec.name = "bench";
-  spec.globs = {absl::GetFlag(FLAGS_files)};
-  auto d = shotstream::dataset::Dataset::Load(spec);
-  if (!d.ok()) return std::fprintf(stderr, "%s\n", d.status().ToString().c_str()), 1;
-  const auto& cat = (*d)->catalog();
+  glob_t g{};
+  ::glob(absl::GetFlag(FLAGS_files).c_str(), 0, nullptr, &g);  // sorted by name
+  std::vector<std::unique_ptr<shotstream::io::TraceFile>> owned;
+  std::vector<const shotstream::io::TraceFile*> files;
+  for (size_t i = 0; i < g.gl_pathc; ++i) {
+    auto f = shotstream::segy::OpenSegyFile(g.gl_pathv[i]);
+    if (!f.ok()) return std::fprintf(stderr, "%s\n", f.status().ToString().c_str()), 1;
+    files.push_back(f->get());
+    owned.push_back(*std::move(f));
+  }
+  globfree(&g);
+  if (files.empty()) return std::fprintf(stderr, "no file matches --files\n"), 1;
+  auto scanned = shotstream::segy::ScanCatalog(files, *shotstream::segy::ParseShotKey("field_record"));
+  if (!scanned.ok()) return std::fprintf(stderr, "%s\n", scanned.status().ToString().c_str()), 1;
+  const auto& cat = *scanned;
   // Gathers as lists of traces.
   std::vector<std::vector<shotstream::io::TraceRef>> gathers;
   if (absl::GetFlag(FLAGS_gather) == "shot") {
@@ -48,9 +61,7 @@ int main(int argc, char** argv) {
     opts.max_gap_bytes = 0;
     opts.max_read_bytes = 1;  // never merge: one read per trace
   }
-  std::vector<const shotstream::segy::SegyFile*> files;
-  for (size_t i = 0; i < (*d)->n_files(); ++i) files.push_back(&(*d)->file(i));
-  const uint32_t ns = (*d)->n_samples();
+  const uint32_t ns = files[0]->layout().n_samples;
   double best = 1e300;
   uint64_t bytes = 0, reads = 0;
   std::vector<float> out;
@@ -58,13 +69,13 @@ int main(int argc, char** argv) {
     bytes = 0;
     shotstream::io::ReadStats stats;
     const auto t0 = std::chrono::steady_clock::now();
-    for (const auto& g : gathers) {
-      out.resize(g.size() * ns);
-      std::vector<float*> dst(g.size());
-      for (size_t i = 0; i < g.size(); ++i) dst[i] = out.data() + i * ns;
-      auto s = shotstream::io::ReadTraces(files, g, opts, dst.data(), nullptr, &stats);
+    for (const auto& gather : gathers) {
+      out.resize(gather.size() * ns);
+      std::vector<float*> dst(gather.size());
+      for (size_t i = 0; i < gather.size(); ++i) dst[i] = out.data() + i * ns;
+      auto s = shotstream::io::ReadTraces(files, gather, opts, dst.data(), nullptr, &stats);
       if (!s.ok()) return std::fprintf(stderr, "%s\n", s.ToString().c_str()), 1;
-      bytes += g.size() * ns * sizeof(float);
+      bytes += gather.size() * ns * sizeof(float);
     }
     best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     reads = stats.reads;

@@ -1,11 +1,5 @@
 #include "server/segy/segy_file.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <sys/vfs.h>
-#include <unistd.h>
-
 #include <cerrno>
 #include <cstring>
 #include <functional>
@@ -15,40 +9,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
-#include "npy/npy_header.h"
-#include "server/common/file_identity.h"
-#include "server/common/mapping_guard.h"
 #include "common/status_macros.h"
 #include "segy/trace_header.h"
 
 namespace shotstream::segy {
 
-absl::StatusOr<IoMode> ParseIoMode(absl::string_view name) {
-  if (name == "pread") return IoMode::kPread;
-  if (name == "mmap") return IoMode::kMmap;
-  if (name == "auto") return IoMode::kAuto;
-  return absl::InvalidArgumentError(
-      absl::StrCat("io '", name, "': expected auto, pread or mmap"));
-}
-
-bool IsLocalFilesystem(int64_t f_type) {
-  switch (static_cast<uint32_t>(f_type)) {  // magic numbers of linux/magic.h
-    case 0xEF53:      // ext2, ext3, ext4
-    case 0x58465342:  // XFS
-    case 0x9123683E:  // Btrfs
-    case 0xF2F52010:  // F2FS
-    case 0x2FC12FC1:  // ZFS
-    case 0x01021994:  // tmpfs
-    case 0x794C7630:  // overlayfs (containers)
-      return true;
-    default:
-      return false;
-  }
-}
-
 namespace {
 
-using ReadFn = std::function<absl::Status(uint64_t, uint64_t, uint8_t*)>;
+using io::ReadFn;
 
 uint32_t Read32(const uint8_t* p, ByteOrder order) {
   uint32_t v;
@@ -277,6 +245,7 @@ absl::StatusOr<SegyLayout> ParseSegyLayout(const std::string& path, const uint8_
     extra_headers = extra;
   }
   l.trace_headers_per_trace = 1 + extra_headers;
+  l.trace_header_bytes = 240ull * l.trace_headers_per_trace;
   l.first_trace_offset =
       kFileHeaderBytes + uint64_t{kTextualHeaderBytes} * l.extended_textual_headers;
   if (file_size < l.first_trace_offset) {
@@ -345,6 +314,7 @@ absl::StatusOr<SegyLayout> ParseSegyLayout(const std::string& path, const uint8_
             " additional trace headers, but the file holds whole traces only with none; "
             "read with one 240-byte header per trace"));
         l.trace_headers_per_trace = headers_per_trace;
+        l.trace_header_bytes = 240ull * headers_per_trace;
       }
     }
     if (fits) break;
@@ -375,52 +345,11 @@ absl::StatusOr<SegyLayout> ParseSegyLayout(const std::string& path, const uint8_
   return l;
 }
 
-// A .npy array as traces without headers: its last dimension the samples.
-absl::StatusOr<SegyLayout> ParseNpyLayout(const std::string& path, const uint8_t* head,
-                                          size_t head_size, uint64_t file_size,
-                                          const OpenOptions& options) {
-  SS_ASSIGN_OR_RETURN(npy::NpyHeader h, npy::ParseNpyHeader(path, head, head_size, file_size));
-  if (h.shape.size() != 2 && h.shape.size() != 3) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        path, ": a .npy array of ", h.shape.size(), " dimensions (shape (",
-        absl::StrJoin(h.shape, ", "), ")); expected [traces, samples] or [shots, traces, "
-        "samples]"));
-  }
-  if (h.shape.back() == 0 || h.shape.back() > UINT32_MAX) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": a .npy array of ", h.shape.back(),
-                                                   " samples per trace"));
-  }
-  SegyLayout l;
-  l.npy = true;
-  l.array_shape = h.shape;
-  l.byte_order = h.byte_order;  // the header says; a dataset's byte_order is for SEG-Y
-  l.format = h.format;
-  l.bytes_per_sample = h.bytes_per_sample;
-  l.n_samples = static_cast<uint32_t>(h.shape.back());
-  l.sample_interval_us = options.sample_interval_us;
-  l.trace_headers_per_trace = 0;
-  l.first_trace_offset = h.data_offset;
-  l.trace_bytes = l.sample_bytes();
-  l.n_traces = h.data_bytes / l.trace_bytes;
-  if (l.sample_interval_us <= 0) {
-    l.notes.push_back("a .npy file does not say its sample interval: give it with "
-                      "--sample_interval_us (or sample_interval_us: in the config); 0 is served");
-  }
-  return l;
-}
-
-// .npy arrays by their magic string; SU files by their name; everything else as SEG-Y, and a file refused as SEG-Y that
-// looks like a file of trace headers alone says so.
+// SU files by their name; everything else as SEG-Y, and a file refused as SEG-Y that looks
+// like a file of trace headers alone says so.
 absl::StatusOr<SegyLayout> ParseLayoutImpl(const std::string& path, const uint8_t* head,
                                            size_t head_size, uint64_t file_size,
                                            const OpenOptions& options, const ReadFn& read_at) {
-  if (npy::IsNpy(head, head_size)) {
-    return ParseNpyLayout(path, head, head_size, file_size, options);
-  }
-  if (absl::EndsWith(path, ".npy")) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ": byte 0: not a NumPy .npy file (no \\x93NUMPY magic string)"));
-  }
   if (absl::EndsWith(path, ".su")) {
     return ParseSeismicUnix(path, head, head_size, file_size, options);
   }
@@ -451,110 +380,16 @@ absl::StatusOr<SegyLayout> ParseSegyHeaders(const std::string& path, const uint8
   return ParseLayoutImpl(path, head, head_size, file_size, options, read_at);
 }
 
-absl::StatusOr<std::unique_ptr<SegyFile>> SegyFile::Open(const std::string& path,
-                                                         const OpenOptions& options) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    const int err = errno;
-    std::string msg = absl::StrCat(path, ": cannot open: ", std::strerror(err));
-    return err == ENOENT ? absl::NotFoundError(msg) : absl::PermissionDeniedError(msg);
-  }
-  struct stat st;
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return absl::InvalidArgumentError(absl::StrCat(path, ": not a regular file"));
-  }
-  const int64_t mtime_ns = int64_t{st.st_mtim.tv_sec} * 1'000'000'000 + st.st_mtim.tv_nsec;
-  std::unique_ptr<SegyFile> file(new SegyFile(path, fd, static_cast<uint64_t>(st.st_size),
-                                              mtime_ns, static_cast<uint64_t>(st.st_dev),
-                                              static_cast<uint64_t>(st.st_ino)));
-  SS_RETURN_IF_ERROR(file->ParseLayout(options));
-  bool map = options.io == IoMode::kMmap;
-  if (options.io == IoMode::kAuto) {
-    struct statfs fs;
-    map = ::fstatfs(fd, &fs) == 0 && IsLocalFilesystem(static_cast<int64_t>(fs.f_type));
-  }
-  if (map && file->size_ > 0) {
-    void* m = ::mmap(nullptr, file->size_, PROT_READ, MAP_SHARED, fd, 0);
-    if (m == MAP_FAILED) {
-      return absl::UnavailableError(absl::StrCat(path, ": mmap failed: ", std::strerror(errno)));
-    }
-    file->map_ = static_cast<const uint8_t*>(m);
-    file->map_size_ = file->size_;
-  }
-  return file;
-}
-
-absl::Status SegyFile::CheckUnchanged() const {
-  return FileIdentity{device_, inode_, size_, mtime_ns_}.CheckUnchanged(path_);
-}
-
-SegyFile::~SegyFile() {
-  if (map_ != nullptr) ::munmap(const_cast<uint8_t*>(map_), map_size_);
-  ::close(fd_);
-}
-
-absl::Status SegyFile::ParseLayout(const OpenOptions& options) {
-  size_t head_size = std::min<uint64_t>(size_, kFileHeaderBytes + kTraceHeaderBytes);
-  std::vector<uint8_t> head(head_size);
-  SS_RETURN_IF_ERROR(ReadAt(0, head_size, head.data()));
-  if (npy::IsNpy(head.data(), head.size())) {  // its header may be longer
-    head_size = std::min<uint64_t>(size_, npy::kMaxHeaderBytes);
-    head.resize(head_size);
-    SS_RETURN_IF_ERROR(ReadAt(0, head_size, head.data()));
-  }
-  ReadFn read_at = [this](uint64_t off, uint64_t len, uint8_t* dst) {
-    return ReadAt(off, len, dst);
-  };
-  SS_ASSIGN_OR_RETURN(layout_, ParseLayoutImpl(path_, head.data(), head.size(), size_,
-                                               options, read_at));
-  return absl::OkStatus();
-}
-
-absl::Status SegyFile::ReadMapped(uint64_t offset, uint64_t length,
-                                  absl::FunctionRef<void(const uint8_t*)> use) const {
-  if (map_ == nullptr) return absl::InternalError(absl::StrCat(path_, ": not mapped"));
-  read_calls_.fetch_add(1, std::memory_order_relaxed);
-  struct stat st;
-  const uint64_t now = ::fstat(fd_, &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
-  if (offset + length > std::min(now, map_size_)) {
-    return absl::DataLossError(absl::StrCat(
-        path_, ": file is now ", now, " bytes but ", length, " bytes were expected at byte "
-        "offset ", offset, " (file truncated or replaced while serving)"));
-  }
-  const uint8_t* bytes = map_ + offset;
-  if (!RunGuardingMapping(bytes, length, [&] { use(bytes); })) {
-    return absl::DataLossError(absl::StrCat(
-        path_, ": ", length, " bytes at byte offset ", offset,
-        " vanished while being read (file truncated or replaced while serving)"));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status SegyFile::ReadAt(uint64_t offset, uint64_t length, uint8_t* dst) const {
-  if (map_ != nullptr) {
-    return ReadMapped(offset, length,
-                      [&](const uint8_t* bytes) { std::memcpy(dst, bytes, length); });
-  }
-  read_calls_.fetch_add(1, std::memory_order_relaxed);
-  uint64_t done = 0;
-  while (done < length) {
-    const ssize_t n = ::pread(fd_, dst + done, length - done, offset + done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return absl::UnavailableError(absl::StrCat(path_, ": read of ", length,
-                                                 " bytes at byte offset ", offset,
-                                                 " failed: ", std::strerror(errno)));
-    }
-    if (n == 0) {
-      return absl::DataLossError(absl::StrCat(
-          path_, ": file ends at byte ", offset + done, " but ", length,
-          " bytes were expected at byte offset ", offset,
-          " (file truncated or replaced while serving)"));
-    }
-    done += static_cast<uint64_t>(n);
-  }
-  return absl::OkStatus();
+absl::StatusOr<std::unique_ptr<io::TraceFile>> OpenSegyFile(const std::string& path,
+                                                          const OpenOptions& options) {
+  return io::TraceFile::Open(
+      path, options.io, kHeadBytes,
+      [&options](const std::string& p, const uint8_t* head, size_t head_size,
+                 uint64_t file_size, const ReadFn& read_at) -> absl::StatusOr<io::TraceLayout> {
+        SS_ASSIGN_OR_RETURN(SegyLayout l,
+                            ParseLayoutImpl(p, head, head_size, file_size, options, read_at));
+        return io::TraceLayout(std::move(l));
+      });
 }
 
 }  // namespace shotstream::segy

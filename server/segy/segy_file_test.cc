@@ -1,8 +1,5 @@
 #include "server/segy/segy_file.h"
 
-#include <sys/vfs.h>
-#include <unistd.h>
-
 #include <cstdio>
 #include <vector>
 #include <cstdlib>
@@ -37,9 +34,9 @@ TestFileSpec Spec(int format, ByteOrder order, uint32_t ns, int n_traces) {
 TEST(SegyFileTest, ParsesBigEndianIeee) {
   const std::string path = TempPath("be5.sgy");
   WriteSegyFile(path, Spec(5, ByteOrder::kBigEndian, 50, 6));
-  auto f = SegyFile::Open(path);
+  auto f = OpenSegyFile(path);
   ASSERT_TRUE(f.ok()) << f.status();
-  const SegyLayout& l = (*f)->layout();
+  const io::TraceLayout& l = (*f)->layout();
   EXPECT_EQ(l.byte_order, ByteOrder::kBigEndian);
   EXPECT_EQ(l.format, SampleFormat::kIeeeFloat32);
   EXPECT_EQ(l.n_samples, 50u);
@@ -53,7 +50,7 @@ TEST(SegyFileTest, DetectsLittleEndianFromFormatCode) {
   for (int format : {1, 2, 3, 5, 6, 7, 8, 9, 10, 11, 12, 15, 16}) {
     const std::string path = TempPath("le.sgy");
     WriteSegyFile(path, Spec(format, ByteOrder::kLittleEndian, 7, 3));
-    auto f = SegyFile::Open(path);
+    auto f = OpenSegyFile(path);
     ASSERT_TRUE(f.ok()) << f.status();
     EXPECT_EQ((*f)->layout().byte_order, ByteOrder::kLittleEndian) << format;
     EXPECT_EQ(static_cast<int>((*f)->layout().format), format);
@@ -122,73 +119,8 @@ TEST(SegyFileTest, ErrorsNameFileByteAndReason) {
 }
 
 TEST(SegyFileTest, MissingFileIsNotFound) {
-  auto f = SegyFile::Open(TempPath("does-not-exist.sgy"));
+  auto f = OpenSegyFile(TempPath("does-not-exist.sgy"));
   EXPECT_EQ(f.status().code(), absl::StatusCode::kNotFound);
-}
-
-TEST(SegyFileTest, ReadAtPastEndIsDataLossNamingOffset) {
-  const std::string path = TempPath("short.sgy");
-  WriteSegyFile(path, Spec(5, ByteOrder::kBigEndian, 4, 1));
-  auto f = SegyFile::Open(path);
-  ASSERT_TRUE(f.ok());
-  uint8_t buf[64];
-  absl::Status s = (*f)->ReadAt((*f)->size() - 8, 64, buf);
-  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);
-  EXPECT_NE(s.message().find(path), absl::string_view::npos);
-}
-
-}  // namespace
-}  // namespace shotstream::segy
-
-namespace shotstream::segy {
-namespace {
-
-TEST(SegyFileTest, MmapReadsTheSameBytesAndSurvivesTruncation) {
-  const std::string path = TempPath("mm.sgy");
-  WriteSegyFile(path, Spec(5, ByteOrder::kBigEndian, 16, 4));
-  OpenOptions mm;
-  mm.io = IoMode::kMmap;
-  auto a = SegyFile::Open(path);
-  auto b = SegyFile::Open(path, mm);
-  ASSERT_TRUE(a.ok() && b.ok());
-  std::vector<uint8_t> x(300), y(300);
-  ASSERT_TRUE((*a)->ReadAt(3600, 300, x.data()).ok());
-  ASSERT_TRUE((*b)->ReadAt(3600, 300, y.data()).ok());
-  EXPECT_EQ(x, y);
-  ASSERT_EQ(truncate(path.c_str(), 4000), 0);
-  absl::Status s = (*b)->ReadAt(3600 + 2 * 304, 304, y.data());
-  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);
-  EXPECT_NE(s.message().find("truncated"), absl::string_view::npos);
-}
-
-TEST(SegyFileTest, AutoMapsFilesOnLocalFilesystemsOnly) {
-  EXPECT_TRUE(IsLocalFilesystem(0xEF53));       // ext4
-  EXPECT_TRUE(IsLocalFilesystem(0x58465342));   // XFS
-  EXPECT_TRUE(IsLocalFilesystem(0x01021994));   // tmpfs
-  EXPECT_FALSE(IsLocalFilesystem(0x6969));      // NFS
-  EXPECT_FALSE(IsLocalFilesystem(0x0BD00BD0));  // Lustre
-  EXPECT_FALSE(IsLocalFilesystem(0x47504653));  // GPFS
-  EXPECT_FALSE(IsLocalFilesystem(0x65735546));  // FUSE
-  EXPECT_FALSE(IsLocalFilesystem(0x00C36400));  // CephFS
-
-  const std::string path = TempPath("auto.sgy");
-  WriteSegyFile(path, Spec(5, ByteOrder::kBigEndian, 16, 4));
-  struct statfs fs;
-  ASSERT_EQ(statfs(path.c_str(), &fs), 0);
-  OpenOptions options;
-  options.io = IoMode::kAuto;
-  auto f = SegyFile::Open(path, options);
-  ASSERT_TRUE(f.ok()) << f.status();
-  EXPECT_EQ((*f)->mapped(), IsLocalFilesystem(static_cast<int64_t>(fs.f_type)));
-  options.io = IoMode::kPread;
-  EXPECT_FALSE((*SegyFile::Open(path, options))->mapped());
-  options.io = IoMode::kMmap;
-  EXPECT_TRUE((*SegyFile::Open(path, options))->mapped());
-
-  EXPECT_EQ(*ParseIoMode("auto"), IoMode::kAuto);
-  EXPECT_EQ(*ParseIoMode("pread"), IoMode::kPread);
-  EXPECT_EQ(*ParseIoMode("mmap"), IoMode::kMmap);
-  EXPECT_EQ(ParseIoMode("mmapp").status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

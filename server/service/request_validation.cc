@@ -16,30 +16,6 @@ absl::Status NotReadyError(const DatasetEntry& entry) {
       "or the configuration is fixed): ", entry.status().message()));
 }
 
-namespace {
-
-// A header name asked of `d`: any SEG-Y field of SEG-Y files; of other sources, one of
-// the fields they have (with the SEG-Y field's scaling where the name is one).
-absl::StatusOr<segy::HeaderSelector> ResolveDatasetHeader(const dataset::Dataset& d,
-                                                          const std::string& name) {
-  if (d.has_trace_headers()) return segy::ResolveHeader(name);
-  const std::vector<std::string>& fields = d.header_fields();
-  if (std::find(fields.begin(), fields.end(), name) == fields.end()) {
-    const std::string close = segy::ClosestName(name, fields);
-    return absl::InvalidArgumentError(absl::StrCat(
-        "dataset '", d.name(), "' (", dataset::SourceFormatName(d.source_format()),
-        " files) has no header '", name, "'", close.empty() ? "" : absl::StrCat(" (did you mean '", close, "'?)"),
-        "; it has: ", absl::StrJoin(fields, ", ")));
-  }
-  auto standard = segy::ResolveHeader(name);
-  if (standard.ok()) return standard;
-  segy::HeaderSelector custom;
-  custom.name = name;
-  return custom;
-}
-
-}  // namespace
-
 absl::StatusOr<ValidatedRequest> ValidateStreamRequest(const v1::StreamShotsRequest& r,
                                                        const dataset::DatasetRegistry& datasets,
                                                        const RequestLimits& limits) {
@@ -59,10 +35,11 @@ absl::StatusOr<ValidatedRequest> ValidateStreamRequest(const v1::StreamShotsRequ
   }
   ValidatedRequest v;
   v.dataset = std::move(d);
+  dataset::ShotSelection& s = v.selection;
   for (const std::string& h : r.headers()) {
-    auto sel = ResolveDatasetHeader(*v.dataset, h);
+    auto sel = v.dataset->ResolveHeader(h);
     if (!sel.ok()) return sel.status();
-    v.headers.push_back(*std::move(sel));
+    s.headers.push_back(*std::move(sel));
   }
   v.shot_ids.assign(r.shot_ids().begin(), r.shot_ids().end());
   for (int64_t id : v.shot_ids) {
@@ -71,6 +48,7 @@ absl::StatusOr<ValidatedRequest> ValidateStreamRequest(const v1::StreamShotsRequ
     }
   }
   const uint32_t ns = v.dataset->n_samples();
+  s.count = ns;
   if (r.has_window()) {
     const uint32_t start = r.window().start();
     const uint32_t stop = r.window().stop() == 0 ? ns : r.window().stop();
@@ -80,12 +58,12 @@ absl::StatusOr<ValidatedRequest> ValidateStreamRequest(const v1::StreamShotsRequ
           ns, " samples of dataset '", r.dataset(), "' (need start < stop <= ", ns,
           "; stop 0 means to the end)"));
     }
-    v.selection.start = start;
-    v.selection.count = stop - start;
+    s.start = start;
+    s.count = stop - start;
   }
   for (int i = 0; i < r.where_size(); ++i) {
     const v1::TraceCondition& c = r.where(i);
-    auto sel = ResolveDatasetHeader(*v.dataset, c.header());
+    auto sel = v.dataset->ResolveHeader(c.header());
     if (!sel.ok()) {
       return absl::InvalidArgumentError(absl::StrCat("where[", i, "].header: ",
                                                      sel.status().message()));
@@ -94,24 +72,26 @@ absl::StatusOr<ValidatedRequest> ValidateStreamRequest(const v1::StreamShotsRequ
       return absl::InvalidArgumentError(absl::StrCat("where[", i, "] (", c.header(), "): low ",
                                                      c.low(), " is above high ", c.high()));
     }
-    v.selection.where.push_back({*std::move(sel), c.low(), c.high()});
+    s.where.push_back({*std::move(sel), c.low(), c.high()});
   }
   if (!v1::Encoding_IsValid(r.encoding())) {
     return absl::InvalidArgumentError(absl::StrCat(
         "encoding: ", static_cast<int>(r.encoding()), " is not a known Encoding (float32, "
         "native, lossless, int16, zfp, auto)"));
   }
-  v.encoding = static_cast<wire::Encoding>(r.encoding());
+  s.encoding = static_cast<wire::Encoding>(r.encoding());
   if (!(r.tolerance() >= 0) || !std::isfinite(r.tolerance())) {
     return absl::InvalidArgumentError(absl::StrCat("tolerance: ", r.tolerance(),
                                                    " is not a finite value >= 0"));
   }
-  v.tolerance = r.tolerance();
+  s.tolerance = r.tolerance();
   v.queue_depth = r.queue_depth() == 0 ? std::max<uint32_t>(1, limits.default_queue_depth)
                                        : r.queue_depth();
-  v.max_chunk_bytes = r.max_chunk_bytes() == 0
+  s.max_chunk_bytes = r.max_chunk_bytes() == 0
                           ? limits.default_chunk_bytes
                           : std::min<uint64_t>(r.max_chunk_bytes(), limits.max_chunk_bytes);
+  s.raw_trace_headers = r.raw_trace_headers();
+  s.accept_big_endian = r.accept_big_endian();
   return v;
 }
 

@@ -16,6 +16,7 @@
 #include "server/dataset/dataset.h"
 #include "server/dataset/dataset_entry.h"
 #include "server/dataset/dataset_registry.h"
+#include "server/dataset/shot_plan.h"
 #include "segy/trace_header.h"
 #include "wire/encoding.h"
 #include "shotstream/v1/shotstream.pb.h"
@@ -41,12 +42,8 @@ struct RequestLimits {
 struct ValidatedRequest {
   std::shared_ptr<const dataset::Dataset> dataset;  // held for the stream's life
   std::vector<int64_t> shot_ids;
-  std::vector<segy::HeaderSelector> headers;
-  uint32_t queue_depth = 2;       // 1 .. max_queue_depth
-  uint64_t max_chunk_bytes = 0;   // 1 .. limits.max_chunk_bytes
-  dataset::TraceSelection selection;  // window (count: its samples) and conditions
-  wire::Encoding encoding = wire::Encoding::kFloat32;  // as asked (kAuto: still to pick)
-  double tolerance = 0;
+  uint32_t queue_depth = 2;  // 1 .. max_queue_depth
+  dataset::ShotSelection selection;  // encoding as asked (kAuto: still to plan)
 };
 
 // NOT_FOUND: unknown dataset or shot id (named); a dataset that is not READY:

@@ -19,6 +19,7 @@
 #include "server/stream/byte_budget.h"
 #include "server/stream/dataset_shot_source.h"
 #include "server/stream/encoding_advisor.h"
+#include "server/stream/stream_plan.h"
 #include "wire/sample_encoding.h"
 #include "shotstream/v1/shotstream.grpc.pb.h"
 
@@ -45,7 +46,7 @@ void FillInfo(const DatasetEntry& e, bool with_shots, v1::DatasetInfo* info,
   info->set_n_samples(d.n_samples());
   info->set_sample_interval_us(d.sample_interval_us());
   info->set_sample_format(d.sample_format());
-  info->set_shot_key(d.spec().shot_key.name);
+  info->set_shot_key(d.spec().shot_key);
   info->set_n_files(static_cast<uint32_t>(d.n_files()));
   for (const std::string& h : d.header_fields()) info->add_header_fields(h);
   if (with_shots) {
@@ -316,26 +317,14 @@ class ShotStreamServiceImpl final
     auto v = ValidateStreamRequest(r, *datasets_, options_.limits);
     if (!v.ok()) return v.status();
     stream::WindowPlan plan;
-    plan.selection = std::move(v->selection);
-    plan.tolerance = v->tolerance;
-    plan.encoding = v->encoding;
+    plan.shot = stream::PlanShots(v->selection, v->dataset->sample_format(), options_.zero_copy,
+                                  &advisor_, peer, r.dataset());
     plan.advisor = &advisor_;
     plan.dataset = r.dataset();
-    if (plan.encoding == wire::Encoding::kAuto) {
-      const int native = wire::NativeBytesPerSample(v->dataset->sample_format());
-      plan.encoding = advisor_.Choose(peer, r.dataset(), native == 0 ? 4 : native);
-      plan.probe_codec = plan.encoding != wire::Encoding::kLossless;
-    }
     plan.source = stream::MakeDatasetShotSource(std::move(v->dataset));
-    plan.raw_trace_headers = r.raw_trace_headers();
     plan.shot_ids = std::move(v->shot_ids);
-    plan.headers = std::move(v->headers);
     plan.queue_depth = v->queue_depth;
-    plan.max_chunk_bytes = v->max_chunk_bytes;
     plan.corrupt_shot = options_.corrupt_shot_for_testing;
-    plan.zero_copy = !options_.zero_copy      ? dataset::ZeroCopy::kOff
-                     : r.accept_big_endian() ? dataset::ZeroCopy::kAnyByteOrder
-                                             : dataset::ZeroCopy::kLittleEndian;
     plan.counters = counters_;
     plan.budget = budget_.get();
     return plan;

@@ -104,7 +104,7 @@ class ServiceTest : public ::testing::Test {
   }
 
   uint64_t max_inflight_bytes_ = 0;
-  segy::IoMode io_ = segy::IoMode::kPread;
+  io::IoMode io_ = io::IoMode::kPread;
   ServiceCounters counters_;
   std::unique_ptr<dataset::DatasetRegistry> datasets_;
   std::unique_ptr<stream::ReaderPool> pool_;
@@ -171,7 +171,7 @@ TEST_F(ServiceTest, CancelMidStreamHundredTimesFreesEverything) {
 class ZeroCopyTest : public ServiceTest {
  protected:
   void SetUp() override {
-    io_ = segy::IoMode::kMmap;
+    io_ = io::IoMode::kMmap;
     ServiceTest::SetUp();
   }
 };

@@ -20,27 +20,14 @@ class DatasetShotSource final : public ShotSource {
     return e == nullptr ? 0 : uint64_t{e->n_traces} * ns * sizeof(float);
   }
 
-  absl::StatusOr<dataset::ShotData> ReadShot(int64_t shot_id, const ShotReadOptions& options,
+  absl::StatusOr<dataset::ShotData> ReadShot(int64_t shot_id, const dataset::ShotPlan& plan,
                                              ShotReadCost* cost) const override {
     io::ReadStats stats;
-    absl::StatusOr<dataset::ShotData> shot =
-        dataset_->ReadShot(shot_id, options.headers, options.max_chunk_bytes, &stats,
-                           options.zero_copy, options.raw_trace_headers, options.selection);
+    absl::StatusOr<dataset::ShotData> shot = dataset_->ReadShot(shot_id, plan, &stats);
     cost->reads = stats.reads;
     cost->bytes_read = stats.bytes_read;
     cost->bytes_wanted = stats.bytes_wanted;
     return shot;
-  }
-
-  absl::Status TouchStored(int64_t shot_id, absl::Span<const uint8_t* const> traces,
-                           absl::Span<const uint32_t> files, uint32_t n_samples) const override {
-    return dataset_->TouchStored(shot_id, traces, files, n_samples);
-  }
-
-  absl::StatusOr<uint32_t> StoredCrc(int64_t shot_id, absl::Span<const uint8_t* const> traces,
-                                     absl::Span<const uint32_t> files, uint32_t n_samples,
-                                     uint32_t crc) const override {
-    return dataset_->StoredCrc(shot_id, traces, files, n_samples, crc);
   }
 
  private:

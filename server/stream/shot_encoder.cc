@@ -42,7 +42,7 @@ absl::Status EncodeShot(dataset::ShotData* shot, wire::Encoding encoding, double
       encoding != wire::Encoding::kZfp) {
     return absl::OkStatus();
   }
-  if (!shot->stored.empty() || shot->encoding != wire::Encoding::kFloat32) {
+  if (shot->is_stored() || shot->encoding != wire::Encoding::kFloat32) {
     return absl::InternalError(absl::StrCat("shot ", shot->shot_id, ": only decoded float32 "
                                             "samples are encoded"));
   }
@@ -76,9 +76,9 @@ std::vector<float> FirstTraces(const dataset::ShotData& shot, uint32_t max_trace
   const uint32_t n = std::min(max_traces, shot.n_traces);
   std::vector<float> out(size_t{n} * shot.n_samples);
   if (n == 0) return out;
-  if (!shot.stored.empty()) {
+  if (shot.is_stored()) {
     for (uint32_t t = 0; t < n; ++t) {
-      (void)wire::DecodeSamples(wire::Encoding::kFloat32, 0, shot.big_endian, shot.stored[t],
+      (void)wire::DecodeSamples(wire::Encoding::kFloat32, 0, shot.big_endian, shot.stored->traces()[t],
                                 size_t{shot.n_samples} * 4, 1, shot.n_samples,
                                 out.data() + size_t{t} * shot.n_samples);
     }

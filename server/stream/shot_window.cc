@@ -29,18 +29,6 @@ void RaiseMax(std::atomic<int64_t>* max, int64_t value) {
   }
 }
 
-// Stored (zero-copy) samples go as float32 only, never re-encoded; NATIVE reads integer
-// and IBM samples as stored.
-ShotReadOptions ReadOptionsFor(const WindowPlan& plan) {
-  const bool plain = plan.encoding == wire::Encoding::kFloat32 ||
-                     plan.encoding == wire::Encoding::kNative;
-  ShotReadOptions o{plan.headers, plan.max_chunk_bytes,
-                    plain ? plan.zero_copy : dataset::ZeroCopy::kOff, plan.raw_trace_headers,
-                    plan.selection};
-  o.selection.native = plan.encoding == wire::Encoding::kNative;
-  return o;
-}
-
 }  // namespace
 
 std::shared_ptr<ShotWindow> ShotWindow::Create(WindowPlan plan, Executor* executor,
@@ -100,7 +88,6 @@ std::vector<int64_t> ShotWindow::shot_ids(size_t first, size_t count) const {
 
 ShotWindow::ShotWindow(WindowPlan plan, Executor* executor, std::function<void()> on_ready)
     : plan_(std::move(plan)),
-      read_options_(ReadOptionsFor(plan_)),
       executor_(executor),
       on_ready_(std::move(on_ready)),
       counters_(plan_.counters),
@@ -123,7 +110,7 @@ void ShotWindow::SubmitReadsLocked() {
          HaveNextLocked()) {
     uint64_t bytes = 0;
     if (budget_ != nullptr) {
-      bytes = plan_.source->ShotBytes(ids_[next_submit_], plan_.selection.count);
+      bytes = plan_.source->ShotBytes(ids_[next_submit_], plan_.shot.selection.count);
       if (!budget_->TryAcquire(bytes, held_bytes_ == 0, this)) {
         counters_->budget_waits++;
         waiting_ = true;
@@ -167,18 +154,19 @@ void ShotWindow::Wake() {
 
 absl::StatusOr<dataset::ShotData> ShotWindow::ReadShot(size_t index, int64_t id) const {
   const bool corrupt = plan_.corrupt_shot == id;
-  ShotReadOptions options = read_options_;
-  if (corrupt) options.zero_copy = dataset::ZeroCopy::kOff;  // its bytes get flipped
   ShotReadCost cost;
   const absl::Time t0 = absl::Now();
-  absl::StatusOr<dataset::ShotData> shot = plan_.source->ReadShot(id, options, &cost);
-  if (shot.ok() && !shot->stored.empty()) {
+  absl::StatusOr<dataset::ShotData> shot;
+  if (corrupt) {  // its bytes get flipped: never sent as stored
+    dataset::ShotPlan decoded = plan_.shot;
+    decoded.zero_copy = dataset::ZeroCopy::kOff;
+    shot = plan_.source->ReadShot(id, decoded, &cost);
+  } else {
+    shot = plan_.source->ReadShot(id, plan_.shot, &cost);
+  }
+  if (shot.ok() && shot->is_stored()) {
     // The first touch of the mapped pages, here on the executor, not in the writer.
-    if (absl::Status touched =
-            plan_.source->TouchStored(id, shot->stored, shot->stored_file, shot->n_samples);
-        !touched.ok()) {
-      shot = touched;
-    }
+    if (absl::Status touched = shot->stored->Touch(); !touched.ok()) shot = touched;
   }
   if (shot.ok()) {  // compression, here on the executor too
     if (absl::Status encoded = Encode(index, &*shot); !encoded.ok()) shot = encoded;
@@ -194,7 +182,7 @@ absl::StatusOr<dataset::ShotData> ShotWindow::ReadShot(size_t index, int64_t id)
 }
 
 absl::Status ShotWindow::Encode(size_t index, dataset::ShotData* shot) const {
-  if (plan_.advisor != nullptr && plan_.probe_codec && index % kProbeEvery == 0) {
+  if (plan_.advisor != nullptr && plan_.shot.probe_codec && index % kProbeEvery == 0) {
     const std::vector<float> probe = FirstTraces(*shot, 64);
     const uint32_t n_traces = shot->n_samples == 0 ? 0 : probe.size() / shot->n_samples;
     const absl::Time t0 = absl::Now();
@@ -207,7 +195,7 @@ absl::Status ShotWindow::Encode(size_t index, dataset::ShotData* shot) const {
   }
   const uint64_t raw = shot->total_bytes;
   const absl::Time t0 = absl::Now();
-  SS_RETURN_IF_ERROR(EncodeShot(shot, plan_.encoding, plan_.tolerance));
+  SS_RETURN_IF_ERROR(EncodeShot(shot, plan_.shot.encoding, plan_.shot.selection.tolerance));
   if (plan_.advisor != nullptr && shot->encoding == wire::Encoding::kLossless) {
     uint64_t encoded = 0;
     for (const SampleBuffer& c : shot->chunks) encoded += c.size();
@@ -239,7 +227,6 @@ void ShotWindow::Read(size_t index, int64_t id) {
 }
 
 ShotWindow::Pull ShotWindow::Next(OutgoingChunk* chunk, absl::Status* end) {
-  std::vector<uint32_t> files;  // of a stored chunk's traces
   uint32_t crc_before;
   {
     absl::MutexLock lock(&mu_);
@@ -260,14 +247,13 @@ ShotWindow::Pull ShotWindow::Next(OutgoingChunk* chunk, absl::Status* end) {
       return Pull::kEnd;
     }
     crc_before = chunk_trace_ == 0 ? 0 : stored_crc_;
-    FillChunkLocked(slot, chunk, &files);
+    FillChunkLocked(slot, chunk);
     if (chunk->stored.empty()) return Pull::kChunk;
   }
   // A stored chunk's CRC-32, taken by the writer without the lock (the pages were
   // touched on the executor). Only the writer reads or writes stored_crc_.
   absl::StatusOr<uint32_t> crc =
-      plan_.source->StoredCrc(chunk->meta.shot_id(), chunk->stored, files,
-                              chunk->meta.n_samples(), crc_before);
+      chunk->stored_set->Crc(chunk->stored_first, chunk->stored.size(), crc_before);
   absl::MutexLock lock(&mu_);
   if (!crc.ok()) {
     if (!stopped_) stopped_ = crc.status();
@@ -279,8 +265,7 @@ ShotWindow::Pull ShotWindow::Next(OutgoingChunk* chunk, absl::Status* end) {
   return Pull::kChunk;
 }
 
-void ShotWindow::FillChunkLocked(Slot& slot, OutgoingChunk* chunk,
-                                 std::vector<uint32_t>* files) {
+void ShotWindow::FillChunkLocked(Slot& slot, OutgoingChunk* chunk) {
   dataset::ShotData& shot = *slot.shot;
   const size_t c = slot.next_chunk++;
   v1::ShotChunk& meta = chunk->meta;
@@ -306,18 +291,21 @@ void ShotWindow::FillChunkLocked(Slot& slot, OutgoingChunk* chunk,
   const bool last = slot.next_chunk == shot.n_chunks();
   if (last) {
     meta.set_last(true);
-    if (shot.stored.empty()) meta.set_crc32(shot.crc32);  // stored: Next() takes it
+    if (!shot.is_stored()) meta.set_crc32(shot.crc32);  // stored: Next() takes it
   }
   chunk->samples = SampleBuffer();
   chunk->stored.clear();
+  chunk->stored_set.reset();
   chunk->trace_bytes = 0;
   uint32_t traces;
-  if (!shot.stored.empty()) {
+  if (shot.is_stored()) {
+    const std::vector<const uint8_t*>& all = shot.stored->traces();
     const size_t first = c * shot.traces_per_chunk;
-    const size_t n = std::min<size_t>(shot.traces_per_chunk, shot.stored.size() - first);
-    chunk->stored.assign(shot.stored.begin() + first, shot.stored.begin() + first + n);
-    files->assign(shot.stored_file.begin() + first, shot.stored_file.begin() + first + n);
-    chunk->trace_bytes = size_t{shot.n_samples} * sizeof(float);
+    const size_t n = std::min<size_t>(shot.traces_per_chunk, all.size() - first);
+    chunk->stored.assign(all.begin() + first, all.begin() + first + n);
+    chunk->stored_set = shot.stored;
+    chunk->stored_first = first;
+    chunk->trace_bytes = shot.stored->trace_bytes();
     traces = static_cast<uint32_t>(n);
   } else {
     chunk->samples = std::move(shot.chunks[c]);
@@ -332,7 +320,7 @@ void ShotWindow::FillChunkLocked(Slot& slot, OutgoingChunk* chunk,
   bytes_sent_ += size;
   counters_->bytes_sent += static_cast<int64_t>(size);
   if (last) {
-    if (!shot.stored.empty()) counters_->shots_sent_zero_copy++;
+    if (shot.is_stored()) counters_->shots_sent_zero_copy++;
     release_after_sent_ += slot.budget_bytes;
     counters_->shots_sent++;
     counters_->shots_held--;

@@ -38,30 +38,22 @@
 
 namespace shotstream::stream {
 
-// What one stream reads: a validated request.
+// What one stream reads: a validated request, planned.
 struct WindowPlan {
   std::shared_ptr<const ShotSource> source;
   std::vector<int64_t> shot_ids;  // in the order they are sent
   // Instead of shot_ids: shots taken from the feed as the window has room (a job).
   std::shared_ptr<ShotFeed> feed;
-  std::vector<segy::HeaderSelector> headers;
   uint32_t queue_depth = 2;  // >= 1
-  uint64_t max_chunk_bytes = 1 << 20;
-  dataset::ZeroCopy zero_copy = dataset::ZeroCopy::kOff;
-  bool raw_trace_headers = false;
-  // A window of samples and trace conditions (selection.count: the window's samples, 0:
-  // all), and how the samples travel (never kAuto: the service picks before the window
-  // exists). kNative sets selection.native; LOSSLESS, INT16 and ZFP are encoded on the
-  // executor (ZFP within `tolerance` x the shot's RMS).
-  dataset::TraceSelection selection;
-  wire::Encoding encoding = wire::Encoding::kFloat32;
-  double tolerance = 0;
+  // How every shot is read and encoded (decided once per stream, passed unchanged to the
+  // source): LOSSLESS, INT16 and ZFP are encoded on the executor (ZFP within tolerance x
+  // the shot's RMS).
+  dataset::ShotPlan shot;
   // ENCODING_AUTO's measurements: LOSSLESS encodes are reported to `advisor` (under
-  // `dataset`), and with probe_codec a plain stream compresses the first traces of every
-  // kProbeEvery-th shot (the result thrown away) so that the next stream can choose.
+  // `dataset`), and with shot.probe_codec a plain stream compresses the first traces of
+  // every kProbeEvery-th shot (the result thrown away) so that the next stream can choose.
   EncodingAdvisor* advisor = nullptr;
   std::string dataset;
-  bool probe_codec = false;
   // Testing only: flip one sample byte of this shot's first chunk after its checksum was
   // computed (the shot is decoded, never sent as stored), to test clients' verification.
   std::optional<int64_t> corrupt_shot;
@@ -71,12 +63,15 @@ struct WindowPlan {
 
 // One chunk to encode: `meta` is a ShotChunk without samples; the samples are either
 // decoded (`samples`) or stored traces (`stored`, `trace_bytes` each, in a file mapping
-// that lives as long as the plan's source).
+// that lives as long as the plan's source: traces [stored_first, + stored.size()) of
+// `stored_set`).
 struct OutgoingChunk {
   v1::ShotChunk meta;
   SampleBuffer samples;
   std::vector<const uint8_t*> stored;
   size_t trace_bytes = 0;
+  std::shared_ptr<const io::StoredTraces> stored_set;
+  size_t stored_first = 0;
   uint64_t sample_bytes() const {
     return stored.empty() ? samples.size() : uint64_t{trace_bytes} * stored.size();
   }
@@ -145,14 +140,12 @@ class ShotWindow final : public ByteBudget::Waiter,
   absl::StatusOr<dataset::ShotData> ReadShot(size_t index, int64_t id) const;
   absl::Status Encode(size_t index, dataset::ShotData* shot) const;
   void Notify() ABSL_LOCKS_EXCLUDED(mu_);
-  void FillChunkLocked(Slot& slot, OutgoingChunk* chunk, std::vector<uint32_t>* files)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void FillChunkLocked(Slot& slot, OutgoingChunk* chunk) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool NoCallbackRunning() const ABSL_SHARED_LOCKS_REQUIRED(mu_) {
     return callbacks_running_ == 0;
   }
 
   const WindowPlan plan_;
-  const ShotReadOptions read_options_;
   Executor* const executor_;
   const std::function<void()> on_ready_;
   WindowCounters* const counters_;

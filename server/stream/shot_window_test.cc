@@ -50,6 +50,22 @@ class ManualExecutor final : public Executor {
   bool running_ = false;
 };
 
+class FakeSource;
+
+// Stored traces of the fake source's memory; touch and CRC-32 fail where the source says.
+class FakeStored final : public io::StoredTraces {
+ public:
+  FakeStored(const FakeSource* source, int64_t id, std::vector<const uint8_t*> traces,
+             size_t trace_bytes)
+      : StoredTraces(std::move(traces), trace_bytes, false), source_(source), id_(id) {}
+  absl::Status Touch() const override;
+  absl::StatusOr<uint32_t> Crc(size_t first, size_t n, uint32_t crc) const override;
+
+ private:
+  const FakeSource* const source_;
+  const int64_t id_;
+};
+
 // Shots 1..n_shots of n_traces x n_samples float32, sample value shot*1000 + trace; stored
 // (sent from "the mapping", the source's own memory) when zero copy is asked for.
 class FakeSource final : public ShotSource {
@@ -70,11 +86,12 @@ class FakeSource final : public ShotSource {
   mutable std::atomic<int> reads{0};
   mutable std::atomic<int> touches_off_the_executor{0};
   mutable std::atomic<int> crcs_on_the_executor{0};
+  const ManualExecutor* executor() const { return executor_; }
 
   double sample_interval_us() const override { return 2000; }
   uint64_t ShotBytes(int64_t, uint32_t) const override { return shot_bytes(); }
 
-  absl::StatusOr<dataset::ShotData> ReadShot(int64_t id, const ShotReadOptions& options,
+  absl::StatusOr<dataset::ShotData> ReadShot(int64_t id, const dataset::ShotPlan& plan,
                                              ShotReadCost* cost) const override {
     ++reads;
     cost->reads = 1;
@@ -84,14 +101,13 @@ class FakeSource final : public ShotSource {
     shot.n_traces = n_traces_;
     shot.n_samples = n_samples_;
     shot.total_bytes = shot_bytes();
-    shot.traces_per_chunk =
-        static_cast<uint32_t>(std::max<uint64_t>(1, options.max_chunk_bytes / trace_bytes()));
+    shot.traces_per_chunk = static_cast<uint32_t>(
+        std::max<uint64_t>(1, plan.selection.max_chunk_bytes / trace_bytes()));
     const uint8_t* base = bytes_of(id);
-    if (options.zero_copy != dataset::ZeroCopy::kOff) {
-      for (uint32_t t = 0; t < n_traces_; ++t) {
-        shot.stored.push_back(base + t * trace_bytes());
-        shot.stored_file.push_back(0);
-      }
+    if (plan.zero_copy != dataset::ZeroCopy::kOff) {
+      std::vector<const uint8_t*> traces;
+      for (uint32_t t = 0; t < n_traces_; ++t) traces.push_back(base + t * trace_bytes());
+      shot.stored = std::make_shared<FakeStored>(this, id, std::move(traces), trace_bytes());
       return shot;
     }
     for (uint32_t t = 0; t < n_traces_; t += shot.traces_per_chunk) {
@@ -103,27 +119,28 @@ class FakeSource final : public ShotSource {
     return shot;
   }
 
-  absl::Status TouchStored(int64_t id, absl::Span<const uint8_t* const>,
-                           absl::Span<const uint32_t>, uint32_t) const override {
-    if (executor_ != nullptr && !executor_->running()) ++touches_off_the_executor;
-    if (fail_touch.count(id)) return absl::DataLossError("file truncated before the touch");
-    return absl::OkStatus();
-  }
-
-  absl::StatusOr<uint32_t> StoredCrc(int64_t id, absl::Span<const uint8_t* const> traces,
-                                     absl::Span<const uint32_t>, uint32_t,
-                                     uint32_t crc) const override {
-    if (executor_ != nullptr && executor_->running()) ++crcs_on_the_executor;
-    if (fail_crc.count(id)) return absl::DataLossError("file truncated under shot");
-    for (const uint8_t* t : traces) crc = Crc32(crc, t, trace_bytes());
-    return crc;
-  }
-
  private:
   const uint32_t n_traces_, n_samples_;
   const ManualExecutor* executor_;  // null: any thread may read
   std::map<int64_t, std::vector<float>> samples_;
 };
+
+absl::Status FakeStored::Touch() const {
+  if (source_->executor() != nullptr && !source_->executor()->running()) {
+    ++source_->touches_off_the_executor;
+  }
+  if (source_->fail_touch.count(id_)) return absl::DataLossError("file truncated before the touch");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<uint32_t> FakeStored::Crc(size_t first, size_t n, uint32_t crc) const {
+  if (source_->executor() != nullptr && source_->executor()->running()) {
+    ++source_->crcs_on_the_executor;
+  }
+  if (source_->fail_crc.count(id_)) return absl::DataLossError("file truncated under shot");
+  for (size_t k = first; k < first + n; ++k) crc = Crc32(crc, traces()[k], trace_bytes());
+  return crc;
+}
 
 class ShotWindowTest : public ::testing::Test {
  protected:
@@ -132,7 +149,8 @@ class ShotWindowTest : public ::testing::Test {
     plan.source = source_;
     plan.shot_ids = std::move(ids);
     plan.queue_depth = depth;
-    plan.max_chunk_bytes = 2 * source_->trace_bytes();  // 2 traces a chunk: 3 chunks a shot
+    // 2 traces a chunk: 3 chunks a shot.
+    plan.shot.selection.max_chunk_bytes = 2 * source_->trace_bytes();
     plan.counters = &counters_;
     return plan;
   }
@@ -412,7 +430,7 @@ TEST_F(ShotWindowTest, CloseWithReadsInFlightKeepsTheWindowUntilTheyRun) {
 // writer in Next(), just before the chunk is sent.
 TEST_F(ShotWindowTest, StoredShotsAreTouchedOnTheExecutorAndSentFromWhereTheyAre) {
   WindowPlan plan = Plan({2, 4});
-  plan.zero_copy = dataset::ZeroCopy::kLittleEndian;
+  plan.shot.zero_copy = dataset::ZeroCopy::kLittleEndian;
   auto w = Make(std::move(plan));
   executor_.RunAll();
   EXPECT_EQ(source_->touches_off_the_executor.load(), 0);
@@ -437,7 +455,7 @@ TEST_F(ShotWindowTest, StoredShotsAreTouchedOnTheExecutorAndSentFromWhereTheyAre
 TEST_F(ShotWindowTest, AStoredShotThatCannotBeTouchedEndsTheStreamAfterTheShotsBefore) {
   source_->fail_touch = {2};
   WindowPlan plan = Plan({1, 2});
-  plan.zero_copy = dataset::ZeroCopy::kLittleEndian;
+  plan.shot.zero_copy = dataset::ZeroCopy::kLittleEndian;
   auto w = Make(std::move(plan));
   executor_.RunAll();
   for (int c = 0; c < 3; ++c) {
@@ -450,7 +468,7 @@ TEST_F(ShotWindowTest, AStoredShotThatCannotBeTouchedEndsTheStreamAfterTheShotsB
 TEST_F(ShotWindowTest, AStoredChunkWhoseCrcCannotBeReadEndsTheStream) {
   source_->fail_crc = {1};
   WindowPlan plan = Plan({1, 2});
-  plan.zero_copy = dataset::ZeroCopy::kLittleEndian;
+  plan.shot.zero_copy = dataset::ZeroCopy::kLittleEndian;
   auto w = Make(std::move(plan));
   executor_.RunAll();
   EXPECT_EQ(MustEnd(*w), absl::DataLossError("file truncated under shot"));
@@ -459,7 +477,7 @@ TEST_F(ShotWindowTest, AStoredChunkWhoseCrcCannotBeReadEndsTheStream) {
 
 TEST_F(ShotWindowTest, TheTestHookCorruptsOneByteAfterTheCrcOfADecodedShot) {
   WindowPlan plan = Plan({1});
-  plan.zero_copy = dataset::ZeroCopy::kLittleEndian;
+  plan.shot.zero_copy = dataset::ZeroCopy::kLittleEndian;
   plan.corrupt_shot = 1;
   auto w = Make(std::move(plan));
   executor_.RunAll();
@@ -494,8 +512,8 @@ TEST(ShotWindowThreadsTest, ManyWindowsOnARealPoolShareABudgetAndFreeEverything)
         plan.source = source;
         for (int64_t id = 1; id <= 20; ++id) plan.shot_ids.push_back(id);
         plan.queue_depth = 1 + k % 4;
-        plan.max_chunk_bytes = 3 * source->trace_bytes();
-        plan.zero_copy = k % 2 ? dataset::ZeroCopy::kLittleEndian : dataset::ZeroCopy::kOff;
+        plan.shot.selection.max_chunk_bytes = 3 * source->trace_bytes();
+        plan.shot.zero_copy = k % 2 ? dataset::ZeroCopy::kLittleEndian : dataset::ZeroCopy::kOff;
         plan.counters = &counters;
         plan.budget = &budget;
         auto w = ShotWindow::Create(std::move(plan), &pool, [&] {

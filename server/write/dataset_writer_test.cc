@@ -45,7 +45,7 @@ TEST(DatasetWriterTest, WritesShotsThatReadBackAsSegy) {
   auto path = (*w)->Commit();
   ASSERT_TRUE(path.ok()) << path.status();
   EXPECT_FALSE(Exists(temp));
-  auto f = segy::SegyFile::Open(*path);
+  auto f = segy::OpenSegyFile(*path);
   ASSERT_TRUE(f.ok()) << f.status();
   EXPECT_EQ(f->get()->layout().n_traces, 6u);
   EXPECT_EQ(f->get()->layout().n_samples, 10u);

@@ -6,15 +6,16 @@
 #include <vector>
 
 #include "npy/npy_header.h"
-#include "server/segy/segy_file.h"
+#include "server/npy/npy_file.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace shotstream;
   auto header = npy::ParseNpyHeader("fuzz.npy", data, size, size);
   if (header.ok() && header->data_offset + header->data_bytes != size) __builtin_trap();
-  auto layout = segy::ParseSegyHeaders("fuzz.npy", data, size, size, {});
+  std::vector<uint64_t> shape;
+  auto layout = npy::ParseNpyLayout("fuzz.npy", data, size, size, 0, &shape);
   if (!layout.ok()) return 0;
-  const segy::SegyLayout& l = *layout;
+  const io::TraceLayout& l = *layout;
   // Everything the layout promises must be inside the input, and headers must agree.
   if (!header.ok() || l.header_bytes() != 0) __builtin_trap();
   if (l.first_trace_offset + l.n_traces * l.trace_bytes > size) __builtin_trap();

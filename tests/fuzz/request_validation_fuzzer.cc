@@ -54,7 +54,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto v = shotstream::service::ValidateStreamRequest(r, *datasets, limits);
   if (!v.ok()) return 0;
   if (v->queue_depth < 1 || v->queue_depth > limits.max_queue_depth) __builtin_trap();
-  if (v->max_chunk_bytes < 1 || v->max_chunk_bytes > limits.max_chunk_bytes) __builtin_trap();
+  const shotstream::dataset::ShotSelection& sel = v->selection;
+  if (sel.max_chunk_bytes < 1 || sel.max_chunk_bytes > limits.max_chunk_bytes) __builtin_trap();
+  if (sel.count == 0 || uint64_t{sel.start} + sel.count > v->dataset->n_samples()) __builtin_trap();
   if (v->shot_ids.size() > limits.max_shots_per_request) __builtin_trap();
   for (int64_t id : v->shot_ids) {
     if (v->dataset->catalog().Find(id) == nullptr) __builtin_trap();

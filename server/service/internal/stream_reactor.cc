@@ -80,7 +80,7 @@ class StreamReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
       : context_(std::move(context)),
         n_shots_(plan.shot_ids.size()),
         queue_depth_(plan.queue_depth),
-        encoding_(plan.encoding),
+        encoding_(plan.shot.encoding),
         start_(absl::Now()),
         window_(stream::ShotWindow::Create(std::move(plan), executor, [this] { Pump(); })) {
     context_.registry->Add(this);

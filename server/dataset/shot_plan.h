@@ -1,0 +1,57 @@
+// What a stream asks of its shots, once validated (ShotSelection), and how every shot of it
+// is then read and encoded (ShotPlan): the request is validated once
+// (service/request_validation) into a ShotSelection, the encoding and zero copy are decided
+// once per stream (stream/stream_plan) into a ShotPlan, and that plan travels unchanged to
+// each read (Dataset::ReadShot) and encode (the stream window). Plain values.
+#ifndef SHOTSTREAM_SERVER_DATASET_SHOT_PLAN_H_
+#define SHOTSTREAM_SERVER_DATASET_SHOT_PLAN_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "segy/trace_header.h"
+#include "wire/encoding.h"
+
+namespace shotstream::dataset {
+
+// low <= value <= high of a trace header field (its HeaderColumn value).
+struct TraceCondition {
+  segy::HeaderSelector header;
+  double low = 0;
+  double high = 0;
+};
+
+// A request's ShotSelection (proto), checked against its dataset: every name resolved,
+// every number within its limit.
+struct ShotSelection {
+  std::vector<segy::HeaderSelector> headers;  // columns to return with each shot
+  bool raw_trace_headers = false;             // each trace's 240-byte header too
+  uint32_t start = 0;  // samples [start, start + count) of every trace
+  uint32_t count = 0;  // > 0 once validated (the window, or every sample)
+  std::vector<TraceCondition> where;  // only traces meeting every condition
+  uint64_t max_chunk_bytes = 1 << 20;  // sample bytes a message holds (whole traces)
+  bool accept_big_endian = false;      // the client takes big-endian IEEE samples as stored
+  wire::Encoding encoding = wire::Encoding::kFloat32;  // as asked: kAuto too
+  double tolerance = 0;  // lossy encodings' bound, relative to the shot's RMS (0: default)
+};
+
+// Which shots a read may leave as stored traces in the file mapping (zero copy) rather
+// than decode: mapped IEEE float32 ones, little-endian only, or of either byte order.
+enum class ZeroCopy { kOff, kLittleEndian, kAnyByteOrder };
+
+// How each shot of a stream is read and encoded: decided once per stream.
+struct ShotPlan {
+  ShotSelection selection;
+  wire::Encoding encoding = wire::Encoding::kFloat32;  // never kAuto
+  // Integer and IBM samples read as stored (encoding kNative, where the shot's traces share
+  // such a format); otherwise decoded to float32.
+  bool native = false;
+  ZeroCopy zero_copy = ZeroCopy::kOff;  // kOff unless the encoding sends float32 as is
+  // ENCODING_AUTO's measurement: compress the first traces of every kProbeEvery-th shot
+  // (the result thrown away), so that the next stream can choose.
+  bool probe_codec = false;
+};
+
+}  // namespace shotstream::dataset
+
+#endif  // SHOTSTREAM_SERVER_DATASET_SHOT_PLAN_H_

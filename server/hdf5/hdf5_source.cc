@@ -1,0 +1,320 @@
+#include "server/hdf5/hdf5_source.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/crc32.h"
+#include "common/status_macros.h"
+#include "server/hdf5/hdf5_file.h"
+#include "server/source/trace_file_source.h"
+
+namespace shotstream::hdf5 {
+namespace {
+
+constexpr char kFieldRecord[] = "field_record";
+constexpr char kTraceNumber[] = "trace_number";
+
+// A file's columns that have a SEG-Y field, with the field's place in a made header.
+struct ColumnPlace {
+  int byte;
+  int size;
+  const std::vector<double>* values;
+};
+
+class Hdf5Source;
+
+// Header values from the files' columns (in memory, read at open).
+class ColumnHeaders final : public source::TraceHeaders {
+ public:
+  ColumnHeaders(const Hdf5Source* source, const source::TraceRead& read)
+      : source_(source), shot_id_(read.shot_id), traces_(read.traces.begin(), read.traces.end()) {}
+  double Value(size_t i, const segy::HeaderSelector& h) const override;
+  void BigEndianHeader(size_t i, uint8_t* dst) const override;
+
+ private:
+  const Hdf5Source* const source_;
+  const int64_t shot_id_;
+  const std::vector<io::TraceRef> traces_;
+};
+
+class Hdf5Source final : public source::Source {
+ public:
+  static absl::StatusOr<std::unique_ptr<source::Source>> Open(const source::SourceSpec& spec) {
+    std::unique_ptr<Hdf5Source> s(new Hdf5Source());
+    SS_RETURN_IF_ERROR(s->Load(spec));
+    return std::unique_ptr<source::Source>(std::move(s));
+  }
+
+  const source::SourceInfo& info() const override { return info_; }
+  const catalog::Catalog& catalog() const override { return catalog_; }
+  absl::Status CheckUnchanged(uint32_t file_id) const override {
+    return files_[file_id]->CheckUnchanged();
+  }
+  const std::string& path(uint32_t file_id) const override { return files_[file_id]->path(); }
+  std::string Where(const io::TraceRef& t, int) const override {
+    return absl::StrCat("trace ", t.offset, " of ", files_[t.file_id]->layout().h5_path);
+  }
+  // Samples go through the library's conversion to float32: none are sent as stored.
+  std::optional<io::StoredForm> FormOf(absl::Span<const io::TraceRef>) const override {
+    return std::nullopt;
+  }
+
+  absl::StatusOr<source::ReadResult> Read(const source::TraceRead& read) const override {
+    if (read.form != source::SampleForm::kFloat32) {
+      return absl::InternalError("HDF5 samples are read as float32 only");
+    }
+    const uint64_t trace_bytes = uint64_t{read.range.count} * sizeof(float);
+    // Runs of traces that follow each other in one file and in the destination: one read.
+    const absl::Span<const io::TraceRef> traces = read.traces;
+    for (size_t i = 0; i < traces.size();) {
+      size_t j = i + 1;
+      while (j < traces.size() && traces[j].file_id == traces[i].file_id &&
+             traces[j].offset == traces[j - 1].offset + 1 &&
+             read.dst[j] == read.dst[j - 1] + trace_bytes) {
+        ++j;
+      }
+      const Hdf5File& file = *files_[traces[i].file_id];
+      SS_RETURN_IF_ERROR(file.ReadTraces(traces[i].offset, j - i, read.range.start,
+                                         read.range.count, reinterpret_cast<float*>(read.dst[i])));
+      if (read.stats != nullptr) {
+        ++read.stats->reads;
+        read.stats->bytes_read += (j - i) * trace_bytes;
+        read.stats->bytes_wanted += (j - i) * trace_bytes;
+      }
+      i = j;
+    }
+    if (read.trace_crc != nullptr) {
+      for (size_t i = 0; i < traces.size(); ++i) {
+        read.trace_crc[i] = Crc32(0, read.dst[i], trace_bytes);
+      }
+    }
+    source::ReadResult out;
+    out.headers = std::make_unique<ColumnHeaders>(this, read);
+    return out;
+  }
+
+  // What ColumnHeaders read.
+  const Hdf5File& file(uint32_t f) const { return *files_[f]; }
+  const std::vector<ColumnPlace>& places(uint32_t f) const { return places_[f]; }
+
+ private:
+  absl::Status Load(const source::SourceSpec& spec) {
+    OpenOptions options;
+    options.h5_path = spec.array_path.empty() ? "/data" : spec.array_path;
+    options.sample_interval_us = spec.sample_interval_us;
+    for (const std::string& path : spec.paths) {
+      SS_ASSIGN_OR_RETURN(std::unique_ptr<Hdf5File> file, Hdf5File::Open(path, options));
+      const Hdf5Layout& l = file->layout();
+      if (!files_.empty()) {
+        const Hdf5File& first = *files_[0];
+        if (l.shape.size() != first.layout().shape.size() || l.n_samples != info_.n_samples) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              path, ": ", l.h5_path, " has shape (", absl::StrJoin(l.shape, ", "), ") but ",
+              first.path(), " has (", absl::StrJoin(first.layout().shape, ", "),
+              "); the files of a dataset share the rank and the sample count"));
+        }
+      } else {
+        info_.n_samples = l.n_samples;
+        info_.sample_interval_us = l.sample_interval_us;
+        info_.sample_format = static_cast<int>(l.format);
+      }
+      for (const std::string& note : l.notes) {
+        if (std::find(info_.notes.begin(), info_.notes.end(), note) == info_.notes.end()) {
+          info_.notes.push_back(note);
+        }
+      }
+      info_.file_bytes += file->size();
+      files_.push_back(std::move(file));
+    }
+    info_.format = "hdf5";
+    info_.n_files = files_.size();
+    info_.read_by = "libhdf5";
+    // Header fields: the files' columns (those of the first file, which every file must
+    // have), then field_record and trace_number where no column gives them.
+    for (const auto& [name, column] : files_[0]->header_columns()) {
+      info_.header_fields.push_back(name);
+    }
+    for (const char* made : {kFieldRecord, kTraceNumber}) {
+      if (std::find(info_.header_fields.begin(), info_.header_fields.end(), made) ==
+          info_.header_fields.end()) {
+        info_.header_fields.push_back(made);
+      }
+    }
+    for (const auto& f : files_) {
+      for (const std::string& name : info_.header_fields) {
+        const bool has = std::any_of(f->header_columns().begin(), f->header_columns().end(),
+                                     [&](const auto& c) { return c.first == name; });
+        if (!has && name != kFieldRecord && name != kTraceNumber) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              f->path(), " has no header column '", name, "' that ", files_[0]->path(),
+              " has; the files of a dataset share them"));
+        }
+      }
+      std::vector<ColumnPlace>& places = places_.emplace_back();
+      for (const auto& [name, values] : f->header_columns()) {
+        for (const segy::HeaderField& field : segy::StandardTraceHeaderFields()) {
+          if (field.name == name) places.push_back({field.byte, field.size, &values});
+        }
+      }
+    }
+    return files_[0]->layout().shape.size() == 3 ? CatalogByPosition()
+                                                 : CatalogByColumn(spec.shot_key);
+  }
+
+  // [shots, traces, samples]: ids from shot_ids, or 1.. continuing across files.
+  absl::Status CatalogByPosition() {
+    struct Shot {
+      int64_t id;
+      uint32_t file;
+      uint64_t first;  // flat trace index in its file
+    };
+    std::vector<Shot> shots;
+    int64_t next_id = 1;
+    for (uint32_t f = 0; f < files_.size(); ++f) {
+      const Hdf5Layout& l = files_[f]->layout();
+      for (uint64_t s = 0; s < l.shape[0]; ++s) {
+        shots.push_back({l.shot_ids.empty() ? next_id++ : l.shot_ids[s], f, s * l.shape[1]});
+      }
+    }
+    std::stable_sort(shots.begin(), shots.end(),
+                     [](const Shot& a, const Shot& b) { return a.id < b.id; });
+    std::vector<catalog::ShotEntry> entries;
+    std::vector<io::TraceRef> traces;
+    for (const Shot& s : shots) {
+      if (!entries.empty() && entries.back().shot_id == s.id) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "shot id ", s.id, " is given to two shots (shot_ids beside ",
+            files_[0]->layout().h5_path, ")"));
+      }
+      const uint64_t n = files_[s.file]->layout().shape[1];
+      entries.push_back({s.id, traces.size(), static_cast<uint32_t>(n)});
+      for (uint64_t t = 0; t < n; ++t) traces.push_back({s.file, s.first + t});
+    }
+    catalog_ = catalog::Catalog::FromColumns(std::move(entries), std::move(traces));
+    info_.catalog_origin = files_[0]->layout().shot_ids.empty() ? "built from the arrays' shapes"
+                                                                : "built from shot_ids";
+    return absl::OkStatus();
+  }
+
+  // [traces, samples]: shots by the shot key's column, traces in file order.
+  absl::Status CatalogByColumn(const std::string& key) {
+    SS_RETURN_IF_ERROR(CheckKey(key));
+    struct Row {
+      int64_t id;
+      io::TraceRef trace;
+    };
+    std::vector<Row> rows;
+    for (uint32_t f = 0; f < files_.size(); ++f) {
+      const Hdf5File& file = *files_[f];
+      const std::vector<double>* column = nullptr;
+      for (const auto& [name, values] : file.header_columns()) {
+        if (name == key) column = &values;
+      }
+      if (column == nullptr) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            file.path(), ": ", file.layout().h5_path, " is [traces, samples], which needs a "
+            "header column headers/", key, " to group its traces into shots (or give "
+            "[shots, traces, samples])"));
+      }
+      for (uint64_t r = 0; r < column->size(); ++r) {
+        const double v = (*column)[r];
+        if (!(v == std::nearbyint(v)) || std::abs(v) > 9.0e15) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              file.path(), ": headers/", key, "[", r, "] is ", v, ", not an integer shot id"));
+        }
+        rows.push_back({static_cast<int64_t>(v), {f, r}});
+      }
+    }
+    std::stable_sort(rows.begin(), rows.end(),
+                     [](const Row& a, const Row& b) { return a.id < b.id; });
+    std::vector<catalog::ShotEntry> shots;
+    std::vector<io::TraceRef> traces;
+    for (size_t i = 0; i < rows.size();) {
+      size_t j = i;
+      while (j < rows.size() && rows[j].id == rows[i].id) traces.push_back(rows[j++].trace);
+      shots.push_back({rows[i].id, i, static_cast<uint32_t>(j - i)});
+      i = j;
+    }
+    catalog_ = catalog::Catalog::FromColumns(std::move(shots), std::move(traces));
+    info_.catalog_origin = absl::StrCat("built from headers/", key);
+    return absl::OkStatus();
+  }
+
+ public:
+  // HDF5 shots are keyed by a header column's name.
+  static absl::Status CheckKey(const std::string& key) {
+    if (key.empty() || key == "source_xy" || absl::StartsWith(key, "byte:")) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "shot_key '", key, "': HDF5 shots are keyed by a header column's name "
+          "(field_record unless shot_key names another)"));
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  std::vector<std::unique_ptr<Hdf5File>> files_;
+  std::vector<std::vector<ColumnPlace>> places_;  // per file
+  catalog::Catalog catalog_;
+  source::SourceInfo info_;
+};
+
+double ColumnHeaders::Value(size_t i, const segy::HeaderSelector& h) const {
+  const io::TraceRef& t = traces_[i];
+  for (const auto& [name, values] : source_->file(t.file_id).header_columns()) {
+    if (name == h.name) return values[t.offset];
+  }
+  if (h.name == kFieldRecord) return static_cast<double>(shot_id_);
+  if (h.name == kTraceNumber) return static_cast<double>(i + 1);
+  return 0;
+}
+
+void ColumnHeaders::BigEndianHeader(size_t i, uint8_t* dst) const {
+  const io::TraceRef& t = traces_[i];
+  const source::SourceInfo& info = source_->info();
+  std::memset(dst, 0, segy::kTraceHeaderBytes);
+  source::PutBigEndianField(dst, 9, 4, static_cast<double>(shot_id_));
+  source::PutBigEndianField(dst, 13, 4, static_cast<double>(i + 1));
+  source::PutBigEndianField(dst, 115, 2, info.n_samples);
+  source::PutBigEndianField(dst, 117, 2, std::min(info.sample_interval_us, 32767.0));
+  // The file's columns at their SEG-Y places (integers, as SEG-Y holds them); a
+  // field_record or trace_number column wins over the position written above.
+  for (const ColumnPlace& p : source_->places(t.file_id)) {
+    source::PutBigEndianField(dst, p.byte, p.size, (*p.values)[t.offset]);
+  }
+}
+
+}  // namespace
+
+const source::Format& Hdf5Format() {
+  static const source::Format format{
+      "hdf5",
+      /*claims=*/
+      [](const std::string& path, absl::Span<const uint8_t> head) {
+        static constexpr uint8_t kSignature[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
+        return absl::EndsWith(path, ".h5") || absl::EndsWith(path, ".hdf5") ||
+               (head.size() >= 8 && std::memcmp(head.data(), kSignature, 8) == 0);
+      },
+      /*suggested_by=*/
+      [](absl::string_view pattern) {
+        return absl::EndsWith(pattern, ".h5") || absl::EndsWith(pattern, ".hdf5");
+      },
+      &Hdf5Source::CheckKey,
+      &Hdf5Source::Open,
+      /*check_file=*/
+      [](const source::SourceSpec& spec, const std::string& path) {
+        OpenOptions options;
+        options.h5_path = spec.array_path.empty() ? "/data" : spec.array_path;
+        return Hdf5File::Open(path, options).status();
+      },
+  };
+  return format;
+}
+
+}  // namespace shotstream::hdf5

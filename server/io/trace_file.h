@@ -1,0 +1,116 @@
+// A file of fixed-length traces opened read-only: where its traces are (TraceLayout, as
+// the format's own parser found it), and positioned reads of its bytes through pread or a
+// memory map. SEG-Y/SU (server/segy) and NumPy .npy (server/npy) files are TraceFiles; the
+// coalescing reader reads them all alike.
+//
+// Thread-safe after Open: reads use pread on a read-only descriptor, or the mapping.
+#ifndef SHOTSTREAM_SERVER_IO_TRACE_FILE_H_
+#define SHOTSTREAM_SERVER_IO_TRACE_FILE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "segy/sample_format.h"
+#include "server/common/file_identity.h"
+#include "server/io/io_mode.h"
+
+namespace shotstream::io {
+
+// Where the traces of a file are and how their samples are stored. A value.
+struct TraceLayout {
+  segy::ByteOrder byte_order = segy::ByteOrder::kBigEndian;
+  segy::SampleFormat format = segy::SampleFormat::kIeeeFloat32;
+  int bytes_per_sample = 4;
+  uint32_t n_samples = 0;
+  double sample_interval_us = 0;  // 0: the file does not say
+  uint64_t trace_header_bytes = 240;  // header bytes before each trace's samples (0: none)
+  uint64_t first_trace_offset = 0;
+  uint64_t trace_bytes = 0;  // headers plus samples of one trace
+  uint64_t n_traces = 0;
+  // What the parser had to decide that a user should hear of, once (a sample count
+  // taken from another header than the binary header's, a revision word read as rev 1).
+  std::vector<std::string> notes;
+
+  uint64_t header_bytes() const { return trace_header_bytes; }
+  uint64_t sample_bytes() const { return uint64_t{n_samples} * bytes_per_sample; }
+  uint64_t TraceOffset(uint64_t trace) const { return first_trace_offset + trace * trace_bytes; }
+};
+
+// Reads exactly `length` bytes at `offset` into `dst`, or an error naming the file.
+using ReadFn = std::function<absl::Status(uint64_t offset, uint64_t length, uint8_t* dst)>;
+
+// A format's parser: the layout of the file at `path` from its first bytes (`head`, the
+// file's first min(size, head bytes asked) bytes) and, where it needs more, `read_at`.
+// Errors name the file, the byte and the reason.
+using LayoutParser = std::function<absl::StatusOr<TraceLayout>(
+    const std::string& path, const uint8_t* head, size_t head_size, uint64_t file_size,
+    const ReadFn& read_at)>;
+
+class TraceFile {
+ public:
+  // Opens `path` read-only, reads its first `head_bytes` bytes, parses them with `parse`
+  // and maps the file when `io` says so. NOT_FOUND for a missing file, PERMISSION_DENIED
+  // for one that cannot be opened, INVALID_ARGUMENT for one that is not a regular file or
+  // does not parse.
+  static absl::StatusOr<std::unique_ptr<TraceFile>> Open(const std::string& path, IoMode io,
+                                                         size_t head_bytes,
+                                                         const LayoutParser& parse);
+  ~TraceFile();
+  TraceFile(const TraceFile&) = delete;
+  TraceFile& operator=(const TraceFile&) = delete;
+
+  const std::string& path() const { return path_; }
+  const TraceLayout& layout() const { return layout_; }
+  uint64_t size() const { return identity_.size; }
+  const FileIdentity& identity() const { return identity_; }
+
+  // OK while the file at path() is the one opened, as it was: same device and inode,
+  // size and mtime. Otherwise DATA_LOSS naming the file and what changed (rewritten in
+  // place, replaced, truncated, removed). One stat(2).
+  absl::Status CheckUnchanged() const { return identity_.CheckUnchanged(path_); }
+
+  // Reads exactly `length` bytes at `offset`, or an error naming the file and offset
+  // (DATA_LOSS when the file is shorter than expected, UNAVAILABLE on I/O errors).
+  absl::Status ReadAt(uint64_t offset, uint64_t length, uint8_t* dst) const;
+
+  // Whether the file is read through a memory map (IoMode::kMmap, or kAuto on a local
+  // filesystem).
+  bool mapped() const { return map_ != nullptr; }
+
+  // Mapped files only: calls use() with the `length` bytes at `offset` in place, inside
+  // the mapping, after the same size check as ReadAt. DATA_LOSS past the current end, or
+  // when the file shrinks while use() reads (the SIGBUS is caught: mapping_guard.h, whose
+  // rule applies to use(): it may be left by a jump, so it must own nothing).
+  absl::Status ReadMapped(uint64_t offset, uint64_t length,
+                          absl::FunctionRef<void(const uint8_t*)> use) const;
+
+  // Mapped files only: the byte offset in the file of `p`, a pointer into the mapping.
+  uint64_t MappedOffset(const uint8_t* p) const { return static_cast<uint64_t>(p - map_); }
+
+  // How many ReadAt calls this file has served (for tests and metrics).
+  uint64_t read_calls() const { return read_calls_.load(std::memory_order_relaxed); }
+
+ private:
+  TraceFile(std::string path, int fd, FileIdentity identity)
+      : path_(std::move(path)), fd_(fd), identity_(identity) {}
+
+  std::string path_;
+  int fd_;
+  FileIdentity identity_;
+  TraceLayout layout_;
+  mutable std::atomic<uint64_t> read_calls_{0};
+  const uint8_t* map_ = nullptr;  // whole file, when mapped()
+  uint64_t map_size_ = 0;
+};
+
+}  // namespace shotstream::io
+
+#endif  // SHOTSTREAM_SERVER_IO_TRACE_FILE_H_

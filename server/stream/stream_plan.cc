@@ -1,0 +1,30 @@
+#include "server/stream/stream_plan.h"
+
+#include "wire/sample_encoding.h"
+
+namespace shotstream::stream {
+
+dataset::ShotPlan PlanShots(const dataset::ShotSelection& selection, int sample_format,
+                            bool zero_copy, const EncodingAdvisor* advisor,
+                            const std::string& peer, const std::string& dataset) {
+  dataset::ShotPlan plan;
+  plan.selection = selection;
+  plan.encoding = selection.encoding;
+  if (plan.encoding == wire::Encoding::kAuto) {
+    const int native = wire::NativeBytesPerSample(sample_format);
+    plan.encoding = advisor == nullptr ? wire::Encoding::kFloat32
+                                       : advisor->Choose(peer, dataset, native == 0 ? 4 : native);
+    // A plain stream measures the codec now and then, so that a later one can choose it.
+    plan.probe_codec = plan.encoding != wire::Encoding::kLossless;
+  }
+  plan.native = plan.encoding == wire::Encoding::kNative;
+  // Stored samples go as float32 only, never re-encoded.
+  const bool plain =
+      plan.encoding == wire::Encoding::kFloat32 || plan.encoding == wire::Encoding::kNative;
+  plan.zero_copy = !zero_copy || !plain               ? dataset::ZeroCopy::kOff
+                   : selection.accept_big_endian ? dataset::ZeroCopy::kAnyByteOrder
+                                                  : dataset::ZeroCopy::kLittleEndian;
+  return plan;
+}
+
+}  // namespace shotstream::stream
