@@ -26,6 +26,7 @@
 #include "client/retry_budget.h"
 #include "common/crc32.h"
 #include "common/status_macros.h"
+#include "wire/encoding_proto.h"
 #include "wire/chunk_codec.h"
 #include "wire/sample_encoding.h"
 #include "grpcpp/grpcpp.h"
@@ -46,10 +47,18 @@ absl::Status FromGrpc(const grpc::Status& s) {
   return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
 }
 
+// READY, FAILED or REBUILDING (the proto's DatasetState without its prefix).
+std::string StateName(v1::DatasetState state) {
+  const std::string& name = v1::DatasetState_Name(state);
+  constexpr absl::string_view kPrefix = "DATASET_STATE_";
+  return absl::StartsWith(name, kPrefix) ? name.substr(kPrefix.size()) : name;
+}
+
 DatasetSummary ToSummary(const v1::DatasetInfo& info) {
   DatasetSummary d;
   d.name = info.name();
-  d.state = info.state();
+  d.state = StateName(info.state());
+  d.format = info.format();
   d.error = info.error();
   d.n_traces = info.n_traces();
   d.n_shots = info.n_shots();
@@ -64,10 +73,32 @@ DatasetSummary ToSummary(const v1::DatasetInfo& info) {
   for (const v1::SourcePosition& p : info.source_positions()) {
     d.source_positions.push_back({p.shot_id(), p.x(), p.y()});
   }
-  d.write_max_error = info.write_max_error();
-  d.written_shots = info.written_shots();
-  d.written_bytes = info.written_bytes();
   return d;
+}
+
+// The request's ShotSelection from a stream's options; INVALID_ARGUMENT for an unknown
+// encoding name.
+absl::StatusOr<v1::ShotSelection> SelectionOf(const StreamOptions& options) {
+  v1::ShotSelection s;
+  for (const std::string& h : options.headers) s.add_headers(h);
+  s.set_max_chunk_bytes(options.max_chunk_bytes);
+  s.set_accept_big_endian(options.accept_big_endian);
+  s.set_raw_trace_headers(options.raw_trace_headers);
+  if (options.window.has_value()) {
+    s.mutable_window()->set_start(options.window->first);
+    s.mutable_window()->set_stop(options.window->second);
+  }
+  for (const StreamOptions::TraceCondition& c : options.where) {
+    v1::TraceCondition* w = s.add_where();
+    w->set_header(c.header);
+    w->set_low(c.low);
+    w->set_high(c.high);
+  }
+  absl::StatusOr<wire::Encoding> encoding = wire::EncodingFromName(options.encoding);
+  if (!encoding.ok()) return encoding.status();
+  s.set_encoding(wire::ToProto(*encoding));
+  s.set_tolerance(options.tolerance);
+  return s;
 }
 
 struct Target {
@@ -194,7 +225,7 @@ class ShotAssembler {
     }
     const uint64_t total = shot_.samples.size() * sizeof(float);
     uint8_t* at = reinterpret_cast<uint8_t*>(shot_.samples.data()) + chunk.offset();
-    const auto encoding = static_cast<wire::Encoding>(chunk.encoding());
+    const auto encoding = wire::FromProto(chunk.encoding());
     // The bytes this chunk's samples take as float32 (the others say their traces).
     const uint64_t out_bytes = encoding == wire::Encoding::kFloat32
                                    ? raw.samples_size()
@@ -252,7 +283,7 @@ class ShotAssembler {
   absl::Status Decode(const v1::ShotChunk& chunk, const uint8_t* payload, size_t size,
                       uint8_t* at) const {
     absl::Status s = wire::DecodeSamples(
-        static_cast<wire::Encoding>(chunk.encoding()), chunk.sample_format(), chunk.big_endian(),
+        wire::FromProto(chunk.encoding()), chunk.sample_format(), chunk.big_endian(),
         payload, size, chunk.chunk_traces(), shot_.n_samples, reinterpret_cast<float*>(at));
     if (s.ok()) return s;
     return absl::DataLossError(absl::StrCat("shot ", shot_.shot_id, ": ", s.message()));
@@ -469,24 +500,9 @@ class GrpcShotReader final : public ShotReader {
     request.set_dataset(dataset_);
     request.mutable_shot_ids()->Add(ids_.begin() + k, ids_.begin() + j);
     request.set_queue_depth(options_.queue_depth);
-    for (const std::string& h : options_.headers) request.add_headers(h);
-    request.set_max_chunk_bytes(options_.max_chunk_bytes);
-    request.set_accept_big_endian(options_.accept_big_endian);
-    request.set_raw_trace_headers(options_.raw_trace_headers);
-    if (options_.window.has_value()) {
-      request.mutable_window()->set_start(options_.window->first);
-      request.mutable_window()->set_stop(options_.window->second);
-    }
-    for (const StreamOptions::TraceCondition& c : options_.where) {
-      v1::TraceCondition* w = request.add_where();
-      w->set_header(c.header);
-      w->set_low(c.low);
-      w->set_high(c.high);
-    }
-    absl::StatusOr<wire::Encoding> encoding = wire::EncodingFromName(options_.encoding);
-    if (!encoding.ok()) return encoding.status();
-    request.set_encoding(static_cast<v1::Encoding>(*encoding));
-    request.set_tolerance(options_.tolerance);
+    absl::StatusOr<v1::ShotSelection> selection = SelectionOf(options_);
+    if (!selection.ok()) return selection.status();
+    *request.mutable_selection() = *std::move(selection);
     grpc::ClientContext ctx;
     client_->Prepare(&ctx);
     {
@@ -588,8 +604,14 @@ class JobShotReader final : public ShotReader {
     request_.set_epoch(epoch);
     request_.set_seed(seed);
     request_.set_queue_depth(options_.queue_depth);
-    for (const std::string& h : options_.headers) request_.add_headers(h);
-    request_.set_max_chunk_bytes(options_.max_chunk_bytes);
+    absl::StatusOr<v1::ShotSelection> selection = SelectionOf(options_);
+    if (!selection.ok()) {
+      absl::MutexLock lock(&mu_);
+      end_status_ = selection.status();
+      running_ = 0;
+      return;
+    }
+    *request_.mutable_selection() = *std::move(selection);
     absl::StatusOr<std::vector<std::vector<int64_t>>> per = Split(dataset, ids);
     if (!per.ok()) {
       absl::MutexLock lock(&mu_);
@@ -618,7 +640,7 @@ class JobShotReader final : public ShotReader {
     if (last_target_ >= 0) {  // asking for the next one: done with the last
       Stream& st = *streams_[last_target_];
       v1::JobRequest ack;
-      ack.set_done(++st.taken);
+      ack.mutable_progress()->set_done(++st.taken);
       Write(&st, ack);
       last_target_ = -1;
     }
@@ -715,8 +737,9 @@ class JobShotReader final : public ShotReader {
         st.call.reset(grpc::internal::ClientReaderWriterFactory<
                       grpc::ByteBuffer, grpc::ByteBuffer>::Create(channel.get(), method, &st.ctx));
       }
-      v1::JobRequest first = request_;
-      first.mutable_shot_ids()->Add(mine.begin(), mine.end());
+      v1::JobRequest first;
+      *first.mutable_start() = request_;
+      first.mutable_start()->mutable_shot_ids()->Add(mine.begin(), mine.end());
       Write(&st, first);
       status = Receive(t, st.call.get());
     }
@@ -768,7 +791,7 @@ class JobShotReader final : public ShotReader {
   Client::Impl* const client_;
   const StreamOptions options_;
   const size_t depth_;
-  v1::JobRequest request_;  // the job, without its shots
+  v1::JobStart request_;  // the job, without its shots
   std::vector<std::unique_ptr<Stream>> streams_;  // by target; null where it holds none
   std::vector<std::thread> threads_;
   int last_target_ = -1;  // Next's own: the target of the shot it handed out last
@@ -903,13 +926,13 @@ absl::StatusOr<DatasetSummary> Client::Write(const std::string& name,
   SS_RETURN_IF_ERROR(impl_->Reach(0));
   grpc::ClientContext ctx;
   impl_->Prepare(&ctx);
-  v1::DatasetInfo info;
+  v1::WriteShotsResponse response;
   std::unique_ptr<grpc::ClientWriter<v1::WriteShotsRequest>> writer =
-      impl_->targets[0].stub->WriteShots(&ctx, &info);
+      impl_->targets[0].stub->WriteShots(&ctx, &response);
   v1::WriteShotsRequest m;
-  m.set_dataset(name);
-  m.set_sample_interval_us(options.sample_interval_us);
-  m.set_sample_format(options.sample_format);
+  m.mutable_start()->set_dataset(name);
+  m.mutable_start()->set_sample_interval_us(options.sample_interval_us);
+  m.mutable_start()->set_sample_format(options.sample_format);
   bool open = writer->Write(m);  // false: the server finished early (its status says why)
   absl::Status failed;
   ShotToWrite shot;
@@ -927,22 +950,23 @@ absl::StatusOr<DatasetSummary> Client::Write(const std::string& name,
     for (uint64_t t = 0; open && (t < shot.n_traces || t == 0); t += per) {
       const uint64_t n = std::min<uint64_t>(per, shot.n_traces - std::min<uint64_t>(t, shot.n_traces));
       m.Clear();
+      v1::ShotPart& part = *m.mutable_shot();
       if (t == 0) {
-        m.set_shot_id(shot.shot_id);
-        m.set_n_traces(shot.n_traces);
-        m.set_n_samples(shot.n_samples);
+        part.set_shot_id(shot.shot_id);
+        part.set_n_traces(shot.n_traces);
+        part.set_n_samples(shot.n_samples);
         for (const auto& [header, values] : shot.headers) {
-          v1::HeaderColumn* c = m.add_headers();
+          v1::HeaderColumn* c = part.add_headers();
           c->set_name(header);
           c->mutable_values()->Add(values.begin(), values.end());
         }
       }
       const char* bytes = reinterpret_cast<const char*>(shot.samples) + t * trace_bytes;
-      m.set_samples(bytes, n * trace_bytes);
+      part.set_samples(bytes, n * trace_bytes);
       crc = Crc32(crc, bytes, n * trace_bytes);
       if (t + per >= shot.n_traces) {
-        m.set_shot_end(true);
-        m.set_crc32(crc);
+        part.set_shot_end(true);
+        part.set_crc32(crc);
       }
       open = writer->Write(m);
       if (shot.n_traces == 0) break;
@@ -955,13 +979,17 @@ absl::StatusOr<DatasetSummary> Client::Write(const std::string& name,
   }
   if (open) {
     m.Clear();
-    m.set_finish(true);
+    m.mutable_finish();
     writer->Write(m);
     writer->WritesDone();
   }
   const grpc::Status s = writer->Finish();
   if (!s.ok()) return FromGrpc(s);
-  return ToSummary(info);
+  DatasetSummary written = ToSummary(response.dataset());
+  written.write_max_error = response.max_error();
+  written.written_shots = response.shots();
+  written.written_bytes = response.sample_bytes();
+  return written;
 }
 
 absl::StatusOr<DatasetSummary> Client::GetDataset(const std::string& name) {

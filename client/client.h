@@ -28,6 +28,7 @@ struct DatasetSummary {
   std::string name;
   std::string state;  // READY, FAILED or REBUILDING
   std::string error;
+  std::string format;  // "segy", "npy", "hdf5", ...
   uint64_t n_traces = 0;
   uint64_t n_shots = 0;
   uint32_t n_samples = 0;
@@ -36,8 +37,8 @@ struct DatasetSummary {
   std::string shot_key;
   uint32_t n_files = 0;
   std::vector<std::string> header_fields;     // the trace header fields a stream may ask
-  std::vector<int64_t> shot_ids;              // GetDataset only
-  std::vector<uint32_t> shot_trace_counts;    // GetDataset only
+  std::vector<int64_t> shot_ids;              // GetDataset and Client::Write only
+  std::vector<uint32_t> shot_trace_counts;    // GetDataset and Client::Write only
   // source_xy datasets: each shot's source position (GetDataset only); else empty.
   struct SourcePosition {
     int64_t shot_id = 0;
@@ -179,8 +180,8 @@ class Client {
   // permutation of shot_ids (EpochPermutation with `seed`), each shot to one consumer at
   // a time. A shot is done once Next() is called again (or the stream ends); a reader
   // destroyed or cancelled early gives back what it held. Next() returns false when every
-  // shot of the job is done. options: queue_depth, headers, max_chunk_bytes,
-  // raw_trace_headers (no window, conditions or encodings for jobs yet).
+  // shot of the job is done. options: as Stream's (a job's shots are selected, encoded and
+  // delivered exactly as a stream's with the same options).
   std::unique_ptr<ShotReader> StreamJob(const std::string& dataset, const std::string& job,
                                         std::vector<int64_t> shot_ids, uint64_t epoch,
                                         uint64_t seed, const StreamOptions& options);

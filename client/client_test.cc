@@ -4,6 +4,7 @@
 #include "client/client.h"
 
 #include <algorithm>
+#include <map>
 #include <cstdlib>
 #include <string>
 #include <thread>
@@ -198,6 +199,49 @@ TEST(ClientTest, TwoConsumersOfAJobShareItsShotsOnceEachInTheEpochsOrder) {
   auto refused = late->Next(&shot);
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition) << refused.status();
   EXPECT_NE(refused.status().message().find("job 'fwi'"), absl::string_view::npos);
+}
+
+// A job asks for what a stream can: the same window, conditions, encoding and headers
+// give the same shots, sample for sample.
+TEST(ClientTest, AJobsShotsAreWhatAStreamWithTheSameSelectionGives) {
+  auto server = server::ShotStreamServer::Start(OneDataset("sel", "field_record"));
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto client = Client::Connect((*server)->address());
+  ASSERT_TRUE(client.ok()) << client.status();
+  const std::vector<int64_t> ids = {1, 2, 3, 4};
+  for (const std::string encoding : {"float32", "int16", "lossless"}) {
+    SCOPED_TRACE(encoding);
+    StreamOptions so;
+    so.queue_depth = 2;
+    so.window = std::make_pair(10u, 30u);
+    so.where = {{"offset", 20, 60}};  // traces 1 and 2
+    so.headers = {"offset"};
+    so.encoding = encoding;
+    std::map<int64_t, std::vector<float>> streamed, job;
+    auto stream = (*client)->Stream("sel", ids, so);
+    Shot shot;
+    while (*stream->Next(&shot)) {
+      streamed[shot.shot_id].assign(shot.samples.data(),
+                                    shot.samples.data() + shot.n_traces * shot.n_samples);
+      EXPECT_EQ(*shot.header("offset"), (std::vector<double>{25, 50}));
+    }
+    auto reader = (*client)->StreamJob("sel", "job-" + encoding, ids, 0, 1, so);
+    for (;;) {
+      auto more = reader->Next(&shot);
+      ASSERT_TRUE(more.ok()) << more.status();
+      if (!*more) break;
+      EXPECT_EQ(shot.n_traces, 2u);
+      EXPECT_EQ(shot.n_samples, 20u);
+      EXPECT_EQ(*shot.header("offset"), (std::vector<double>{25, 50}));
+      job[shot.shot_id].assign(shot.samples.data(),
+                               shot.samples.data() + shot.n_traces * shot.n_samples);
+    }
+    EXPECT_EQ(reader->last_encoding(), encoding);
+    ASSERT_EQ(job.size(), 4u);
+    EXPECT_EQ(job, streamed);
+    // Shot 3, trace 1, sample 10: exact, or within int16's bound (max |x| / 32767 / 2).
+    EXPECT_NEAR(job[3][0], Value(3, 1, 10), encoding == "int16" ? 3150.0 / 32767 : 0.0);
+  }
 }
 
 }  // namespace

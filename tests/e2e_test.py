@@ -317,8 +317,9 @@ class EndToEndTest(unittest.TestCase):
                                    request_serializer=pb.StreamShotsRequest.SerializeToString)
             for accept in (True, False):
                 with self.subTest(accept_big_endian=accept):
-                    req = pb.StreamShotsRequest(dataset="line1", shot_ids=[4, 10, 3, 4],
-                                                headers=["offset"], accept_big_endian=accept)
+                    req = pb.StreamShotsRequest(
+                        dataset="line1", shot_ids=[4, 10, 3, 4],
+                        selection=pb.ShotSelection(headers=["offset"], accept_big_endian=accept))
                     asm, shots, big = wire.Assembler(), [], {}
                     for raw in call(req):
                         meta, _ = wire.split_chunk(raw)
@@ -336,7 +337,8 @@ class EndToEndTest(unittest.TestCase):
                 grpc.insecure_channel(server.target) as ch:
             call = ch.unary_stream("/shotstream.v1.ShotStream/StreamShots",
                                    request_serializer=pb.StreamShotsRequest.SerializeToString)
-            req = pb.StreamShotsRequest(dataset="line1", shot_ids=[4], accept_big_endian=True)
+            req = pb.StreamShotsRequest(dataset="line1", shot_ids=[4],
+                                        selection=pb.ShotSelection(accept_big_endian=True))
             self.assertEqual({wire.split_chunk(raw)[0].big_endian for raw in call(req)}, {False})
 
     def test_little_endian_file_written_with_numpy(self):

@@ -188,7 +188,8 @@ class EncodingTest(unittest.TestCase):
             (dict(tolerance=-1), "tolerance"),
         ]
         for fields, named in cases:
-            req = pb.StreamShotsRequest(dataset="ibm", shot_ids=SHOTS, **fields)
+            req = pb.StreamShotsRequest(dataset="ibm", shot_ids=SHOTS,
+                                        selection=pb.ShotSelection(**fields))
             chunks = []
             with self.assertRaises(grpc.RpcError) as cm:
                 for chunk in stub.StreamShots(req):

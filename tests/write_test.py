@@ -77,6 +77,12 @@ class WriteTest(unittest.TestCase):
                 self.assertEqual((info.sample_format, info.sample_interval_us), (fmt, 4000))
                 self.assertEqual(info.written_shots, 3)
                 self.assertEqual(info.written_bytes, 3 * 9 * NS * 4)
+                # The new dataset's ids: what stream() can be asked for at once.
+                self.assertEqual(list(info.shot_ids), [11, 12, 14])
+                self.assertEqual(list(info.shot_trace_counts), [9, 9, 9])
+                self.assertEqual(info.format, "segy")
+                self.assertEqual([s.shot_id for s in c.stream(name, info.shot_ids)],
+                                 [11, 12, 14])
                 self.assertIn(name, [d.name for d in c.list_datasets()])
                 path = os.path.join(self.out, f"{name}.sgy")
                 oracle = harness.segyio_shots([path])  # an independent reader of the file
@@ -161,19 +167,22 @@ class WriteTest(unittest.TestCase):
         self.assertNotIn("failing", [d.name for d in c.list_datasets()])
         # A checksum that does not match: DATA_LOSS naming the shot.
         stub = pb_grpc.ShotStreamStub(grpc.insecure_channel(self.server.target))
-        msgs = [pb.WriteShotsRequest(dataset="corrupt", sample_interval_us=1000),
-                pb.WriteShotsRequest(shot_id=5, n_traces=1, n_samples=4,
-                                     samples=np.ones(4, "<f4").tobytes(), shot_end=True,
-                                     crc32=1),
-                pb.WriteShotsRequest(finish=True)]
+        msgs = [pb.WriteShotsRequest(start=pb.WriteStart(dataset="corrupt",
+                                                         sample_interval_us=1000)),
+                pb.WriteShotsRequest(shot=pb.ShotPart(shot_id=5, n_traces=1, n_samples=4,
+                                                      samples=np.ones(4, "<f4").tobytes(),
+                                                      shot_end=True, crc32=1)),
+                pb.WriteShotsRequest(finish=pb.WriteFinish())]
         with self.assertRaises(grpc.RpcError) as e:
             stub.WriteShots(iter(msgs))
         self.assertEqual(e.exception.code(), grpc.StatusCode.DATA_LOSS)
         self.assertIn("shot 5", e.exception.details())
-        # A stream that ends without its finishing message creates nothing.
+        # A stream half-closed without `finish` is a protocol error and creates nothing
+        # (CANCELLED stays for a client that really cancels).
         with self.assertRaises(grpc.RpcError) as e:
             stub.WriteShots(iter(msgs[:1]))
-        self.assertEqual(e.exception.code(), grpc.StatusCode.CANCELLED)
+        self.assertEqual(e.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn("finish", e.exception.details())
         wait_for(lambda: not temporaries(self.out), what="temporaries removed")
         self.assertEqual(sorted(f for f in os.listdir(self.out)), sorted(before))
 

@@ -31,7 +31,7 @@ class Baseline(pb_grpc.ShotStreamServicer):
                 self.index.setdefault(int(sid), []).append((f, int(idx[0]), int(idx[-1]) + 1))
 
     def GetDataset(self, request, context):
-        info = pb.DatasetInfo(name=request.name, state="READY")
+        info = pb.DatasetInfo(name=request.name, state=pb.DATASET_STATE_READY)
         for sid in sorted(self.index):
             info.shot_ids.append(sid)
             info.shot_trace_counts.append(sum(b - a for _, a, b in self.index[sid]))

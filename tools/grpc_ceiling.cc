@@ -62,7 +62,8 @@ class CeilingReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   CeilingReactor(const SyntheticShot* shot, StreamShotsRequest request)
       : shot_(shot), request_(std::move(request)) {
     const uint64_t trace_bytes = uint64_t{shot_->n_samples} * sizeof(float);
-    const uint64_t limit = request_.max_chunk_bytes() > 0 ? request_.max_chunk_bytes() : 1 << 20;
+    const uint64_t asked = request_.selection().max_chunk_bytes();
+    const uint64_t limit = asked > 0 ? asked : 1 << 20;
     chunk_bytes_ = std::max<uint64_t>(1, limit / trace_bytes) * trace_bytes;
     Next();
   }
@@ -168,7 +169,7 @@ bool StreamOnce(grpc::Channel* channel, const std::vector<int64_t>& ids, bool co
                 std::vector<uint8_t>* dst, uint64_t* bytes) {
   StreamShotsRequest request;
   request.set_dataset(absl::GetFlag(FLAGS_dataset));
-  request.set_accept_big_endian(true);  // ReceivedChunk swaps in its copy, as the client does
+  request.mutable_selection()->set_accept_big_endian(true);  // ReceivedChunk swaps in its copy, as the client does
   for (int64_t id : ids) request.add_shot_ids(id);
   const std::string raw = request.SerializeAsString();
   grpc::Slice slice(raw);

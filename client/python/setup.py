@@ -64,6 +64,7 @@ NATIVE_HEADERS = [
     "segy/sample_format.h",
     "wire/chunk_codec.h",
     "wire/encoding.h",
+    "wire/encoding_proto.h",
     "wire/sample_encoding.h",
 ]
 PKG_CONFIG = ["grpc++", "protobuf", "libisal", "zlib", "blosc", "absl_status", "absl_statusor",

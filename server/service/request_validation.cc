@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "wire/encoding_proto.h"
 
 namespace shotstream::service {
 
@@ -19,17 +20,34 @@ absl::Status NotReadyError(const DatasetEntry& entry) {
 absl::StatusOr<ValidatedRequest> ValidateStreamRequest(const v1::StreamShotsRequest& r,
                                                        const dataset::DatasetRegistry& datasets,
                                                        const RequestLimits& limits) {
-  const DatasetEntry* e = datasets.Find(r.dataset());
-  if (e == nullptr) return absl::NotFoundError(absl::StrCat("unknown dataset '", r.dataset(), "'"));
+  return ValidateShots(r.dataset(), r.shot_ids(), r.queue_depth(), r.selection(), datasets,
+                       limits);
+}
+
+absl::StatusOr<ValidatedRequest> ValidateJobStart(const v1::JobStart& j,
+                                                  const dataset::DatasetRegistry& datasets,
+                                                  const RequestLimits& limits) {
+  return ValidateShots(j.dataset(), j.shot_ids(), j.queue_depth(), j.selection(), datasets,
+                       limits);
+}
+
+absl::StatusOr<ValidatedRequest> ValidateShots(const std::string& name,
+                                               absl::Span<const int64_t> shot_ids,
+                                               uint32_t queue_depth,
+                                               const v1::ShotSelection& r,
+                                               const dataset::DatasetRegistry& datasets,
+                                               const RequestLimits& limits) {
+  const DatasetEntry* e = datasets.Find(name);
+  if (e == nullptr) return absl::NotFoundError(absl::StrCat("unknown dataset '", name, "'"));
   std::shared_ptr<const dataset::Dataset> d = e->dataset();
   if (d == nullptr) return NotReadyError(*e);
-  if (static_cast<uint64_t>(r.shot_ids_size()) > limits.max_shots_per_request) {
+  if (shot_ids.size() > limits.max_shots_per_request) {
     return absl::InvalidArgumentError(
-        absl::StrCat("request names ", r.shot_ids_size(), " shots; the limit "
+        absl::StrCat("request names ", shot_ids.size(), " shots; the limit "
                      "(max_shots_per_request) is ", limits.max_shots_per_request));
   }
-  if (r.queue_depth() > limits.max_queue_depth) {
-    return absl::InvalidArgumentError(absl::StrCat("queue_depth ", r.queue_depth(),
+  if (queue_depth > limits.max_queue_depth) {
+    return absl::InvalidArgumentError(absl::StrCat("queue_depth ", queue_depth,
                                                    " is above the limit (max_queue_depth) of ",
                                                    limits.max_queue_depth));
   }
@@ -38,13 +56,13 @@ absl::StatusOr<ValidatedRequest> ValidateStreamRequest(const v1::StreamShotsRequ
   dataset::ShotSelection& s = v.selection;
   for (const std::string& h : r.headers()) {
     auto sel = v.dataset->ResolveHeader(h);
-    if (!sel.ok()) return sel.status();
+    if (!sel.ok()) return absl::InvalidArgumentError(absl::StrCat("headers: ", sel.status().message()));
     s.headers.push_back(*std::move(sel));
   }
-  v.shot_ids.assign(r.shot_ids().begin(), r.shot_ids().end());
+  v.shot_ids.assign(shot_ids.begin(), shot_ids.end());
   for (int64_t id : v.shot_ids) {
     if (v.dataset->catalog().Find(id) == nullptr) {
-      return absl::NotFoundError(absl::StrCat("dataset '", r.dataset(), "' has no shot ", id));
+      return absl::NotFoundError(absl::StrCat("dataset '", name, "' has no shot ", id));
     }
   }
   const uint32_t ns = v.dataset->n_samples();
@@ -55,7 +73,7 @@ absl::StatusOr<ValidatedRequest> ValidateStreamRequest(const v1::StreamShotsRequ
     if (start >= stop || stop > ns) {
       return absl::InvalidArgumentError(absl::StrCat(
           "window: samples [", start, ", ", r.window().stop(), ") are not within the traces' ",
-          ns, " samples of dataset '", r.dataset(), "' (need start < stop <= ", ns,
+          ns, " samples of dataset '", name, "' (need start < stop <= ", ns,
           "; stop 0 means to the end)"));
     }
     s.start = start;
@@ -79,14 +97,14 @@ absl::StatusOr<ValidatedRequest> ValidateStreamRequest(const v1::StreamShotsRequ
         "encoding: ", static_cast<int>(r.encoding()), " is not a known Encoding (float32, "
         "native, lossless, int16, zfp, auto)"));
   }
-  s.encoding = static_cast<wire::Encoding>(r.encoding());
+  s.encoding = wire::FromProto(r.encoding());
   if (!(r.tolerance() >= 0) || !std::isfinite(r.tolerance())) {
     return absl::InvalidArgumentError(absl::StrCat("tolerance: ", r.tolerance(),
                                                    " is not a finite value >= 0"));
   }
   s.tolerance = r.tolerance();
-  v.queue_depth = r.queue_depth() == 0 ? std::max<uint32_t>(1, limits.default_queue_depth)
-                                       : r.queue_depth();
+  v.queue_depth = queue_depth == 0 ? std::max<uint32_t>(1, limits.default_queue_depth)
+                                   : queue_depth;
   s.max_chunk_bytes = r.max_chunk_bytes() == 0
                           ? limits.default_chunk_bytes
                           : std::min<uint64_t>(r.max_chunk_bytes(), limits.max_chunk_bytes);

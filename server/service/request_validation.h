@@ -12,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "server/config/defaults.h"
 #include "server/dataset/dataset.h"
 #include "server/dataset/dataset_entry.h"
@@ -46,14 +47,25 @@ struct ValidatedRequest {
   dataset::ShotSelection selection;  // encoding as asked (kAuto: still to plan)
 };
 
-// NOT_FOUND: unknown dataset or shot id (named); a dataset that is not READY:
-// NotReadyError;
-// INVALID_ARGUMENT: over a limit (named), an unknown header field, a window outside the
-// traces, a condition on an unknown header or with low > high, an unknown encoding or a
-// negative tolerance (each naming the request field).
+// The shots of a stream as StreamShotsRequest and JobStart both give them: dataset, shot
+// ids, queue depth and selection. NOT_FOUND: unknown dataset or shot id (named); a dataset
+// that is not READY: NotReadyError; INVALID_ARGUMENT: over a limit (named), an unknown
+// header field, a window outside the traces, a condition on an unknown header or with
+// low > high, an unknown encoding or a negative tolerance (each naming the request field).
+absl::StatusOr<ValidatedRequest> ValidateShots(const std::string& dataset,
+                                               absl::Span<const int64_t> shot_ids,
+                                               uint32_t queue_depth,
+                                               const v1::ShotSelection& selection,
+                                               const dataset::DatasetRegistry& datasets,
+                                               const RequestLimits& limits);
+
+// ValidateShots of a StreamShotsRequest, or of a job's first message.
 absl::StatusOr<ValidatedRequest> ValidateStreamRequest(const v1::StreamShotsRequest& request,
                                                        const dataset::DatasetRegistry& datasets,
                                                        const RequestLimits& limits);
+absl::StatusOr<ValidatedRequest> ValidateJobStart(const v1::JobStart& start,
+                                                  const dataset::DatasetRegistry& datasets,
+                                                  const RequestLimits& limits);
 
 }  // namespace shotstream::service
 

@@ -35,12 +35,13 @@ void FillInfo(const DatasetEntry& e, bool with_shots, v1::DatasetInfo* info,
   const std::shared_ptr<const dataset::Dataset> snapshot = e.dataset();
   if (snapshot == nullptr) {
     const bool rebuilding = e.state() == DatasetEntry::State::kRebuilding;
-    info->set_state(rebuilding ? "REBUILDING" : "FAILED");
+    info->set_state(rebuilding ? v1::DATASET_STATE_REBUILDING : v1::DATASET_STATE_FAILED);
     info->set_error(std::string(e.status().message()));
     return;
   }
   const dataset::Dataset& d = *snapshot;
-  info->set_state("READY");
+  info->set_state(v1::DATASET_STATE_READY);
+  info->set_format(d.format());
   info->set_n_traces(d.catalog().n_traces());
   info->set_n_shots(d.catalog().shots().size());
   info->set_n_samples(d.n_samples());
@@ -189,7 +190,7 @@ class ShotStreamServiceImpl final
   // One consumer of a job: checked as a StreamShots request of the job's shots would be,
   // then joined to the job (jobs::JobRegistry), its shots fed to a window as it has room.
   grpc::ServerReadReactor<v1::WriteShotsRequest>* WriteShots(
-      grpc::CallbackServerContext* ctx, v1::DatasetInfo* response) override {
+      grpc::CallbackServerContext* ctx, v1::WriteShotsResponse* response) override {
     std::string who;
     absl::Status refused = Authenticate(ctx, &who);
     if (refused.ok()) refused = access_.MayWrite(who);
@@ -206,10 +207,10 @@ class ShotStreamServiceImpl final
       counters_->bytes_written += static_cast<int64_t>(session.sample_bytes());
       if (status.ok()) {
         ++counters_->writes_committed;
-        FillInfo(*entry, false, response);
-        response->set_write_max_error(session.max_error());
-        response->set_written_shots(session.shots());
-        response->set_written_bytes(session.sample_bytes());
+        FillInfo(*entry, /*with_shots=*/true, response->mutable_dataset());
+        response->set_max_error(session.max_error());
+        response->set_shots(session.shots());
+        response->set_sample_bytes(session.sample_bytes());
       } else {
         ++counters_->writes_failed_by_code[static_cast<int>(status.code()) % 17];
       }
@@ -232,21 +233,16 @@ class ShotStreamServiceImpl final
     const bool draining = options_.draining != nullptr && options_.draining->load();
     const std::string peer = StreamAdmission::PeerAddress(ctx->peer());
     auto starter = [this, who, auth, draining, peer](
-                       const v1::JobRequest& r) -> absl::StatusOr<JobStream> {
+                       const v1::JobStart& r) -> absl::StatusOr<JobStream> {
       if (!auth.ok()) return auth;
       if (Find(r.dataset()) == nullptr) return UnknownDataset(r.dataset(), who);
       if (absl::Status allowed = Allowed(who, r.dataset()); !allowed.ok()) return allowed;
       if (draining) {
         return absl::UnavailableError("the server is shutting down; no new streams");
       }
-      v1::StreamShotsRequest as_stream;  // the same checks as StreamShots
-      as_stream.set_dataset(r.dataset());
-      *as_stream.mutable_shot_ids() = r.shot_ids();
-      as_stream.set_queue_depth(r.queue_depth());
-      *as_stream.mutable_headers() = r.headers();
-      as_stream.set_max_chunk_bytes(r.max_chunk_bytes());
-      as_stream.set_accept_big_endian(true);
-      absl::StatusOr<stream::WindowPlan> plan = Validate(as_stream, peer);
+      auto v = ValidateJobStart(r, *datasets_, options_.limits);
+      if (!v.ok()) return v.status();
+      absl::StatusOr<stream::WindowPlan> plan = PlanWindow(*std::move(v), peer, r.dataset());
       if (!plan.ok()) return plan.status();
       jobs::JobSpec spec{r.dataset(), r.job(), r.epoch(), r.seed(),
                          std::vector<int64_t>(r.shot_ids().begin(), r.shot_ids().end())};
@@ -316,14 +312,20 @@ class ShotStreamServiceImpl final
                                               const std::string& peer) {
     auto v = ValidateStreamRequest(r, *datasets_, options_.limits);
     if (!v.ok()) return v.status();
+    return PlanWindow(*std::move(v), peer, r.dataset());
+  }
+
+  // A validated stream's window: its shots planned once (encoding, zero copy).
+  absl::StatusOr<stream::WindowPlan> PlanWindow(ValidatedRequest v, const std::string& peer,
+                                                const std::string& dataset) {
     stream::WindowPlan plan;
-    plan.shot = stream::PlanShots(v->selection, v->dataset->sample_format(), options_.zero_copy,
-                                  &advisor_, peer, r.dataset());
+    plan.shot = stream::PlanShots(v.selection, v.dataset->sample_format(), options_.zero_copy,
+                                  &advisor_, peer, dataset);
     plan.advisor = &advisor_;
-    plan.dataset = r.dataset();
-    plan.source = stream::MakeDatasetShotSource(std::move(v->dataset));
-    plan.shot_ids = std::move(v->shot_ids);
-    plan.queue_depth = v->queue_depth;
+    plan.dataset = dataset;
+    plan.source = stream::MakeDatasetShotSource(std::move(v.dataset));
+    plan.shot_ids = std::move(v.shot_ids);
+    plan.queue_depth = v.queue_depth;
     plan.corrupt_shot = options_.corrupt_shot_for_testing;
     plan.counters = counters_;
     plan.budget = budget_.get();

@@ -180,8 +180,9 @@ TEST_F(ZeroCopyTest, StoredBigEndianSamplesOnlyWhereAcceptedWithTheCrcOfWhatIsSe
   for (const bool accept : {true, false}) {
     grpc::ClientContext ctx;
     v1::StreamShotsRequest request = Request(2, 3);
-    request.set_accept_big_endian(accept);
-    request.set_max_chunk_bytes(3 * kSamples * 4 + 5);  // 3 traces a chunk: 7 per shot
+    request.mutable_selection()->set_accept_big_endian(accept);
+    // 3 traces a chunk: 7 per shot.
+    request.mutable_selection()->set_max_chunk_bytes(3 * kSamples * 4 + 5);
     auto reader = stub_->StreamShots(&ctx, request);
     v1::ShotChunk chunk;
     std::string bytes;
@@ -220,7 +221,7 @@ TEST_F(ZeroCopyTest, CancelMidStreamWhileSendingStoredFreesEverything) {
   for (int i = 0; i < 40; ++i) {
     grpc::ClientContext ctx;
     v1::StreamShotsRequest request = Request(50, 4);
-    request.set_accept_big_endian(true);
+    request.mutable_selection()->set_accept_big_endian(true);
     auto reader = stub_->StreamShots(&ctx, request);
     v1::ShotChunk chunk;
     for (int k = 0; k < 1 + i % 5 && reader->Read(&chunk); ++k) {
@@ -313,7 +314,8 @@ TEST_F(ServiceTest, ValidationErrorsBeforeAnyData) {
       {[](auto* r) { r->add_shot_ids(12345); }, grpc::StatusCode::NOT_FOUND, "12345"},
       {[](auto* r) { r->set_queue_depth(1000); }, grpc::StatusCode::INVALID_ARGUMENT,
        "max_queue_depth"},
-      {[](auto* r) { r->add_headers("bogus"); }, grpc::StatusCode::INVALID_ARGUMENT, "bogus"},
+      {[](auto* r) { r->mutable_selection()->add_headers("bogus"); },
+       grpc::StatusCode::INVALID_ARGUMENT, "bogus"},
   };
   for (const Case& c : cases) {
     v1::StreamShotsRequest r = Request(1, 2);

@@ -8,6 +8,7 @@
 #include "absl/time/time.h"
 #include "common/status_macros.h"
 #include "server/stream/shot_encoder.h"
+#include "wire/encoding_proto.h"
 #include "wire/sample_encoding.h"
 
 namespace shotstream::stream {
@@ -277,7 +278,7 @@ void ShotWindow::FillChunkLocked(Slot& slot, OutgoingChunk* chunk) {
   meta.set_sample_interval_us(plan_.source->sample_interval_us());
   meta.set_offset(chunk_trace_ * shot.n_samples * sizeof(float));
   meta.set_total_bytes(shot.total_bytes);
-  meta.set_encoding(static_cast<v1::Encoding>(shot.encoding));
+  meta.set_encoding(wire::ToProto(shot.encoding));
   if (shot.encoding == wire::Encoding::kNative) meta.set_sample_format(shot.sample_format);
   if (c == 0) {
     for (auto& [name, values] : shot.headers) {

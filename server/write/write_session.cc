@@ -1,5 +1,6 @@
 #include "server/write/write_session.h"
 
+#include <cmath>
 #include <utility>
 #include <vector>
 
@@ -16,17 +17,21 @@ void WriteSession::Abandon() {
   reserved_ = false;
 }
 
-absl::Status WriteSession::Start(const v1::WriteShotsRequest& first) {
+absl::Status WriteSession::Start(const v1::WriteStart& first) {
   if (context_.write_dir.empty()) {
     return absl::FailedPreconditionError(
         "writing is not enabled on this server (start it with --write_dir=DIR, or write_dir: "
         "in its config)");
   }
   name_ = first.dataset();
-  if (name_.empty()) {
-    return absl::InvalidArgumentError("the first message must name the dataset to write");
-  }
+  if (name_.empty()) return absl::InvalidArgumentError("start.dataset: the dataset to create");
   SS_RETURN_IF_ERROR(ValidateWriteName(name_));
+  if (!(first.sample_interval_us() > 0) || !std::isfinite(first.sample_interval_us())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "start.sample_interval_us: ", first.sample_interval_us(), "; a write must give its "
+        "sample interval in microseconds (> 0), e.g. 2000 for 2 ms (put --sample_interval_us, "
+        "Client.write(..., sample_interval_us=))"));
+  }
   SS_RETURN_IF_ERROR(context_.datasets->Reserve(name_));
   reserved_ = true;
   WriteSpec spec;
@@ -40,14 +45,32 @@ absl::Status WriteSession::Start(const v1::WriteShotsRequest& first) {
 }
 
 absl::Status WriteSession::Take(const v1::WriteShotsRequest& m) {
-  if (finishing_) return absl::InvalidArgumentError("a message after the finishing one");
-  if (writer_ == nullptr) {
-    SS_RETURN_IF_ERROR(Start(m));
-  } else if (!m.dataset().empty() && m.dataset() != name_) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "a write creates one dataset: '", m.dataset(), "' after '", name_, "'"));
+  if (finishing_) return absl::InvalidArgumentError("a message after `finish`");
+  switch (m.message_case()) {
+    case v1::WriteShotsRequest::kStart:
+      if (writer_ != nullptr) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "a second `start` ('", m.start().dataset(), "'); a write creates one dataset"));
+      }
+      return Start(m.start());
+    case v1::WriteShotsRequest::kShot:
+      if (writer_ == nullptr) {
+        return absl::InvalidArgumentError("the first message must be `start`, naming the dataset");
+      }
+      return TakePart(m.shot());
+    case v1::WriteShotsRequest::kFinish:
+      if (writer_ == nullptr) {
+        return absl::InvalidArgumentError("the first message must be `start`, naming the dataset");
+      }
+      finishing_ = true;
+      return absl::OkStatus();
+    default:
+      return absl::InvalidArgumentError("a WriteShotsRequest with none of start, shot, finish");
   }
-  if (!writer_->in_shot() && (m.n_traces() > 0 || !m.samples().empty() || m.shot_end())) {
+}
+
+absl::Status WriteSession::TakePart(const v1::ShotPart& m) {
+  if (!writer_->in_shot()) {
     std::vector<std::pair<std::string, std::vector<double>>> headers;
     headers.reserve(m.headers_size());
     for (const v1::HeaderColumn& c : m.headers()) {
@@ -57,7 +80,6 @@ absl::Status WriteSession::Take(const v1::WriteShotsRequest& m) {
   }
   if (!m.samples().empty()) SS_RETURN_IF_ERROR(writer_->AddSamples(m.samples()));
   if (m.shot_end()) SS_RETURN_IF_ERROR(writer_->EndShot(m.crc32()));
-  if (m.finish()) finishing_ = true;
   return absl::OkStatus();
 }
 

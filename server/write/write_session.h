@@ -1,7 +1,7 @@
 // WriteSession: one WriteShots call without the transport. It takes the call's messages
-// in order (the first names the dataset, reserving the name; then shots), writes them
-// with a DatasetWriter, and on the finishing message renames the file into place and
-// adds the dataset to the registry. Destroyed unfinished (an error, a client that left)
+// in order (`start` names the dataset, reserving the name; then the shots' parts; then
+// `finish`), writes them with a DatasetWriter, and on Commit renames the file into place
+// and adds the dataset to the registry. Destroyed unfinished (an error, a client that left)
 // it leaves nothing: the temporary is removed and the name released.
 //
 // Thread-compatible: one caller at a time (the call's reactor).
@@ -36,8 +36,9 @@ class WriteSession {
   WriteSession(const WriteSession&) = delete;
   WriteSession& operator=(const WriteSession&) = delete;
 
-  // Takes the next message. Errors are the call's status (INVALID_ARGUMENT, ALREADY_EXISTS,
-  // DATA_LOSS for a shot whose checksum is wrong, RESOURCE_EXHAUSTED for a full disk...).
+  // Takes the next message. Errors are the call's status (INVALID_ARGUMENT for a message
+  // out of order or a bad name, shot or interval, ALREADY_EXISTS, DATA_LOSS for a shot
+  // whose checksum is wrong, RESOURCE_EXHAUSTED for a full disk...).
   absl::Status Take(const v1::WriteShotsRequest& message);
   // Whether the finishing message was taken (and Commit may be called).
   bool finishing() const { return finishing_; }
@@ -53,7 +54,8 @@ class WriteSession {
   double max_error() const { return writer_ ? writer_->max_error() : 0; }
 
  private:
-  absl::Status Start(const v1::WriteShotsRequest& first);
+  absl::Status Start(const v1::WriteStart& start);
+  absl::Status TakePart(const v1::ShotPart& part);
 
   SessionContext context_;
   std::string name_;

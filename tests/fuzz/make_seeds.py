@@ -74,7 +74,7 @@ def main():
                           "native": b"\x02\x83\x02\x04" + bytes(range(16))},
         # byte 0 bit 0: force dataset "d"; then a serialized StreamShotsRequest.
         "request_validation": {"ok": b"\x01" + b"\x0a\x01d" + b"\x12\x03\x01\x02\x03"
-                               + b"\x18\x02" + b"\x22\x06offset",
+                               + b"\x18\x02" + b"\x22\x08\x0a\x06offset",
                                "unknown": b"\x00" + b"\x0a\x03xyz\x12\x01\x07"},
     }
     for name, files in seeds.items():

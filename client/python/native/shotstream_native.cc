@@ -502,8 +502,10 @@ PyObject* NativeClientWrite(NativeClientObject* self, PyObject* args) {
     }
     Py_DECREF(s);
   }
+  // The written ids and counts as raw int64 / uint32 bytes (numpy views them).
   return Py_BuildValue(
-      "{s:s#,s:s#,s:K,s:K,s:I,s:d,s:i,s:s#,s:I,s:d,s:K,s:K,s:N}", "name", info->name.data(),
+      "{s:s#,s:s#,s:K,s:K,s:I,s:d,s:i,s:s#,s:I,s:d,s:K,s:K,s:N,s:y#,s:y#,s:s#}", "name",
+      info->name.data(),
       static_cast<Py_ssize_t>(info->name.size()), "state", info->state.data(),
       static_cast<Py_ssize_t>(info->state.size()),
       "n_traces", static_cast<unsigned long long>(info->n_traces), "n_shots",
@@ -512,7 +514,12 @@ PyObject* NativeClientWrite(NativeClientObject* self, PyObject* args) {
       "shot_key", info->shot_key.data(), static_cast<Py_ssize_t>(info->shot_key.size()),
       "n_files", info->n_files, "write_max_error", info->write_max_error, "written_shots",
       static_cast<unsigned long long>(info->written_shots), "written_bytes",
-      static_cast<unsigned long long>(info->written_bytes), "header_fields", fields);
+      static_cast<unsigned long long>(info->written_bytes), "header_fields", fields,
+      "shot_ids", reinterpret_cast<const char*>(info->shot_ids.data()),
+      static_cast<Py_ssize_t>(info->shot_ids.size() * sizeof(int64_t)), "shot_trace_counts",
+      reinterpret_cast<const char*>(info->shot_trace_counts.data()),
+      static_cast<Py_ssize_t>(info->shot_trace_counts.size() * sizeof(uint32_t)), "format",
+      info->format.data(), static_cast<Py_ssize_t>(info->format.size()));
 }
 
 PyMethodDef g_client_methods[] = {

@@ -79,15 +79,19 @@ class JobReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::
     }
     if (!request.ParseFromString(bytes)) return FinishNow(absl::InvalidArgumentError("malformed JobRequest"));
     if (job_ == nullptr) {
-      absl::StatusOr<JobStream> started = starter_(request);
+      if (!request.has_start()) {
+        return FinishNow(absl::InvalidArgumentError(
+            "the first JobRequest of a StreamJob must be `start`, naming the job"));
+      }
+      absl::StatusOr<JobStream> started = starter_(request.start());
       if (!started.ok()) return FinishNow(started.status());
       job_ = started->job;
       consumer_ = started->consumer;
       if (context_.log) {
         std::fprintf(stderr, "job stream %lld: peer %s dataset %s job %s epoch %llu\n",
                      static_cast<long long>(context_.stream_id), context_.peer.c_str(),
-                     request.dataset().c_str(), request.job().c_str(),
-                     static_cast<unsigned long long>(request.epoch()));
+                     request.start().dataset().c_str(), request.start().job().c_str(),
+                     static_cast<unsigned long long>(request.start().epoch()));
       }
       auto window =
           stream::ShotWindow::Create(std::move(started->plan), executor_, [this] { Pump(); });
@@ -100,8 +104,11 @@ class JobReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::
       if (cancelled) window->Stop(absl::CancelledError("cancelled by the client"));
       window->Start();
       Pump();
+    } else if (request.has_progress()) {
+      Ack(request.progress().done());
     } else {
-      Ack(request.done());
+      return FinishNow(absl::InvalidArgumentError(
+          "a StreamJob's JobRequests after the first must be `progress`"));
     }
     StartRead(&in_);
   }

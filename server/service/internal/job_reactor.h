@@ -1,6 +1,6 @@
-// The StreamJob reactor: one consumer of a job. Its first message names the job (the
-// starter validates it and joins the job); later ones say how many shots the consumer is
-// done with. Shots come from the job through the window's feed and are written as
+// The StreamJob reactor: one consumer of a job. Its first message (start) names the job
+// (the starter validates it and joins the job); later ones (progress) say how many shots
+// the consumer is done with. Shots come from the job through the window's feed and are written as
 // StreamShots writes them.
 #ifndef SHOTSTREAM_SERVER_SERVICE_INTERNAL_JOB_REACTOR_H_
 #define SHOTSTREAM_SERVER_SERVICE_INTERNAL_JOB_REACTOR_H_
@@ -24,7 +24,7 @@ struct JobStream {
   std::shared_ptr<jobs::Job> job;
   int64_t consumer = 0;
 };
-using JobStarter = std::function<absl::StatusOr<JobStream>(const v1::JobRequest&)>;
+using JobStarter = std::function<absl::StatusOr<JobStream>(const v1::JobStart&)>;
 
 // Reads the first message, calls `starter`, and streams (or finishes with its error
 // before any data). The reactor deletes itself after gRPC's OnDone.

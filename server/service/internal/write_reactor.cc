@@ -19,9 +19,10 @@ class WriteReactor final : public grpc::ServerReadReactor<v1::WriteShotsRequest>
   }
 
   void OnReadDone(bool ok) override {
-    if (!ok) {  // the stream ended (or broke) without the finishing message
-      End(absl::CancelledError("the write ended before its finishing message (the client "
-                               "left, cancelled or failed); nothing was written"),
+    if (!ok) {  // the stream ended (or broke) without `finish`
+      End(absl::InvalidArgumentError(
+              "the write ended without its `finish` message, which is required; nothing "
+              "was kept"),
           nullptr);
       return;
     }

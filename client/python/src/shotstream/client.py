@@ -94,10 +94,12 @@ def _put_unless_stopped(q: "queue.Queue", item, stop: threading.Event) -> bool:
 
 
 class _Selection:
-    """stream()'s window, where, encoding and tolerance, checked and as the request has
-    them."""
+    """stream()'s and stream_job()'s selection (headers, window, where, encoding,
+    tolerance, message size, raw trace headers), checked, and as the request's
+    ShotSelection has it."""
 
-    def __init__(self, window, where, encoding, tolerance):
+    def __init__(self, window, where, encoding, tolerance, headers=(), max_chunk_bytes=None,
+                 trace_headers=False):
         self.window = None
         if window is not None:
             start, stop = window
@@ -109,14 +111,30 @@ class _Selection:
         encoding_number(encoding)  # INVALID_ARGUMENT for an unknown name
         self.encoding = encoding
         self.tolerance = 0.0 if tolerance is None else float(tolerance)
+        self.headers = [str(h) for h in headers]
+        self.max_chunk_bytes = int(max_chunk_bytes or 0)
+        self.trace_headers = bool(trace_headers)
 
-    def apply(self, req) -> None:
+    def message(self) -> "pb.ShotSelection":
+        sel = pb.ShotSelection(headers=self.headers, max_chunk_bytes=self.max_chunk_bytes,
+                               raw_trace_headers=self.trace_headers,
+                               encoding=encoding_number(self.encoding),
+                               tolerance=self.tolerance)
         if self.window is not None:
-            req.window.start, req.window.stop = self.window
+            sel.window.start, sel.window.stop = self.window
         for header, lo, hi in self.where:
-            req.where.add(header=header, low=lo, high=hi)
-        req.encoding = encoding_number(self.encoding)
-        req.tolerance = self.tolerance
+            sel.where.add(header=header, low=lo, high=hi)
+        return sel
+
+    def limit_to_grpcio(self) -> None:
+        """Through grpcio: an encoding this path cannot decode says which package it needs
+        (FAILED_PRECONDITION); auto keeps to what it can decode."""
+        if self.encoding != "auto":
+            missing = decoder_missing(self.encoding)
+            if missing:
+                raise ShotstreamError(grpc.StatusCode.FAILED_PRECONDITION, missing)
+        elif decoder_missing("lossless"):
+            self.encoding = "native"
 
 
 class _Rerouted(Exception):
@@ -234,7 +252,11 @@ class Client:
 
     def stream_job(self, dataset: str, job: str, shot_ids: Sequence[int], epoch: int = 0,
                    seed: int = 0, queue_depth: int = 2, headers: Sequence[str] = (),
-                   max_chunk_bytes: Optional[int] = None) -> Iterator[Shot]:
+                   window: Optional[Tuple[int, int]] = None,
+                   where: Optional[Dict[str, Tuple[float, float]]] = None,
+                   encoding: str = "float32", tolerance: Optional[float] = None,
+                   max_chunk_bytes: Optional[int] = None,
+                   trace_headers: bool = False) -> Iterator[Shot]:
         """Yields shots of a job shared by every consumer that names the same (dataset,
         job, epoch): the epoch's permutation of shot_ids (shotstream.epoch_permutation of
         the ids and seed), each shot handed to one consumer at a time, faster consumers
@@ -245,11 +267,16 @@ class Client:
         targets, each server runs the job for the shots it holds and this takes from all.
         Consumers that disagree on shot_ids or seed get FAILED_PRECONDITION naming the
         job; unknown ids NOT_FOUND, before any data. Each consumer must iterate on its own
-        (a process or thread): near the end one waits for shots the others hold. Through
-        grpcio (the native client does not run jobs)."""
+        (a process or thread): near the end one waits for shots the others hold. The shots
+        are selected and encoded as stream() does with the same headers, window, where,
+        encoding, tolerance, max_chunk_bytes and trace_headers. Through grpcio (the native
+        client does not run jobs yet)."""
         if self._closed:
             raise ShotstreamError(grpc.StatusCode.FAILED_PRECONDITION, "the client is closed")
         shot_ids = [int(s) for s in shot_ids]
+        sel = _Selection(window, where, encoding, tolerance, headers, max_chunk_bytes,
+                         trace_headers)
+        sel.limit_to_grpcio()
         per_target: Dict[int, List[int]] = {}
         if len(self._stubs) == 1:
             per_target[0] = shot_ids
@@ -275,9 +302,9 @@ class Client:
             # Done counts are cumulative: of the acks waiting, only the newest is sent.
             while True:
                 m = requests[t].get()
-                while m is not None and m.done and not requests[t].empty():
+                while m is not None and m.HasField("progress") and not requests[t].empty():
                     nxt = requests[t].get()
-                    m = nxt if nxt is None or nxt.done else m
+                    m = nxt if nxt is None or nxt.HasField("progress") else m
                 if m is None:
                     return
                 yield m
@@ -285,10 +312,10 @@ class Client:
         def receive(t):
             try:
                 self._reach(t)
-                requests[t].put(pb.JobRequest(
+                requests[t].put(pb.JobRequest(start=pb.JobStart(
                     dataset=dataset, job=job, shot_ids=per_target[t], epoch=int(epoch),
-                    seed=int(seed), queue_depth=int(queue_depth), headers=list(headers),
-                    max_chunk_bytes=int(max_chunk_bytes or 0)))
+                    seed=int(seed) % (1 << 64), queue_depth=int(queue_depth),
+                    selection=sel.message())))
                 call = self._raw_job[t](messages(t), metadata=self._metadata)
                 calls[t] = call
                 asm = Assembler()
@@ -317,7 +344,7 @@ class Client:
             while active:
                 if last is not None:  # asking for the next: done with the last one
                     taken[last] += 1
-                    requests[last].put(pb.JobRequest(done=taken[last]))
+                    requests[last].put(pb.JobRequest(progress=pb.JobProgress(done=taken[last])))
                     last = None
                 t, item = out.get()
                 if item is _END:
@@ -462,8 +489,9 @@ class Client:
         failure = []
 
         def messages():
-            yield pb.WriteShotsRequest(dataset=name, sample_interval_us=float(sample_interval_us),
-                                       sample_format=int(sample_format))
+            yield pb.WriteShotsRequest(start=pb.WriteStart(
+                dataset=name, sample_interval_us=float(sample_interval_us),
+                sample_format=int(sample_format)))
             try:
                 for sid, a, headers in _shots_to_write(shots):
                     n_traces, n_samples = a.shape
@@ -473,33 +501,34 @@ class Client:
                     for t in range(0, max(n_traces, 1), per):
                         part = a[t:t + per].tobytes()
                         crc = crc32(part, crc)
-                        m = pb.WriteShotsRequest(samples=part)
+                        m = pb.WriteShotsRequest(shot=pb.ShotPart(samples=part))
                         if first:
-                            m.shot_id, m.n_traces, m.n_samples = sid, n_traces, n_samples
+                            m.shot.shot_id, m.shot.n_traces, m.shot.n_samples = \
+                                sid, n_traces, n_samples
                             for h, col in headers.items():
-                                m.headers.add(name=h, values=col.tolist())
+                                m.shot.headers.add(name=h, values=col.tolist())
                             first = False
                         if t + per >= n_traces:
-                            m.shot_end, m.crc32 = True, crc
+                            m.shot.shot_end, m.shot.crc32 = True, crc
                         yield m
             except GeneratorExit:  # grpcio closes us: the call already ended
                 raise
             except BaseException as e:  # the call is cancelled: the server keeps nothing
                 failure.append(e)
                 return
-            yield pb.WriteShotsRequest(finish=True)
+            yield pb.WriteShotsRequest(finish=pb.WriteFinish())
 
         self._reach(0)
         call = self._stubs[0].WriteShots.future(messages(), metadata=self._metadata)
         try:
-            info = call.result()
+            response = call.result()
         except grpc.RpcError as e:
             if failure:
                 raise failure[0] from None
             raise _error(e) from None
         if failure:  # the iterable failed after the server had everything: not reached
             raise failure[0]
-        return DatasetInfo.from_message(info)
+        return DatasetInfo.from_message(response.dataset, written=response)
 
     def _native(self):
         """The C++ client of the native extension, made at its first use."""
@@ -525,6 +554,9 @@ class Client:
                                      int(sample_format), int(max_chunk_bytes))
         except _native.NativeError as e:
             raise _error(e) from None
+        d["shot_ids"] = np.frombuffer(d["shot_ids"], dtype=np.int64)
+        d["shot_trace_counts"] = np.frombuffer(d["shot_trace_counts"], dtype=np.uint32) \
+            .astype(np.int64)
         return DatasetInfo(**d)
 
     def stream(self, name: str, shot_ids: Sequence[int], queue_depth: int = 2,
@@ -570,25 +602,18 @@ class Client:
         if self._closed:
             raise ShotstreamError(grpc.StatusCode.FAILED_PRECONDITION, "the client is closed")
         shot_ids = [int(s) for s in shot_ids]
-        sel = _Selection(window, where, encoding, tolerance)
+        sel = _Selection(window, where, encoding, tolerance, headers, max_chunk_bytes,
+                         trace_headers)
         if self.native:
-            return self._stream_native(name, shot_ids, queue_depth, headers,
-                                       max_chunk_bytes or 0, bool(trace_headers), sel)
-        if encoding != "auto":
-            missing = decoder_missing(encoding)
-            if missing:
-                raise ShotstreamError(grpc.StatusCode.FAILED_PRECONDITION, missing)
-        elif decoder_missing("lossless"):
-            sel.encoding = "native"  # auto, limited to what this path can decode
-        return self._stream_grpcio(name, shot_ids, queue_depth, headers,
-                                   max_chunk_bytes or 0, bool(trace_headers), sel)
+            return self._stream_native(name, shot_ids, queue_depth, sel)
+        sel.limit_to_grpcio()
+        return self._stream_grpcio(name, shot_ids, queue_depth, sel)
 
-    def _stream_native(self, name, shot_ids, queue_depth, headers, max_chunk_bytes,
-                       trace_headers, sel):
+    def _stream_native(self, name, shot_ids, queue_depth, sel):
         stream = self._native().stream(
-            name, shot_ids, max(1, int(queue_depth)), [str(h) for h in headers],
-            int(max_chunk_bytes), trace_headers, sel.window is not None,
-            *(sel.window or (0, 0)), sel.where, sel.encoding, sel.tolerance)
+            name, shot_ids, max(1, int(queue_depth)), sel.headers, sel.max_chunk_bytes,
+            sel.trace_headers, sel.window is not None, *(sel.window or (0, 0)), sel.where,
+            sel.encoding, sel.tolerance)
         base = self.reconnects
         base_wire = self.wire_bytes
         try:
@@ -613,8 +638,7 @@ class Client:
         finally:
             stream.cancel()
 
-    def _stream_grpcio(self, name, shot_ids, queue_depth, headers, max_chunk_bytes,
-                       trace_headers, sel):
+    def _stream_grpcio(self, name, shot_ids, queue_depth, sel):
         route, holders = self._route(name, shot_ids)
         out = queue.Queue(maxsize=max(1, int(queue_depth)))
         stop = threading.Event()
@@ -654,10 +678,7 @@ class Client:
                                 raise
                             req = pb.StreamShotsRequest(dataset=name, shot_ids=shot_ids[k:j],
                                                         queue_depth=int(queue_depth),
-                                                        headers=list(headers),
-                                                        max_chunk_bytes=int(max_chunk_bytes),
-                                                        raw_trace_headers=trace_headers)
-                            sel.apply(req)
+                                                        selection=sel.message())
                             call = self._raw_stream[t](req, metadata=self._metadata)
                             state["call"] = call
                             asm = Assembler()

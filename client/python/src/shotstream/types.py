@@ -12,7 +12,8 @@ __all__ = ["DatasetInfo", "Shot"]
 
 @dataclass
 class DatasetInfo:
-    """What the server says of one dataset (shot_ids only from Client.dataset)."""
+    """What the server says of one dataset (shot_ids only from Client.dataset and
+    Client.write)."""
 
     name: str
     state: str  # READY, FAILED or REBUILDING
@@ -24,6 +25,7 @@ class DatasetInfo:
     sample_format: int = 0
     shot_key: str = ""
     n_files: int = 0
+    format: str = ""  # "segy", "npy", "hdf5", ...
     shot_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     shot_trace_counts: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     header_fields: List[str] = field(default_factory=list)
@@ -36,18 +38,22 @@ class DatasetInfo:
     written_bytes: int = 0
 
     @classmethod
-    def from_message(cls, msg) -> "DatasetInfo":
-        """From a shotstream.v1.DatasetInfo message."""
-        return cls(name=msg.name, state=msg.state, error=msg.error, n_traces=msg.n_traces,
-                   n_shots=msg.n_shots, n_samples=msg.n_samples,
+    def from_message(cls, msg, written=None) -> "DatasetInfo":
+        """From a shotstream.v1.DatasetInfo message (and, for a write, the
+        WriteShotsResponse that holds it)."""
+        state = type(msg).DESCRIPTOR.fields_by_name["state"].enum_type \
+            .values_by_number[msg.state].name
+        return cls(name=msg.name, state=state.replace("DATASET_STATE_", ""), error=msg.error,
+                   n_traces=msg.n_traces, n_shots=msg.n_shots, n_samples=msg.n_samples,
                    sample_interval_us=msg.sample_interval_us, sample_format=msg.sample_format,
-                   shot_key=msg.shot_key, n_files=msg.n_files,
+                   shot_key=msg.shot_key, n_files=msg.n_files, format=msg.format,
                    shot_ids=np.array(msg.shot_ids, dtype=np.int64),
                    shot_trace_counts=np.array(msg.shot_trace_counts, dtype=np.int64),
                    header_fields=list(msg.header_fields),
                    source_positions={p.shot_id: (p.x, p.y) for p in msg.source_positions},
-                   write_max_error=msg.write_max_error, written_shots=msg.written_shots,
-                   written_bytes=msg.written_bytes)
+                   write_max_error=written.max_error if written else 0.0,
+                   written_shots=written.shots if written else 0,
+                   written_bytes=written.sample_bytes if written else 0)
 
     def __repr__(self) -> str:
         return (f"DatasetInfo(name={self.name!r}, state={self.state}, n_shots={self.n_shots}, "
