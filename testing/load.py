@@ -1,6 +1,6 @@
 """A load generator: many clients against one server, random shot orders, cancels and a
 new connection every round, every delivered shot compared with a reference; the server's
-memory sampled throughout. Used by //tests:hardening_test (which asserts on it) and by
+memory sampled throughout. Used by //tests:faults_test (which asserts on it) and by
 the benchmark (which reports it)."""
 
 import random

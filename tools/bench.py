@@ -336,7 +336,7 @@ def catalog_1m(work):
 
 
 def reliability(work, load_seconds):
-    """The load generator's figures (testing/load.py, which //tests:hardening_test runs
+    """The load generator's figures (testing/load.py, which //tests:faults_test runs
     for 20 s): 32 clients, random orders, cancels, reconnects, every shot verified."""
     d = os.path.join(work, "load")
     synth.write_survey(d, n_shots=24, traces_per_shot=60, n_samples=1000, n_files=3, fmt=1)

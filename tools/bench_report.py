@@ -268,17 +268,17 @@ def render(r):
         lines += ["", "## Reliability", "",
                   "| what | figure |", "| --- | --- |"]
         if rel.get("load"):
-            lines.append(f"| 32-client load (`testing/load.py`, also in `//tests:hardening_test`), random orders, "
+            lines.append(f"| 32-client load (`testing/load.py`, also in `//tests:faults_test`), random orders, "
                          f"cancels, reconnects, every shot verified | {rel['load']['line']} "
                          f"({'passed' if rel['load']['ok'] else 'FAILED'}) |")
-        lines += ["| faults injected and survived (`//tests:hardening_test`) | files truncated "
+        lines += ["| faults injected and survived (`//tests:faults_test`) | files truncated "
                   "while serving, with pread and mmap: the stream ends DATA_LOSS naming the file "
                   "and offset; read errors (EIO injected into pread by `tools/io_shim.c`, an "
                   "LD_PRELOAD shim, switched on and off while serving): the stream ends "
                   "UNAVAILABLE naming the file, offset and error, shots of healthy files go on, "
                   "and everything streams again once reads succeed; other streams and datasets "
                   "go on, the server exits 0 |",
-                  f"| bad inputs tried (`//tests:hardening_test`, `//server/segy:golden_test`) | "
+                  f"| bad inputs tried (`//tests:faults_test`, `//server/segy:golden_test`) | "
                   f"10 malformed files (truncated, garbage, wrong format codes, zero and absurd "
                   f"sample counts, bad extended-header counts, short SU), the 2 invalid and 2 "
                   f"format-4 files of segyio's test data: each refused with the file, byte and "

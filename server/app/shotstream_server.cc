@@ -26,11 +26,16 @@
 #include "server/metrics/metrics.h"
 #include "server/source/formats.h"
 #include "server/service/shot_stream_service.h"
+#include "server/service/gate.h"
 #include "server/service/token_store.h"
 #include "server/stream/reader_pool.h"
 
 namespace shotstream::server {
 namespace {
+
+// Threads of the disk executor: write sessions (appends, the commit's fsyncs, rename and
+// catalog scan) and job starts and files, off gRPC's threads.
+constexpr int kDiskThreads = 2;
 
 using config::DatasetConfig;
 using config::ServerConfig;
@@ -46,15 +51,18 @@ std::vector<std::string> TokenNamesOf(const ServerConfig& c) {
   return names;
 }
 
-// Health: "" and "shotstream.v1.ShotStream" SERVING while any dataset is READY (and the
-// server is not draining); "shotstream.v1.ShotStream/NAME" per dataset.
+// Health: "" and "shotstream.v1.ShotStream" SERVING while any dataset is READY, or while
+// it takes writes (write_dir: a server that only receives modelled gathers is of use before
+// it holds any), and the server is not draining; "shotstream.v1.ShotStream/NAME" per
+// dataset, SERVING while READY.
 void SetHealth(grpc::HealthCheckServiceInterface* health,
-               const dataset::DatasetRegistry& registry, bool draining) {
+               const dataset::DatasetRegistry& registry, bool writes, bool draining) {
   const std::vector<const DatasetEntry*> datasets = registry.All();
-  bool any_ready = false;
-  for (const DatasetEntry* e : datasets) any_ready |= e->dataset() != nullptr && !draining;
-  health->SetServingStatus(any_ready);  // every name registered so far, "" too
-  health->SetServingStatus(kServiceName, any_ready);
+  bool serving = writes;
+  for (const DatasetEntry* e : datasets) serving |= e->dataset() != nullptr;
+  serving &= !draining;
+  health->SetServingStatus(serving);  // every name registered so far, "" too
+  health->SetServingStatus(kServiceName, serving);
   for (const DatasetEntry* e : datasets) {
     health->SetServingStatus(absl::StrCat(kServiceName, "/", e->name),
                              e->dataset() != nullptr && !draining);
@@ -301,40 +309,56 @@ absl::StatusOr<std::unique_ptr<ShotStreamServer>> ShotStreamServer::Start(
     }
   }
 
+  // The service's parts, built here and owned by the server (members in the order that
+  // destroys what serves before what it serves from).
   const int readers = cfg.readers > 0
                           ? cfg.readers
                           : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  s->pool_ = std::make_unique<stream::ReaderPool>(readers);
   s->counters_ = std::make_unique<service::ServiceCounters>();
-  service::ServiceOptions options;
-  options.limits.default_queue_depth = cfg.default_queue_depth;
-  options.limits.max_queue_depth = cfg.max_queue_depth;
-  options.limits.default_chunk_bytes = config::ResolvedDefaultChunkBytes(cfg);
-  options.limits.max_chunk_bytes = cfg.max_chunk_bytes;
-  options.limits.max_shots_per_request = cfg.max_shots_per_request;
-  options.max_streams = cfg.max_streams;
-  options.max_streams_per_peer = cfg.max_streams_per_peer;
-  options.max_inflight_bytes = cfg.max_inflight_bytes;
-  options.counters = s->counters_.get();
-  options.tokens = s->tokens_.get();
-  for (const auto& [name, sets] : cfg.auth_allow) {
-    options.access.allow[name] = std::set<std::string>(sets.begin(), sets.end());
+  if (cfg.max_inflight_bytes > 0) {
+    s->budget_ = std::make_unique<stream::ByteBudget>(cfg.max_inflight_bytes);
   }
-  options.access.default_deny = cfg.auth_default_deny;
-  options.access.writers = std::set<std::string>(cfg.auth_writers.begin(), cfg.auth_writers.end());
-  options.write_dir = cfg.write_dir;
-  options.load_written = load_written;
-  options.written_published = [self](const DatasetEntry&) {
+  s->advisor_ = std::make_unique<stream::EncodingAdvisor>(readers);
+  s->disk_ = std::make_unique<stream::ReaderPool>(kDiskThreads);
+  s->jobs_ = std::make_unique<jobs::JobRegistry>(cfg.job_dir, cfg.job_idle_timeout,
+                                                 &s->counters_->jobs, s->disk_.get());
+  s->pool_ = std::make_unique<stream::ReaderPool>(readers);
+  service::Gate::Options gate;
+  gate.tokens = s->tokens_.get();
+  for (const auto& [name, sets] : cfg.auth_allow) {
+    gate.access.allow[name] = std::set<std::string>(sets.begin(), sets.end());
+  }
+  gate.access.default_deny = cfg.auth_default_deny;
+  gate.access.writers = std::set<std::string>(cfg.auth_writers.begin(), cfg.auth_writers.end());
+  gate.draining = &s->draining_;
+  gate.max_streams = cfg.max_streams;
+  gate.max_streams_per_peer = cfg.max_streams_per_peer;
+  gate.log = cfg.log_streams;
+  s->gate_ = std::make_unique<service::Gate>(s->datasets_.get(), s->counters_.get(), gate);
+  service::ServiceParts parts;
+  parts.datasets = s->datasets_.get();
+  parts.gate = s->gate_.get();
+  parts.readers = s->pool_.get();
+  parts.disk = s->disk_.get();
+  parts.budget = s->budget_.get();
+  parts.advisor = s->advisor_.get();
+  parts.jobs = s->jobs_.get();
+  parts.counters = s->counters_.get();
+  parts.limits.default_queue_depth = cfg.default_queue_depth;
+  parts.limits.max_queue_depth = cfg.max_queue_depth;
+  parts.limits.default_chunk_bytes = config::ResolvedDefaultChunkBytes(cfg);
+  parts.limits.max_chunk_bytes = cfg.max_chunk_bytes;
+  parts.limits.max_shots_per_request = cfg.max_shots_per_request;
+  parts.zero_copy = cfg.zero_copy;
+  parts.log_streams = cfg.log_streams;
+  parts.write_dir = cfg.write_dir;
+  parts.load_written = load_written;
+  parts.written_published = [self](const DatasetEntry&) {
     absl::MutexLock lock(&self->health_mu_);
     self->SetHealthLocked();
   };
-  options.log_streams = cfg.log_streams;
-  options.job_dir = cfg.job_dir;
-  options.job_idle_timeout = cfg.job_idle_timeout;
-  options.zero_copy = cfg.zero_copy;
-  options.draining = &s->draining_;
-  options.corrupt_shot_for_testing = run.corrupt_shot_for_testing;
-  s->service_ = service::MakeShotStreamService(s->datasets_.get(), s->pool_.get(), options);
+  parts.corrupt_shot_for_testing = run.corrupt_shot_for_testing;
+  s->service_ = service::MakeShotStreamService(parts);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -404,7 +428,9 @@ size_t ShotStreamServer::token_count() const { return tokens_ == nullptr ? 0 : t
 int64_t ShotStreamServer::shots_sent() const { return counters_->shots_sent.load(); }
 
 void ShotStreamServer::SetHealthLocked() {
-  if (health_ != nullptr) SetHealth(health_, *datasets_, draining_.load());
+  if (health_ != nullptr) {
+    SetHealth(health_, *datasets_, !config_.write_dir.empty(), draining_.load());
+  }
 }
 
 void ShotStreamServer::Drain() {

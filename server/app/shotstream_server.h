@@ -35,11 +35,17 @@ class HeapTrimmer;
 namespace metrics {
 class MetricsHttpServer;
 }
+namespace jobs {
+class JobRegistry;
+}
 namespace service {
+class Gate;
 class TokenStore;
 struct ServiceCounters;
 }
 namespace stream {
+class ByteBudget;
+class EncodingAdvisor;
 class ReaderPool;
 }
 
@@ -108,11 +114,18 @@ class ShotStreamServer {
   // lock from their own threads.
   absl::Mutex health_mu_;
   grpc::HealthCheckServiceInterface* health_ ABSL_GUARDED_BY(health_mu_) = nullptr;
-  // In this order: what serves is destroyed before what it serves from.
+  // In this order: what serves is destroyed before what it serves from (the reader pool
+  // runs its last reads before the budget and counters they hold go; the disk executor
+  // writes the jobs' last lines after the registry).
   std::unique_ptr<dataset::DatasetRegistry> datasets_;
   std::unique_ptr<service::TokenStore> tokens_;
-  std::unique_ptr<stream::ReaderPool> pool_;
   std::unique_ptr<service::ServiceCounters> counters_;
+  std::unique_ptr<stream::ByteBudget> budget_;         // null: no in-flight budget
+  std::unique_ptr<stream::EncodingAdvisor> advisor_;   // ENCODING_AUTO's measurements
+  std::unique_ptr<stream::ReaderPool> disk_;           // writes and job files
+  std::unique_ptr<jobs::JobRegistry> jobs_;
+  std::unique_ptr<stream::ReaderPool> pool_;           // shot reads
+  std::unique_ptr<service::Gate> gate_;
   std::unique_ptr<grpc::Service> service_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<metrics::MetricsHttpServer> metrics_;

@@ -184,9 +184,10 @@ absl::StatusOr<ServerConfig> LoadServerConfig(const std::string& path) {
 }
 
 absl::Status ValidateServerConfig(const ServerConfig& c) {
-  if (c.datasets.empty()) {
+  if (c.datasets.empty() && c.write_dir.empty()) {
     return absl::InvalidArgumentError(
-        "no dataset: pass --dataset=NAME=GLOB or list datasets in --config");
+        "no dataset: pass --dataset=NAME=GLOB, list datasets in --config, or give "
+        "--write_dir=DIR for a server that receives datasets (WriteShots)");
   }
   std::set<std::string> names;
   for (size_t i = 0; i < c.datasets.size(); ++i) {

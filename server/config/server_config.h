@@ -87,7 +87,8 @@ absl::StatusOr<ServerConfig> LoadServerConfig(const std::string& path);
 // becomes min(defaults::kDefaultChunkBytes, max_chunk_bytes).
 uint64_t ResolvedDefaultChunkBytes(const ServerConfig& config);
 
-// Checks a finished configuration (after flags were applied): at least one dataset,
+// Checks a finished configuration (after flags were applied): at least one dataset (or a
+// write_dir: a server that only receives writes at first),
 // unique valid names, known modes, limits > 0, TLS cert and key together. Formats and
 // shot keys are checked by the server against its formats (server/app CheckFormats).
 absl::Status ValidateServerConfig(const ServerConfig& config);

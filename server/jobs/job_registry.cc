@@ -42,8 +42,43 @@ uint64_t JobFingerprint(std::vector<int64_t> ids) {
   return h;
 }
 
+void JobLog::Append(int64_t shot_id) {
+  {
+    absl::MutexLock lock(&mu_);
+    queued_.push_back(shot_id);
+    if (writing_ && executor_ != nullptr) return;  // the running task takes it
+    writing_ = true;
+  }
+  if (executor_ == nullptr) {
+    Write();
+  } else {
+    executor_->Submit([self = shared_from_this()] { self->Write(); });
+  }
+}
+
+void JobLog::Write() {
+  for (;;) {
+    std::vector<int64_t> lines;
+    {
+      absl::MutexLock lock(&mu_);
+      if (queued_.empty()) {
+        writing_ = false;
+        return;
+      }
+      lines.swap(queued_);
+    }
+    for (int64_t id : lines) std::fprintf(file_.get(), "done %" PRId64 "\n", id);
+    std::fflush(file_.get());  // in the page cache: it survives the process
+  }
+}
+
+void JobLog::AwaitWritten() const {
+  absl::MutexLock lock(&mu_);
+  mu_.Await(absl::Condition(this, &JobLog::Idle));
+}
+
 Job::Job(JobSpec spec, std::vector<int64_t> permutation, const std::vector<int64_t>& done,
-         std::unique_ptr<std::FILE, int (*)(std::FILE*)> log, JobCounters* counters)
+         std::shared_ptr<JobLog> log, JobCounters* counters)
     : spec_(std::move(spec)),
       order_(std::move(permutation)),
       counters_(counters),
@@ -99,10 +134,7 @@ void Job::Done(int64_t consumer, int64_t shot_id) {
     if (done_[shot_id]++ == 0) {
       --left_;
       counters_->shots_done++;
-      if (log_ != nullptr) {
-        std::fprintf(log_.get(), "done %" PRId64 "\n", shot_id);
-        std::fflush(log_.get());  // in the page cache: it survives the process
-      }
+      if (log_ != nullptr) log_->Append(shot_id);
     }
     if (left_ == 0) {
       WakeAll(&wake);  // every stream ends
@@ -183,8 +215,10 @@ absl::StatusOr<std::shared_ptr<Job>> JobRegistry::Create(const JobSpec& spec,
                                                         std::strerror(errno)));
     }
   }
+  std::shared_ptr<JobLog> job_log =
+      log == nullptr ? nullptr : std::make_shared<JobLog>(std::move(log), executor_);
   return std::make_shared<Job>(spec, EpochPermutation(spec.shot_ids, spec.epoch, spec.seed), done,
-                               std::move(log), counters_);
+                               std::move(job_log), counters_);
 }
 
 void JobRegistry::DropIdleLocked() {

@@ -5,8 +5,10 @@
 // leaves abnormally returns what it held to the queue (at-least-once, duplicates bounded
 // by what it held); when every shot is done, every consumer's stream ends.
 //
-// With a job directory, each shot done is appended to DIR/DATASET.JOB.EPOCH.job, and a job
-// created again (after a restart) resumes without the shots recorded there.
+// With a job directory, each shot done is appended to DIR/DATASET.JOB.EPOCH.job (by a task
+// on the registry's executor, never on the caller's thread: the caller may be a gRPC
+// reaction), and a job created again (after a restart) resumes without the shots recorded
+// there. A shot done but not yet written when the server dies is done again after it.
 //
 // Thread-safe: every method of Job and JobRegistry may be called from any thread. A Job's
 // wake callbacks are called without its lock held.
@@ -27,6 +29,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "server/stream/executor.h"
 
 namespace shotstream::jobs {
 
@@ -46,6 +49,29 @@ struct JobSpec {
   std::vector<int64_t> shot_ids;  // any order; the permutation sorts them first
 };
 
+// A job's file of shots done: Append queues a line and returns; one task at a time on the
+// executor writes what is queued and flushes it (to the page cache: it survives the
+// process). Thread-safe; the tasks keep it alive.
+class JobLog : public std::enable_shared_from_this<JobLog> {
+ public:
+  // `executor` null: each Append writes at once (tests).
+  JobLog(std::unique_ptr<std::FILE, int (*)(std::FILE*)> file, stream::Executor* executor)
+      : file_(std::move(file)), executor_(executor) {}
+  void Append(int64_t shot_id) ABSL_LOCKS_EXCLUDED(mu_);
+  // Returns once every line appended so far is written (tests, shutdown).
+  void AwaitWritten() const ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  void Write() ABSL_LOCKS_EXCLUDED(mu_);
+  bool Idle() const ABSL_SHARED_LOCKS_REQUIRED(mu_) { return !writing_; }
+
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file_;  // the writing task's alone
+  stream::Executor* const executor_;
+  mutable absl::Mutex mu_;
+  std::vector<int64_t> queued_ ABSL_GUARDED_BY(mu_);
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;  // a task is queued or running
+};
+
 class Job {
  public:
   enum class Take { kShot, kWait, kEnd };
@@ -53,7 +79,7 @@ class Job {
   // `done`: shots already done (from the job's file). `log`: where to append shots done
   // (may be null).
   Job(JobSpec spec, std::vector<int64_t> permutation, const std::vector<int64_t>& done,
-      std::unique_ptr<std::FILE, int (*)(std::FILE*)> log, JobCounters* counters);
+      std::shared_ptr<JobLog> log, JobCounters* counters);
   ~Job();
 
   const JobSpec& spec() const { return spec_; }
@@ -91,19 +117,26 @@ class Job {
   std::map<int64_t, Consumer> consumers_ ABSL_GUARDED_BY(mu_);
   int64_t next_consumer_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Time idle_since_ ABSL_GUARDED_BY(mu_);
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> log_ ABSL_GUARDED_BY(mu_);
+  const std::shared_ptr<JobLog> log_;  // null without a job directory
 };
 
 class JobRegistry {
  public:
-  // `job_dir`: where progress is kept (empty: in memory only). Jobs with no consumer for
-  // `idle_timeout` are dropped (their file stays).
-  JobRegistry(std::string job_dir, absl::Duration idle_timeout, JobCounters* counters)
-      : job_dir_(std::move(job_dir)), idle_timeout_(idle_timeout), counters_(counters) {}
+  // `job_dir`: where progress is kept (empty: in memory only), its files written on
+  // `executor` (null: by the caller). Jobs with no consumer for `idle_timeout` are dropped
+  // (their file stays).
+  JobRegistry(std::string job_dir, absl::Duration idle_timeout, JobCounters* counters,
+              stream::Executor* executor = nullptr)
+      : job_dir_(std::move(job_dir)),
+        idle_timeout_(idle_timeout),
+        counters_(counters),
+        executor_(executor) {}
 
-  // The job of (dataset, job, epoch), created at its first consumer. FAILED_PRECONDITION
-  // naming the job when `spec` disagrees with the job's shot ids or seed (or with its
-  // file's); INVALID_ARGUMENT for a job name that is not [A-Za-z0-9_.-]+.
+  // The job of (dataset, job, epoch), created at its first consumer (reading its file:
+  // call it where file I/O may run). FAILED_PRECONDITION naming the job when `spec`
+  // disagrees with the job's shot ids or seed (or with its file's); INVALID_ARGUMENT for a
+  // job name that is not [A-Za-z0-9_.-]+.
+
   absl::StatusOr<std::shared_ptr<Job>> Find(const JobSpec& spec) ABSL_LOCKS_EXCLUDED(mu_);
 
   size_t size() const ABSL_LOCKS_EXCLUDED(mu_);
@@ -116,6 +149,7 @@ class JobRegistry {
   const std::string job_dir_;
   const absl::Duration idle_timeout_;
   JobCounters* const counters_;
+  stream::Executor* const executor_;
   mutable absl::Mutex mu_;
   struct Entry {
     std::shared_ptr<Job> job;

@@ -2,7 +2,9 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <set>
+#include <vector>
 
 #include "common/epoch_shots.h"
 #include "gtest/gtest.h"
@@ -156,6 +158,57 @@ TEST(JobRegistryTest, AJobDirectoryResumesWithoutTheShotsDone) {
   auto other = again.Find(Spec(10, 99));
   EXPECT_EQ(other.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_NE(other.status().message().find("line1.fwi.3.job"), absl::string_view::npos);
+}
+
+// Runs tasks only when told (the disk executor of a server).
+class ManualExecutor final : public stream::Executor {
+ public:
+  void Submit(std::function<void()> task) override { tasks_.push_back(std::move(task)); }
+  size_t pending() const { return tasks_.size(); }
+  void RunAll() {
+    while (!tasks_.empty()) {
+      auto task = std::move(tasks_.front());
+      tasks_.erase(tasks_.begin());
+      task();
+    }
+  }
+
+ private:
+  std::vector<std::function<void()>> tasks_;
+};
+
+std::string Read(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// Done shots reach the job's file from a task on the executor, never from Done's caller;
+// shots done while a write is queued go in that one write.
+TEST(JobRegistryTest, TheJobFileIsWrittenOnTheExecutorNotByTheCaller) {
+  const std::string dir = Dir() + "/jobs_async";
+  std::system(("rm -rf " + dir + " && mkdir -p " + dir).c_str());
+  ManualExecutor disk;
+  JobCounters counters;
+  JobRegistry registry(dir, absl::Minutes(10), &counters, &disk);
+  auto job = *registry.Find(Spec(5));
+  const std::string path = dir + "/line1.fwi.3.job";
+  const std::string header = Read(path);
+  ASSERT_NE(header.find("shotstream job v1"), std::string::npos);
+  const int64_t c = job->Join([] {});
+  std::vector<int64_t> ids(3);
+  for (int64_t& id : ids) ASSERT_EQ(job->Next(c, 10, &id), Job::Take::kShot);
+  job->Done(c, ids[0]);
+  job->Done(c, ids[1]);
+  EXPECT_EQ(Read(path), header) << "nothing written by Done itself";
+  EXPECT_EQ(disk.pending(), 1u) << "one write for both";
+  disk.RunAll();
+  EXPECT_EQ(Read(path), header + "done " + std::to_string(ids[0]) + "\ndone " +
+                            std::to_string(ids[1]) + "\n");
+  job->Done(c, ids[2]);
+  EXPECT_EQ(disk.pending(), 1u);
+  disk.RunAll();
+  EXPECT_NE(Read(path).find("done " + std::to_string(ids[2])), std::string::npos);
+  EXPECT_EQ(disk.pending(), 0u);
 }
 
 }  // namespace

@@ -53,8 +53,9 @@ std::string RenderPrometheus(const service::ServiceCounters& c,
   Metric(&out, "shotstream_streams_cancelled_total", "counter",
          "Streams cancelled by clients or broken.", c.streams_cancelled.load());
   Metric(&out, "shotstream_streams_rejected_total", "counter",
-         "StreamShots calls refused before any data: bad request, unknown dataset or shot, "
-         "dataset not ready, limits, authentication, permission, draining.",
+         "Calls of any RPC refused before any data: bad request, unknown dataset or shot, "
+         "dataset not ready, limits, authentication, permission, draining (never counted "
+         "as active streams).",
          c.streams_rejected.load());
   Metric(&out, "shotstream_queued_shots", "gauge",
          "Shots read or being read ahead and not yet sent, all streams.", c.shots_held.load());
@@ -112,12 +113,23 @@ std::string RenderPrometheus(const service::ServiceCounters& c,
     absl::StrAppendFormat(&out, "shotstream_streams_finished_total{code=\"%s\"} %d\n",
                           kCodeNames[code], finished[code]);
   }
-  out += "# HELP shotstream_streams_rejected_by_code_total StreamShots calls refused before "
-         "any data, by status.\n"
+  out += "# HELP shotstream_streams_rejected_by_code_total Calls refused before any data, "
+         "by status.\n"
          "# TYPE shotstream_streams_rejected_by_code_total counter\n";
   for (int code = 0; code < 17; ++code) {
     absl::StrAppendFormat(&out, "shotstream_streams_rejected_by_code_total{code=\"%s\"} %d\n",
                           kCodeNames[code], c.rejected_by_code[code].load());
+  }
+  out += "# HELP shotstream_rejected_total Calls refused before any data, by RPC and status "
+         "(the codes seen).\n"
+         "# TYPE shotstream_rejected_total counter\n";
+  for (int rpc = 0; rpc < service::kRpcs; ++rpc) {
+    for (int code = 0; code < 17; ++code) {
+      const int64_t n = c.rejected_by_rpc[rpc][code].load();
+      if (n == 0) continue;
+      absl::StrAppendFormat(&out, "shotstream_rejected_total{rpc=\"%s\",code=\"%s\"} %d\n",
+                            service::RpcName(static_cast<service::Rpc>(rpc)), kCodeNames[code], n);
+    }
   }
   Metric(&out, "shotstream_shots_written_total", "counter",
          "Shots received and written by WriteShots (of writes committed or not).",

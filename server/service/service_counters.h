@@ -11,14 +11,30 @@
 
 namespace shotstream::service {
 
+// The service's RPCs, for the counters by RPC and the log.
+enum class Rpc { kListDatasets, kGetDataset, kStreamShots, kStreamJob, kWriteShots };
+inline constexpr int kRpcs = 5;
+inline const char* RpcName(Rpc rpc) {
+  switch (rpc) {
+    case Rpc::kListDatasets: return "ListDatasets";
+    case Rpc::kGetDataset: return "GetDataset";
+    case Rpc::kStreamShots: return "StreamShots";
+    case Rpc::kStreamJob: return "StreamJob";
+    case Rpc::kWriteShots: return "WriteShots";
+  }
+  return "?";
+}
+
 // The windows' counters (shots held and sent, reads, latency), and the streams'.
 struct ServiceCounters : stream::WindowCounters {
   std::atomic<int64_t> active_streams{0};
   std::atomic<int64_t> streams_started{0};
   std::atomic<int64_t> streams_cancelled{0};
-  // StreamShots calls refused before any data (any reason), in all and by status code.
+  // Calls of any RPC refused by the gate (any reason), in all, by status code, and by RPC
+  // (service::Rpc) and code.
   std::atomic<int64_t> streams_rejected{0};
   std::atomic<int64_t> rejected_by_code[17] = {};
+  std::atomic<int64_t> rejected_by_rpc[kRpcs][17] = {};
   // Accepted StreamShots calls finished, by gRPC status code (0..16): streams_started is
   // their sum plus the streams running.
   std::atomic<int64_t> finished_by_code[17] = {};

@@ -16,6 +16,7 @@
 #include "grpcpp/impl/codegen/service_type.h"
 #include "gtest/gtest.h"
 #include "server/segy/test_writer.h"
+#include "server/stream/reader_pool.h"
 #include "shotstream/v1/shotstream.grpc.pb.h"
 
 namespace shotstream::service {
@@ -60,11 +61,24 @@ class ServiceTest : public ::testing::Test {
     datasets_->at(0).name = "d";
     ASSERT_TRUE(datasets_->at(0).Load(ds).ok());
     pool_ = std::make_unique<stream::ReaderPool>(2);
-    ServiceOptions options;
-    options.counters = &counters_;
-    options.limits.default_chunk_bytes = 1 << 20;
-    options.max_inflight_bytes = max_inflight_bytes_;
-    service_ = MakeShotStreamService(datasets_.get(), pool_.get(), options);
+    disk_ = std::make_unique<stream::ReaderPool>(1);
+    if (max_inflight_bytes_ > 0) budget_ = std::make_unique<stream::ByteBudget>(max_inflight_bytes_);
+    jobs_ = std::make_unique<jobs::JobRegistry>("", absl::Minutes(1), &counters_.jobs);
+    Gate::Options gate;
+    gate.log = false;
+    gate_ = std::make_unique<Gate>(datasets_.get(), &counters_, gate);
+    ServiceParts parts;
+    parts.datasets = datasets_.get();
+    parts.gate = gate_.get();
+    parts.readers = pool_.get();
+    parts.disk = disk_.get();
+    parts.budget = budget_.get();
+    parts.advisor = &advisor_;
+    parts.jobs = jobs_.get();
+    parts.counters = &counters_;
+    parts.limits.default_chunk_bytes = 1 << 20;
+    parts.log_streams = false;
+    service_ = MakeShotStreamService(parts);
     grpc::ServerBuilder b;
     int port = 0;
     b.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
@@ -107,7 +121,12 @@ class ServiceTest : public ::testing::Test {
   io::IoMode io_ = io::IoMode::kPread;
   ServiceCounters counters_;
   std::unique_ptr<dataset::DatasetRegistry> datasets_;
+  std::unique_ptr<stream::ByteBudget> budget_;
+  stream::EncodingAdvisor advisor_{2};
+  std::unique_ptr<stream::ReaderPool> disk_;
+  std::unique_ptr<jobs::JobRegistry> jobs_;
   std::unique_ptr<stream::ReaderPool> pool_;
+  std::unique_ptr<Gate> gate_;
   std::unique_ptr<grpc::Service> service_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<v1::ShotStream::Stub> stub_;
@@ -328,6 +347,80 @@ TEST_F(ServiceTest, ValidationErrorsBeforeAnyData) {
     EXPECT_EQ(s.error_code(), c.code);
     EXPECT_NE(s.error_message().find(c.says), std::string::npos) << s.error_message();
   }
+}
+
+}  // namespace
+}  // namespace shotstream::service
+
+namespace shotstream::service {
+namespace {
+
+// A refused StreamJob (before or after its first message) is counted and never runs: no
+// stream started, none left active; an admitted one counts once and ends.
+TEST_F(ServiceTest, RefusedJobStreamsAreCountedAndNeverActive) {
+  auto start = [](std::string dataset, std::vector<int64_t> ids, uint64_t seed) {
+    v1::JobRequest m;
+    v1::JobStart* s = m.mutable_start();
+    s->set_dataset(std::move(dataset));
+    s->set_job("j");
+    for (int64_t id : ids) s->add_shot_ids(id);
+    s->set_seed(seed);
+    return m;
+  };
+  v1::JobRequest progress;
+  progress.mutable_progress()->set_done(1);
+  struct Case {
+    std::vector<v1::JobRequest> messages;
+    grpc::StatusCode code;
+    std::string says;
+  };
+  const std::vector<Case> refused = {
+      {{start("nope", {1}, 1)}, grpc::StatusCode::NOT_FOUND, "unknown dataset 'nope'"},
+      {{start("d", {1, 99999}, 1)}, grpc::StatusCode::NOT_FOUND, "99999"},
+      {{progress}, grpc::StatusCode::INVALID_ARGUMENT, "must be `start`"},
+      {{}, grpc::StatusCode::INVALID_ARGUMENT, "before its first message"},
+  };
+  int64_t rejected = 0;
+  for (const Case& c : refused) {
+    grpc::ClientContext ctx;
+    auto call = stub_->StreamJob(&ctx);
+    for (const auto& m : c.messages) call->Write(m);
+    call->WritesDone();
+    v1::ShotChunk chunk;
+    EXPECT_FALSE(call->Read(&chunk));
+    const grpc::Status s = call->Finish();
+    EXPECT_EQ(s.error_code(), c.code) << s.error_message();
+    EXPECT_NE(s.error_message().find(c.says), std::string::npos) << s.error_message();
+    ++rejected;
+    EXPECT_TRUE(WaitFor([&] { return counters_.streams_rejected.load() == rejected; }));
+  }
+  const int kJob = static_cast<int>(Rpc::kStreamJob);
+  EXPECT_EQ(counters_.rejected_by_rpc[kJob][grpc::StatusCode::NOT_FOUND].load(), 2);
+  EXPECT_EQ(counters_.rejected_by_rpc[kJob][grpc::StatusCode::INVALID_ARGUMENT].load(), 2);
+  EXPECT_EQ(counters_.streams_started.load(), 0);
+  EXPECT_EQ(counters_.active_streams.load(), 0);
+  // A consumer that disagrees with a running job is refused the same way.
+  grpc::ClientContext first_ctx;
+  auto first = stub_->StreamJob(&first_ctx);
+  first->Write(start("d", {1, 2, 3}, 7));
+  v1::ShotChunk chunk;
+  ASSERT_TRUE(first->Read(&chunk));  // it runs
+  EXPECT_EQ(counters_.streams_started.load(), 1);
+  grpc::ClientContext other_ctx;
+  auto other = stub_->StreamJob(&other_ctx);
+  other->Write(start("d", {1, 2, 3}, 8));
+  other->WritesDone();
+  EXPECT_FALSE(other->Read(&chunk));
+  const grpc::Status disagree = other->Finish();
+  EXPECT_EQ(disagree.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_NE(disagree.error_message().find("disagree on the seed"), std::string::npos);
+  first_ctx.TryCancel();
+  while (first->Read(&chunk)) {
+  }
+  first->Finish();
+  EXPECT_TRUE(WaitFor([&] { return counters_.active_streams.load() == 0; }));
+  EXPECT_EQ(counters_.streams_started.load(), 1);
+  EXPECT_EQ(counters_.streams_rejected.load(), rejected + 1);
 }
 
 }  // namespace

@@ -238,6 +238,7 @@ ShotWindow::Pull ShotWindow::Next(OutgoingChunk* chunk, absl::Status* end) {
     if (window_.empty()) {
       if (window_base_ < ids_.size() || !AllKnownLocked()) return Pull::kNotReady;
       *end = absl::OkStatus();
+      wire_.ended_ok = true;
       return Pull::kEnd;
     }
     Slot& slot = window_.front();
@@ -317,6 +318,10 @@ void ShotWindow::FillChunkLocked(Slot& slot, OutgoingChunk* chunk) {
   }
   if (shot.encoding != wire::Encoding::kFloat32) meta.set_chunk_traces(traces);
   const uint64_t size = chunk->sample_bytes();
+  wire_.chunk_bytes = size;
+  wire_.chunk_float32_bytes = uint64_t{traces} * shot.n_samples * sizeof(float);
+  wire_.chunk_since = absl::Now();
+  if (wire_.first == absl::InfinitePast()) wire_.first = wire_.chunk_since;
   chunk_trace_ += traces;
   bytes_sent_ += size;
   counters_->bytes_sent += static_cast<int64_t>(size);
@@ -335,6 +340,11 @@ void ShotWindow::Sent() {
   uint64_t release;
   {
     absl::MutexLock lock(&mu_);
+    const absl::Time now = absl::Now();
+    wire_.time += now - wire_.chunk_since;
+    wire_.bytes += wire_.chunk_bytes;
+    wire_.float32_bytes += wire_.chunk_float32_bytes;
+    wire_.last_done = now;
     release = release_after_sent_;
     release_after_sent_ = 0;
     held_bytes_ -= release;
@@ -375,6 +385,14 @@ void ShotWindow::Close() {
   std::shared_ptr<ShotWindow> self;  // dropped after the lock
   absl::MutexLock lock(&mu_);
   if (!stopped_) stopped_ = absl::CancelledError("stream closed");
+  if (!closed_ && plan_.advisor != nullptr) {
+    plan_.advisor->RecordLink(plan_.peer, wire_.bytes, absl::ToDoubleSeconds(wire_.time));
+    if (wire_.ended_ok && wire_.bytes > 0) {  // ran to its end: what its encoding delivered
+      plan_.advisor->RecordOutcome(plan_.peer, plan_.dataset, plan_.shot.encoding,
+                                   wire_.float32_bytes,
+                                   absl::ToDoubleSeconds(wire_.last_done - wire_.first));
+    }
+  }
   closed_ = true;
   if (waiting_ && budget_->Cancel(this)) {
     waiting_ = false;

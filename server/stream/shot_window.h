@@ -27,6 +27,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "common/sample_buffer.h"
 #include "server/stream/byte_budget.h"
 #include "server/stream/encoding_advisor.h"
@@ -49,11 +50,14 @@ struct WindowPlan {
   // source): LOSSLESS, INT16 and ZFP are encoded on the executor (ZFP within tolerance x
   // the shot's RMS).
   dataset::ShotPlan shot;
-  // ENCODING_AUTO's measurements: LOSSLESS encodes are reported to `advisor` (under
-  // `dataset`), and with shot.probe_codec a plain stream compresses the first traces of
-  // every kProbeEvery-th shot (the result thrown away) so that the next stream can choose.
+  // ENCODING_AUTO's measurements, reported to `advisor` (may be null) under `dataset` and
+  // `peer` (its address): LOSSLESS encodes; with shot.probe_codec, the first traces of
+  // every kProbeEvery-th shot compressed (the result thrown away); when the window closes,
+  // the link rate its writes saw (sample bytes over the time a write was on the wire,
+  // Next to Sent), and, for a stream that ran to its end, what its encoding delivered.
   EncodingAdvisor* advisor = nullptr;
   std::string dataset;
+  std::string peer;
   // Testing only: flip one sample byte of this shot's first chunk after its checksum was
   // computed (the shot is decoded, never sent as stored), to test clients' verification.
   std::optional<int64_t> corrupt_shot;
@@ -169,6 +173,19 @@ class ShotWindow final : public ByteBudget::Waiter,
   bool closed_ ABSL_GUARDED_BY(mu_) = false;                  // on_ready no more
   int callbacks_running_ ABSL_GUARDED_BY(mu_) = 0;            // on_ready calls now
   uint64_t bytes_sent_ ABSL_GUARDED_BY(mu_) = 0;
+  // The link as the writes saw it (for the advisor): the chunk on the wire (its sample
+  // bytes as sent and as float32, since when), and the sums over the stream.
+  struct Wire {
+    uint64_t chunk_bytes = 0;
+    uint64_t chunk_float32_bytes = 0;
+    absl::Time chunk_since;
+    uint64_t bytes = 0;
+    uint64_t float32_bytes = 0;
+    absl::Duration time;
+    absl::Time first = absl::InfinitePast();
+    absl::Time last_done = absl::InfinitePast();
+    bool ended_ok = false;  // the writer heard the end with OK
+  } wire_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace shotstream::stream

@@ -46,23 +46,40 @@ class JobFeed final : public stream::ShotFeed {
   std::function<void()> wake_ ABSL_GUARDED_BY(mu_);
 };
 
+// Parses one message of a raw call.
+bool ParseRequest(grpc::ByteBuffer* bb, v1::JobRequest* request) {
+  std::vector<grpc::Slice> slices;
+  std::string bytes;
+  if (bb->Dump(&slices).ok()) {
+    for (const grpc::Slice& s : slices) {
+      bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
+    }
+  }
+  return request->ParseFromString(bytes);
+}
+
 // Thread-safe: Pump runs from gRPC's reactions and the window's on_ready; turn_ makes one
-// of them the writer. Acks (OnReadDone) run one at a time (one read outstanding).
+// of them the writer. One read is outstanding at a time (acks run one at a time); the
+// start runs on the disk executor while no read is outstanding.
 class JobReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
-  JobReactor(JobStarter starter, stream::Executor* executor, StreamContext context)
-      : starter_(std::move(starter)), executor_(executor), context_(std::move(context)) {
-    context_.counters->active_streams++;
+  JobReactor(JobStarter starter, JobRefusal refuse, stream::Executor* readers,
+             stream::Executor* disk, StreamContext context)
+      : starter_(std::move(starter)),
+        refuse_(std::move(refuse)),
+        readers_(readers),
+        disk_(disk),
+        context_(std::move(context)) {
     StartRead(&in_);
   }
 
   ~JobReactor() override {
-    context_.counters->active_streams--;
-    if (context_.on_gone) context_.on_gone();
     const std::shared_ptr<stream::ShotWindow> w = window();
-    if (context_.log && w != nullptr) {
+    if (w == nullptr) return;  // never admitted: the gate counted the refusal
+    StreamEnded(context_.counters, end_);
+    if (context_.log) {
       std::fprintf(stderr, "job stream %lld: %s, %zu shots, %.1f MB%s%s\n",
-                   static_cast<long long>(context_.stream_id),
+                   static_cast<long long>(stream_id_),
                    absl::StatusCodeToString(end_.code()).c_str(), w->shots_sent(),
                    w->bytes_sent() / 1e6, end_.message().empty() ? "" : ": ",
                    std::string(end_.message()).c_str());
@@ -70,46 +87,33 @@ class JobReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::
   }
 
   void OnReadDone(bool ok) override {
-    if (!ok) return;  // the consumer has said all it will say
+    const std::shared_ptr<stream::ShotWindow> w = window();
+    if (!ok) {  // the consumer has said all it will say
+      if (w == nullptr) {
+        FinishNow(refuse_(absl::InvalidArgumentError(
+            "the StreamJob ended before its first message (`start`, naming the job)")));
+      }
+      return;
+    }
     v1::JobRequest request;
-    std::vector<grpc::Slice> slices;
-    std::string bytes;
-    if (in_.Dump(&slices).ok()) {
-      for (const grpc::Slice& s : slices) bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
+    const bool parsed = ParseRequest(&in_, &request);
+    if (w == nullptr) {
+      if (!parsed || !request.has_start()) {
+        return FinishNow(refuse_(absl::InvalidArgumentError(
+            parsed ? "the first JobRequest of a StreamJob must be `start`, naming the job"
+                   : "malformed JobRequest")));
+      }
+      disk_->Submit([this, start = std::move(*request.mutable_start())] { Begin(start); });
+      return;  // the next read starts once the job runs
     }
-    if (!request.ParseFromString(bytes)) return FinishNow(absl::InvalidArgumentError("malformed JobRequest"));
-    if (job_ == nullptr) {
-      if (!request.has_start()) {
-        return FinishNow(absl::InvalidArgumentError(
-            "the first JobRequest of a StreamJob must be `start`, naming the job"));
-      }
-      absl::StatusOr<JobStream> started = starter_(request.start());
-      if (!started.ok()) return FinishNow(started.status());
-      job_ = started->job;
-      consumer_ = started->consumer;
-      if (context_.log) {
-        std::fprintf(stderr, "job stream %lld: peer %s dataset %s job %s epoch %llu\n",
-                     static_cast<long long>(context_.stream_id), context_.peer.c_str(),
-                     request.start().dataset().c_str(), request.start().job().c_str(),
-                     static_cast<unsigned long long>(request.start().epoch()));
-      }
-      auto window =
-          stream::ShotWindow::Create(std::move(started->plan), executor_, [this] { Pump(); });
-      bool cancelled;
-      {
-        absl::MutexLock lock(&mu_);
-        window_ = window;
-        cancelled = cancelled_;
-      }
-      if (cancelled) window->Stop(absl::CancelledError("cancelled by the client"));
-      window->Start();
+    if (!parsed || !request.has_progress()) {
+      w->Stop(absl::InvalidArgumentError(
+          parsed ? "a StreamJob's JobRequests after the first must be `progress`"
+                 : "malformed JobRequest"));
       Pump();
-    } else if (request.has_progress()) {
-      Ack(request.progress().done());
-    } else {
-      return FinishNow(absl::InvalidArgumentError(
-          "a StreamJob's JobRequests after the first must be `progress`"));
+      return;
     }
+    Ack(request.progress().done());
     StartRead(&in_);
   }
 
@@ -122,14 +126,16 @@ class JobReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::
   }
 
   void OnCancel() override {
-    context_.counters->streams_cancelled++;
     std::shared_ptr<stream::ShotWindow> window;
     {
       absl::MutexLock lock(&mu_);
       window = window_;
       cancelled_ = true;
     }
-    if (window != nullptr) window->Stop(absl::CancelledError("cancelled by the client"));
+    if (window != nullptr) {
+      context_.counters->streams_cancelled++;
+      window->Stop(absl::CancelledError("cancelled by the client"));
+    }
     Pump();
   }
 
@@ -140,12 +146,40 @@ class JobReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::
   }
 
  private:
-  // The consumer is done with the stream's first `done` shots.
+  // On the disk executor: the start through the gate and the job registry, then the window.
+  void Begin(const v1::JobStart& start) {
+    absl::StatusOr<JobStream> started = starter_(start);
+    if (!started.ok()) return FinishNow(started.status());
+    job_ = started->job;
+    consumer_ = started->consumer;
+    context_.pass = std::move(started->pass);
+    stream_id_ = StreamBegan(context_.counters);
+    if (context_.log) {
+      std::fprintf(stderr, "job stream %lld: peer %s dataset %s job %s epoch %llu\n",
+                   static_cast<long long>(stream_id_), context_.peer.c_str(),
+                   start.dataset().c_str(), start.job().c_str(),
+                   static_cast<unsigned long long>(start.epoch()));
+    }
+    auto window =
+        stream::ShotWindow::Create(std::move(started->plan), readers_, [this] { Pump(); });
+    bool cancelled;
+    {
+      absl::MutexLock lock(&mu_);
+      window_ = window;
+      cancelled = cancelled_;
+    }
+    if (cancelled) window->Stop(absl::CancelledError("cancelled by the client"));
+    window->Start();
+    Pump();
+    StartRead(&in_);
+  }
+
   std::shared_ptr<stream::ShotWindow> window() {
     absl::MutexLock lock(&mu_);
     return window_;
   }
 
+  // The consumer is done with the stream's first `done` shots.
   void Ack(uint64_t done) {
     const std::shared_ptr<stream::ShotWindow> w = window();
     const uint64_t upto = std::min<uint64_t>(done, w->shots_sent());
@@ -154,10 +188,9 @@ class JobReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::
     acked_ = upto;
   }
 
+  // Before any data (the refusal was counted).
   void FinishNow(const absl::Status& s) {
     if (!turn_.TakeFinish()) return;
-    end_ = s;
-    context_.counters->rejected_by_code[static_cast<int>(s.code())]++;
     Finish(ToGrpcStatus(s));
   }
 
@@ -171,7 +204,6 @@ class JobReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::
         return;
       case WriteTurn::Step::kFinish:
         end_ = end;  // the finish is this call's alone
-        context_.counters->finished_by_code[static_cast<int>(end.code())]++;
         Finish(ToGrpcStatus(end));
         return;
       case WriteTurn::Step::kWrite:
@@ -182,13 +214,16 @@ class JobReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::
   }
 
   const JobStarter starter_;
-  stream::Executor* const executor_;
-  const StreamContext context_;
+  const JobRefusal refuse_;
+  stream::Executor* const readers_;
+  stream::Executor* const disk_;
+  StreamContext context_;
   grpc::ByteBuffer in_;  // the message being read
-  // Set by the first OnReadDone (window_ under mu_: OnCancel may run beside it).
+  // Set by the start (window_ under mu_: OnCancel may run beside it).
   std::shared_ptr<stream::ShotWindow> window_ ABSL_GUARDED_BY(mu_);
   std::shared_ptr<jobs::Job> job_;
   int64_t consumer_ = 0;
+  int64_t stream_id_ = 0;
   uint64_t acked_ = 0;  // shots of this stream reported done to the job
   WriteTurn turn_;
   absl::Mutex mu_;
@@ -207,8 +242,10 @@ std::shared_ptr<stream::ShotFeed> MakeJobFeed(std::shared_ptr<jobs::Job> job, si
 }
 
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* StartJobStream(
-    JobStarter starter, stream::Executor* executor, StreamContext context) {
-  return new JobReactor(std::move(starter), executor, std::move(context));
+    JobStarter starter, JobRefusal refuse, stream::Executor* readers, stream::Executor* disk,
+    StreamContext context) {
+  return new JobReactor(std::move(starter), std::move(refuse), readers, disk,
+                        std::move(context));
 }
 
 }  // namespace shotstream::service

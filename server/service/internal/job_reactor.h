@@ -1,7 +1,8 @@
-// The StreamJob reactor: one consumer of a job. Its first message (start) names the job
-// (the starter validates it and joins the job); later ones (progress) say how many shots
-// the consumer is done with. Shots come from the job through the window's feed and are written as
-// StreamShots writes them.
+// The StreamJob reactor: one consumer of a job. Its first message (start) is handed to the
+// starter on the disk executor (the gate's checks, and the job found or created, which may
+// read its progress file); once admitted, shots come from the job through the window's
+// feed and are written as StreamShots writes them, and later messages (progress) say how
+// many shots the consumer is done with. Private to the service.
 #ifndef SHOTSTREAM_SERVER_SERVICE_INTERNAL_JOB_REACTOR_H_
 #define SHOTSTREAM_SERVER_SERVICE_INTERNAL_JOB_REACTOR_H_
 
@@ -17,19 +18,26 @@
 
 namespace shotstream::service {
 
-// What the first JobRequest starts: the window's plan (its feed the job's) and the job
-// with the consumer's id in it.
+// What an admitted start begins: the window's plan (its feed the job's), the job with the
+// consumer's id in it, and the gate's pass.
 struct JobStream {
   stream::WindowPlan plan;
   std::shared_ptr<jobs::Job> job;
   int64_t consumer = 0;
+  std::unique_ptr<Gate::Pass> pass;
 };
+// Runs on the disk executor; its error (already counted and logged by the gate) finishes
+// the call before any data.
 using JobStarter = std::function<absl::StatusOr<JobStream>(const v1::JobStart&)>;
+// A protocol error before the start was admitted (counted and logged by the gate).
+using JobRefusal = std::function<absl::Status(absl::Status)>;
 
-// Reads the first message, calls `starter`, and streams (or finishes with its error
-// before any data). The reactor deletes itself after gRPC's OnDone.
+// Reads the first message and streams (or finishes with the starter's error). Reads and
+// on_ready run on `readers`, the starter on `disk`. `context.pass` is set by the start.
+// The reactor deletes itself after gRPC's OnDone.
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* StartJobStream(
-    JobStarter starter, stream::Executor* executor, StreamContext context);
+    JobStarter starter, JobRefusal refuse, stream::Executor* readers, stream::Executor* disk,
+    StreamContext context);
 
 // The feed of a job's consumer: at most `limit` shots held not done.
 std::shared_ptr<stream::ShotFeed> MakeJobFeed(std::shared_ptr<jobs::Job> job, size_t limit,

@@ -23,8 +23,18 @@ void StreamRegistry::Remove(StreamReactor* r) {
   live_.erase(r);
 }
 
+int64_t StreamBegan(ServiceCounters* counters) {
+  counters->active_streams++;
+  return ++counters->streams_started;
+}
+
+void StreamEnded(ServiceCounters* counters, const absl::Status& status) {
+  counters->finished_by_code[static_cast<int>(status.code()) % 17]++;
+  counters->active_streams--;
+}
+
 WriteTurn::Step WriteTurn::Next(stream::ShotWindow* window, grpc::ByteBuffer* msg,
-                                absl::Status* end, Sizes* sizes) {
+                                absl::Status* end) {
   stream::OutgoingChunk chunk;
   {
     absl::MutexLock lock(&mu_);
@@ -38,13 +48,6 @@ WriteTurn::Step WriteTurn::Next(stream::ShotWindow* window, grpc::ByteBuffer* ms
     writing_ = true;
   }
   // This call set writing_: it alone owns *msg until WriteDone.
-  if (sizes != nullptr) {
-    const uint64_t trace_bytes = uint64_t{chunk.meta.n_samples()} * sizeof(float);
-    sizes->wire = chunk.sample_bytes();
-    sizes->float32 = chunk.meta.encoding() == v1::ENCODING_FLOAT32
-                         ? chunk.sample_bytes()
-                         : trace_bytes * chunk.meta.chunk_traces();
-  }
   *msg = chunk.stored.empty()
              ? wire::EncodeShotChunk(chunk.meta, std::move(chunk.samples))
              : wire::EncodeStoredChunk(chunk.meta, chunk.stored, chunk.trace_bytes);
@@ -78,17 +81,17 @@ class StreamReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  public:
   StreamReactor(stream::WindowPlan plan, stream::Executor* executor, StreamContext context)
       : context_(std::move(context)),
+        stream_id_(StreamBegan(context_.counters)),
         n_shots_(plan.shot_ids.size()),
         queue_depth_(plan.queue_depth),
         encoding_(plan.shot.encoding),
         start_(absl::Now()),
         window_(stream::ShotWindow::Create(std::move(plan), executor, [this] { Pump(); })) {
     context_.registry->Add(this);
-    context_.counters->active_streams++;
     if (context_.log) {
       std::fprintf(stderr,
                    "stream %lld: peer %s dataset %s shots %zu queue_depth %u encoding %s\n",
-                   static_cast<long long>(context_.stream_id), context_.peer.c_str(),
+                   static_cast<long long>(stream_id_), context_.peer.c_str(),
                    context_.dataset.c_str(), n_shots_, queue_depth_,
                    std::string(wire::EncodingName(encoding_)).c_str());
     }
@@ -98,21 +101,11 @@ class StreamReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
 
   ~StreamReactor() override {
     context_.registry->Remove(this);
-    context_.counters->active_streams--;
-    if (context_.on_gone) context_.on_gone();
-    if (context_.advisor != nullptr) {
-      context_.advisor->RecordLink(context_.peer_address, wire_bytes_,
-                                   absl::ToDoubleSeconds(wire_time_));
-      if (end_.ok()) {  // a stream that ran to its end: what its encoding delivered
-        context_.advisor->RecordOutcome(context_.peer_address, context_.dataset, encoding_,
-                                        float32_bytes_,
-                                        absl::ToDoubleSeconds(last_write_done_ - first_write_));
-      }
-    }
+    StreamEnded(context_.counters, end_);
     if (context_.log) {
       const double secs = absl::ToDoubleSeconds(absl::Now() - start_);
       std::fprintf(stderr, "stream %lld: %s, %zu of %zu shots, %.1f MB in %.2f s%s%s\n",
-                   static_cast<long long>(context_.stream_id), CodeName(end_.code()).c_str(),
+                   static_cast<long long>(stream_id_), CodeName(end_.code()).c_str(),
                    window_->shots_sent(), n_shots_, window_->bytes_sent() / 1e6, secs,
                    end_.message().empty() ? "" : ": ", std::string(end_.message()).c_str());
     }
@@ -123,10 +116,6 @@ class StreamReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   void Cut(const absl::Status& status) { window_->Stop(status); }
 
   void OnWriteDone(bool ok) override {
-    last_write_done_ = absl::Now();  // only this reaction touches these now
-    wire_time_ += last_write_done_ - write_start_;
-    wire_bytes_ += write_bytes_;
-    float32_bytes_ += write_float32_bytes_;
     window_->Sent();
     if (!ok) window_->Stop(absl::CancelledError("stream broken"));  // the client is gone
     turn_.WriteDone();
@@ -149,46 +138,31 @@ class StreamReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   // wire or the call is finished.
   void Pump() {
     absl::Status end;
-    WriteTurn::Sizes sizes;
     grpc::ByteBuffer msg;
-    switch (turn_.Next(window_.get(), &msg, &end, &sizes)) {
+    switch (turn_.Next(window_.get(), &msg, &end)) {
       case WriteTurn::Step::kNothing:
         return;
       case WriteTurn::Step::kFinish:
         end_ = end;  // the finish is this call's alone
-        context_.counters->finished_by_code[static_cast<int>(end.code())]++;
         Finish(ToGrpcStatus(end));
         return;
       case WriteTurn::Step::kWrite:
-        // The write's own until OnWriteDone.
-        msg_ = std::move(msg);
-        write_bytes_ = sizes.wire;
-        write_float32_bytes_ = sizes.float32;
-        write_start_ = absl::Now();
-        if (first_write_ == absl::InfinitePast()) first_write_ = write_start_;
+        msg_ = std::move(msg);  // the write's own until OnWriteDone
         StartWrite(&msg_);
         return;
     }
   }
 
-  const StreamContext context_;
+  StreamContext context_;
+  const int64_t stream_id_;
   const size_t n_shots_;
   const uint32_t queue_depth_;
   const wire::Encoding encoding_;
   const absl::Time start_;
   const std::shared_ptr<stream::ShotWindow> window_;
   WriteTurn turn_;
-  grpc::ByteBuffer msg_;                        // the message on the wire
-  // Owned by whoever owns msg_ (the writer, then the OnWriteDone reaction).
-  uint64_t write_bytes_ = 0;
-  absl::Time write_start_;
-  uint64_t wire_bytes_ = 0;
-  absl::Duration wire_time_;
-  uint64_t write_float32_bytes_ = 0;  // the samples of the chunk on the wire, as float32
-  uint64_t float32_bytes_ = 0;
-  absl::Time first_write_ = absl::InfinitePast();
-  absl::Time last_write_done_ = absl::InfinitePast();
-  absl::Status end_ = absl::CancelledError("");  // how the call finished, for the log
+  grpc::ByteBuffer msg_;                          // the message on the wire
+  absl::Status end_ = absl::CancelledError("");  // how the call finished
 };
 
 void StreamRegistry::CutAll(const absl::Status& status) {
@@ -213,17 +187,7 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* StartStream(stream::WindowPlan plan,
   return new StreamReactor(std::move(plan), executor, std::move(context));
 }
 
-grpc::ServerWriteReactor<grpc::ByteBuffer>* RejectStream(const absl::Status& error,
-                                                         ServiceCounters* counters, bool log,
-                                                         const std::string& peer,
-                                                         const std::string& dataset) {
-  counters->rejected_by_code[static_cast<int>(error.code())]++;
-  counters->streams_rejected++;
-  if (log) {
-    std::fprintf(stderr, "stream refused: peer %s dataset %s: %s: %s\n", peer.c_str(),
-                 dataset.c_str(), CodeName(error.code()).c_str(),
-                 std::string(error.message()).c_str());
-  }
+grpc::ServerWriteReactor<grpc::ByteBuffer>* RejectStream(const absl::Status& error) {
   return new RejectReactor(ToGrpcStatus(error));
 }
 

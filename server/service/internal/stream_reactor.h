@@ -15,6 +15,7 @@
 #include "absl/synchronization/mutex.h"
 #include "grpcpp/support/byte_buffer.h"
 #include "grpcpp/support/server_callback.h"
+#include "server/service/gate.h"
 #include "server/service/service_counters.h"
 #include "server/stream/shot_window.h"
 
@@ -41,16 +42,11 @@ class StreamRegistry {
 class WriteTurn {
  public:
   enum class Step { kNothing, kWrite, kFinish };
-  // A written chunk's sample bytes as they travel, and as the float32 they stand for.
-  struct Sizes {
-    uint64_t wire = 0;
-    uint64_t float32 = 0;
-  };
   // Unless a write is on the wire or the call is finished: the window's next chunk
   // encoded into *msg (kWrite: the caller starts the write), or its end in *end (kFinish:
   // the caller finishes the call); kNothing otherwise.
-  Step Next(stream::ShotWindow* window, grpc::ByteBuffer* msg, absl::Status* end,
-            Sizes* sizes = nullptr) ABSL_LOCKS_EXCLUDED(mu_);
+  Step Next(stream::ShotWindow* window, grpc::ByteBuffer* msg, absl::Status* end)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // The write started by kWrite is done.
   void WriteDone() ABSL_LOCKS_EXCLUDED(mu_);
   // Takes the finish for the caller (false when it was taken): a call refused before
@@ -63,20 +59,22 @@ class WriteTurn {
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
 };
 
-// Who a stream is for, for its log lines, counters and admission.
+// Who a stream is for, for its log lines and counters, and its admission.
 struct StreamContext {
   ServiceCounters* counters = nullptr;  // never null
   StreamRegistry* registry = nullptr;   // never null
   std::string peer;
   std::string dataset;
-  int64_t stream_id = 0;
   bool log = false;
-  std::function<void()> on_gone;  // called once, when the stream is gone
-  // Told the link rate this stream saw (sample bytes over the time writes were on the
-  // wire), for ENCODING_AUTO; may be null.
-  stream::EncodingAdvisor* advisor = nullptr;
-  std::string peer_address;
+  // The gate's pass: the stream's slot, given back when the stream is gone.
+  std::unique_ptr<Gate::Pass> pass;
 };
+
+// A stream the gate admitted begins: it counts as started and running (its id, the
+// started count, returned) until StreamEnded.
+int64_t StreamBegan(ServiceCounters* counters);
+// It ended with `status`: counted by code, no longer running.
+void StreamEnded(ServiceCounters* counters, const absl::Status& status);
 
 // Starts one StreamShots call over `plan`; reads and ready callbacks run on `executor`.
 // The reactor deletes itself after gRPC's OnDone.
@@ -84,12 +82,8 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* StartStream(stream::WindowPlan plan,
                                                         stream::Executor* executor,
                                                         StreamContext context);
 
-// A call refused before any data: finished at once with `error`, counted by its code
-// (ServiceCounters::rejected_by_code) and logged.
-grpc::ServerWriteReactor<grpc::ByteBuffer>* RejectStream(const absl::Status& error,
-                                                         ServiceCounters* counters, bool log,
-                                                         const std::string& peer,
-                                                         const std::string& dataset);
+// A call the gate refused (it counted and logged it): finished at once with `error`.
+grpc::ServerWriteReactor<grpc::ByteBuffer>* RejectStream(const absl::Status& error);
 
 }  // namespace shotstream::service
 

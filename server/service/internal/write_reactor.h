@@ -1,5 +1,8 @@
-// The WriteShots reactor: reads the call's messages one at a time into a WriteSession and
-// finishes with the new dataset's info, or with the first error (nothing is then left).
+// The WriteShots reactor: reads the call's messages one at a time and hands each to a
+// WriteSession on the disk executor (appends, the commit's fsyncs, rename and catalog scan
+// never run on gRPC's threads); the next message is read once the session has taken the
+// last. It finishes with the new dataset's response, or with the first error (nothing is
+// then left). Private to the service.
 #ifndef SHOTSTREAM_SERVER_SERVICE_INTERNAL_WRITE_REACTOR_H_
 #define SHOTSTREAM_SERVER_SERVICE_INTERNAL_WRITE_REACTOR_H_
 
@@ -7,21 +10,27 @@
 
 #include "absl/status/status.h"
 #include "grpcpp/grpcpp.h"
+#include "server/stream/executor.h"
 #include "server/write/write_session.h"
 #include "shotstream/v1/shotstream.pb.h"
 
 namespace shotstream::service {
 
-// Called once, as the call ends: its status, the session (name, shots, bytes), and the
-// new entry when it is OK (then `response` is to be filled).
-using WriteEnd = std::function<void(const absl::Status&, const write::WriteSession&,
-                                    const dataset::DatasetEntry*)>;
+struct WriteHooks {
+  // The write is committed (on the disk executor, before the call finishes): fill the
+  // response from the new entry.
+  std::function<void(const write::WriteSession&, const dataset::DatasetEntry&)> committed;
+  // The call is over (once, on a gRPC thread): how it really ended (CANCELLED for a client
+  // that cancelled or left, whatever the reactor finished with), for counters and the log.
+  std::function<void(const absl::Status&, const write::WriteSession&)> ended;
+};
 
-// `refused`: a status found before any message (authentication, permission, draining).
-// The reactor deletes itself after gRPC's OnDone.
+// `refused`: the gate's status (then the call finishes at once). The reactor deletes itself
+// after gRPC's OnDone.
 grpc::ServerReadReactor<v1::WriteShotsRequest>* StartWrite(absl::Status refused,
                                                            write::SessionContext context,
-                                                           WriteEnd on_end);
+                                                           stream::Executor* disk,
+                                                           WriteHooks hooks);
 
 }  // namespace shotstream::service
 

@@ -1,14 +1,18 @@
-"""Hardening: a bad-input corpus (each file gets a clear error naming it and the reason),
-files truncated while the server runs (DATA_LOSS naming file and offset, other streams go
-on, the server survives), and a bounded load test with 32 concurrent clients, random shot
-orders, cancels and reconnects, every delivered shot verified."""
+"""Faults, against the real binary: a bad-input corpus (each file a clear error naming it),
+files truncated, rewritten or failing reads while the server runs (DATA_LOSS naming the file,
+never stale data, the server goes on), servers that are not there or go away (the clients'
+connect timeout and rerouting), and a bounded load test of 32 clients with cancels and
+reconnects."""
 
+import glob
 import os
 import random
 import shutil
 import struct
+import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 import grpc
@@ -19,6 +23,8 @@ import harness  # noqa: E402
 import load  # noqa: E402
 import shotstream  # noqa: E402
 import synth  # noqa: E402
+from harness import SERVING, health, wait_for  # noqa: E402
+
 
 LOAD_SECONDS = float(os.environ.get("SHOTSTREAM_LOAD_SECONDS", "20"))
 
@@ -38,6 +44,8 @@ def trace(ns=10, ffid=1, bps=4, trace_ns=None):
 
 
 # name -> (bytes, what the error must say)
+
+
 BAD_INPUTS = {
     "empty.sgy": (b"", "shorter than the 3600-byte"),
     "garbage.sgy": (bytes(random.Random(1).getrandbits(8) for _ in range(5000)), "byte"),
@@ -54,8 +62,12 @@ BAD_INPUTS = {
 }
 
 
-class HardeningTest(unittest.TestCase):
+def run_server(*args, timeout=60):
+    return subprocess.run([harness.runfile(harness.SERVER)] + list(args), capture_output=True,
+                          text=True, timeout=timeout)
 
+
+class FileFaultsTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
@@ -170,6 +182,105 @@ class HardeningTest(unittest.TestCase):
             with shotstream.Client(server.target) as c:  # still serving, still exact
                 for s in c.stream("d", [5, 6]):
                     np.testing.assert_array_equal(s.samples, ref[s.shot_id])
+
+
+class ChangedFilesAndServersTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        cls.data = os.path.join(cls.tmp, "data")
+        synth.write_survey(cls.data, n_shots=4, traces_per_shot=10, n_samples=50, n_files=1,
+                           fmt=5)
+        cls.bad = os.path.join(cls.tmp, "bad")
+        os.makedirs(cls.bad)
+        with open(os.path.join(cls.bad, "x.sgy"), "wb") as f:
+            f.write(b"\x01" * 3700)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def write(self, name, text):
+        path = os.path.join(self.tmp, name)
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
+    # --- serving the wrong data or to the wrong people -------------------------------
+
+    def test_a_file_rewritten_in_place_is_never_served_under_its_old_catalog(self):
+        d = os.path.join(self.tmp, "rewrite")
+        os.makedirs(d)
+        path = os.path.join(d, "line.sgy")
+        harness.write_survey(path, 5, [11, 12, 13, 14, 15], 8, 60, seed=1)
+        new = os.path.join(self.tmp, "rewrite_new.sgy")
+        harness.write_survey(new, 5, [211, 212, 213, 214, 215], 8, 60, seed=2)
+        self.assertEqual(os.path.getsize(new), os.path.getsize(path))
+        want = harness.segyio_shots([new])
+        with harness.Server([f"--dataset=line={path}", f"--catalog_dir={self.tmp}/cat"]) as server, \
+                shotstream.Client(server.target) as c:
+            self.assertEqual(len(list(c.stream("line", [15]))), 1)
+            with open(new, "rb") as src, open(path, "r+b") as dst:  # same inode, same size
+                dst.write(src.read())
+            with self.assertRaises(shotstream.ShotstreamError) as e:
+                list(c.stream("line", [15]))
+            self.assertEqual(e.exception.code(), grpc.StatusCode.DATA_LOSS)
+            self.assertIn("line.sgy", e.exception.details())
+            self.assertIn("changed since its catalog was built", e.exception.details())
+
+            def rebuilt():
+                try:
+                    return 215 in c.dataset("line").shot_ids
+                except shotstream.ShotstreamError as err:  # UNAVAILABLE while rebuilding
+                    self.assertEqual(err.code(), grpc.StatusCode.UNAVAILABLE)
+                    return False
+            wait_for(rebuilt, what="the catalog rebuild")
+            self.assertNotIn(15, c.dataset("line").shot_ids)
+            shot = next(iter(c.stream("line", [215], headers=["field_record"])))
+            np.testing.assert_array_equal(shot.samples, want[215][0])
+            np.testing.assert_array_equal(shot.headers["field_record"], 215)
+            self.assertIn("dataset line: READY again, rebuilt", "".join(server.stderr_lines))
+            self.assertEqual(health(server.target, "shotstream.v1.ShotStream/line"), SERVING)
+
+    def test_a_server_that_is_not_there_fails_within_the_connect_timeout(self):
+        with harness.Server([f"--dataset=d={self.data}/*.sgy"]) as gone:
+            target = gone.target
+        for native in harness.client_paths():
+            with shotstream.Client(target, retries=3, connect_timeout=1, native=native) as c:
+                start = time.time()
+                with self.assertRaises(shotstream.ShotstreamError) as e:
+                    list(c.stream("d", [1]))
+                self.assertLess(time.time() - start, 4)  # not 3 reconnect waits of 10 s
+                self.assertEqual(e.exception.code(), grpc.StatusCode.UNAVAILABLE)
+                self.assertIn(f"{target}: cannot connect within 1s", e.exception.details())
+        start = time.time()
+        res = harness.cli("fetch", f"--target={target}", "--dataset=d", "--shots=1",
+                          f"--out={self.tmp}/nowhere", "--connect_timeout=1s", check=False)
+        self.assertLess(time.time() - start, 4)
+        self.assertNotEqual(res.returncode, 0)
+        self.assertIn(f"{target}: cannot connect within 1s", res.stderr)
+
+    def test_a_server_going_away_is_retried_on_the_next_target(self):
+        want = {sid: samples for sid, (samples, _) in
+                harness.segyio_shots(sorted(glob.glob(f"{self.data}/*.sgy"))).items()}
+        for native in harness.client_paths():
+            a = harness.Server([f"--dataset=d={self.data}/*.sgy"])
+            b = harness.Server([f"--dataset=d={self.data}/*.sgy"])
+            try:
+                with shotstream.Client([a.target, b.target], retries=2,
+                                       native=native) as c:
+                    order = [1, 2, 3, 4] * 3  # spread over both servers
+                    it = iter(c.stream("d", order, queue_depth=1))
+                    first = next(it)
+                    a.stop()  # SIGTERM: what was routed to it goes to b
+                    got = [first] + list(it)
+                    self.assertEqual([s.shot_id for s in got], order)
+                    for s in got:
+                        np.testing.assert_array_equal(s.samples, want[s.shot_id])
+                    self.assertGreaterEqual(c.reconnects, 1)
+            finally:
+                a.stop()
+                b.stop()
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
-"""Operating the server: YAML config, health, metrics, per-stream logs, SIGTERM drain,
-bearer tokens with SIGHUP reload, TLS, and stream limits, all against the real binary."""
+"""Who may read and write, against the real binary: bearer tokens and their SIGHUP reload,
+allow-lists and the default rule (a name the token file lacks is a start-up error), stream
+limits per peer, TLS and mutual TLS."""
 
 import os
 import shutil
@@ -7,10 +8,8 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import unittest
-import urllib.request
 
 import grpc
 
@@ -18,12 +17,15 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import harness  # noqa: E402
 import shotstream  # noqa: E402
 import synth  # noqa: E402
+from harness import SERVING, health, wait_for  # noqa: E402
 
-from harness import NOT_SERVING, SERVING, health  # noqa: E402
+
+def run_server(*args, timeout=60):
+    return subprocess.run([harness.runfile(harness.SERVER)] + list(args), capture_output=True,
+                          text=True, timeout=timeout)
 
 
-class OpsTest(unittest.TestCase):
-
+class TokensAndTlsTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
@@ -43,100 +45,6 @@ class OpsTest(unittest.TestCase):
         with open(path, "w") as f:
             f.write(text)
         return path
-
-    def test_yaml_config_health_metrics_and_logs(self):
-        cfg = self.write_config(f"""
-listen: 127.0.0.1:1          # overridden by the harness' --listen flag
-catalog_dir: {self.tmp}/catalogs
-metrics_listen: 127.0.0.1:0
-limits: {{max_queue_depth: 4}}
-datasets:
-  - name: line1
-    files: {self.data}/*.sgy
-    io: mmap
-  - name: broken
-    files: [{self.tmp}/bad/*.sgy]
-""")
-        with harness.Server([f"--config={cfg}"]) as server:
-            with shotstream.Client(server.target) as c:
-                states = {d.name: d for d in c.list_datasets()}
-                self.assertEqual(states["line1"].state, "READY")
-                self.assertEqual(states["broken"].state, "FAILED")
-                self.assertIn("x.sgy", states["broken"].error)
-                shots = list(c.stream("line1", [3, 1, 2], queue_depth=4))
-                self.assertEqual([s.shot_id for s in shots], [3, 1, 2])
-                with self.assertRaises(shotstream.ShotstreamError) as e:
-                    list(c.stream("line1", [1], queue_depth=5))
-                self.assertEqual(e.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
-                self.assertIn("max_queue_depth", e.exception.details())
-            self.assertEqual(health(server.target), SERVING)
-            self.assertEqual(health(server.target, "shotstream.v1.ShotStream"), SERVING)
-            port = None
-            for _ in range(50):
-                for line in server.stderr_lines:
-                    if "metrics on http://" in line:
-                        port = int(line.split("(port ")[1].rstrip(")\n"))
-                if port:
-                    break
-                time.sleep(0.1)
-            self.assertIsNotNone(port)
-            body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read()
-            text = body.decode()
-            self.assertIn("shotstream_shots_sent_total 3\n", text)
-            self.assertIn('shotstream_streams_rejected_by_code_total{code="INVALID_ARGUMENT"} 1', text)
-            self.assertIn('shotstream_streams_finished_total{code="INVALID_ARGUMENT"} 0', text)
-            self.assertIn('shotstream_dataset_ready{dataset="broken"} 0', text)
-            self.assertIn("shotstream_shot_read_seconds_count 3", text)
-            self.assertIn("shotstream_bytes_read_total", text)
-            server.stop()
-            log = "".join(server.stderr_lines)
-            self.assertIn("stream 1: peer", log)
-            self.assertIn("stream 1: OK, 3 of 3 shots", log)
-
-    def test_config_errors_name_the_key(self):
-        cfg = self.write_config("datasets:\n  - name: a\n    files: x\n    shot_key: nope\n")
-        res = subprocess.run([harness.runfile(harness.SERVER), f"--config={cfg}"],
-                             capture_output=True, text=True, timeout=60)
-        self.assertEqual(res.returncode, 2)
-        self.assertIn("datasets[0] (a).shot_key", res.stderr)
-        cfg = self.write_config("limits: {max_queue_dept: 3}\n")
-        res = subprocess.run([harness.runfile(harness.SERVER), f"--config={cfg}"],
-                             capture_output=True, text=True, timeout=60)
-        self.assertIn("limits.max_queue_dept: unknown key", res.stderr)
-
-    def test_sigterm_drains_running_streams_then_exits_zero(self):
-        server = harness.Server([f"--dataset=d={self.data}/*.sgy", "--grace_period=20s",
-                                 "--drain_delay=2s"])
-        got = []
-        errors = []
-        with shotstream.Client(server.target) as c:
-            gen = c.stream("d", list(range(1, 13)) * 10, queue_depth=1)
-            got.append(next(gen))
-            server.proc.send_signal(signal.SIGTERM)
-            # Draining: health says NOT_SERVING while the running stream goes on.
-            deadline = time.time() + 10
-            status = None
-            while time.time() < deadline:
-                try:
-                    status = health(server.target)
-                except grpc.RpcError:
-                    status = None
-                if status == NOT_SERVING:
-                    break
-                time.sleep(0.05)
-            self.assertEqual(status, NOT_SERVING)
-            with self.assertRaises(shotstream.ShotstreamError) as e:
-                list(c.stream("d", [1]))
-            self.assertEqual(e.exception.code(), grpc.StatusCode.UNAVAILABLE)
-            try:
-                for shot in gen:
-                    got.append(shot)
-            except shotstream.ShotstreamError as err:
-                errors.append(err)
-        self.assertEqual(errors, [])
-        self.assertEqual(len(got), 120)
-        self.assertEqual(server.proc.wait(timeout=30), 0)
-        server.stop()
 
     def test_bearer_tokens_and_sighup_reload(self):
         tokens = os.path.join(self.tmp, "tokens")
@@ -278,6 +186,93 @@ datasets: [{{name: line1, files: {self.data}/*.sgy}}]
                 with self.assertRaises(shotstream.ShotstreamError) as e:
                     no_cert.list_datasets()
                 self.assertEqual(e.exception.code(), grpc.StatusCode.UNAVAILABLE)
+
+
+class AllowListsTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        cls.data = os.path.join(cls.tmp, "data")
+        synth.write_survey(cls.data, n_shots=4, traces_per_shot=10, n_samples=50, n_files=1,
+                           fmt=5)
+        cls.bad = os.path.join(cls.tmp, "bad")
+        os.makedirs(cls.bad)
+        with open(os.path.join(cls.bad, "x.sgy"), "wb") as f:
+            f.write(b"\x01" * 3700)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def write(self, name, text):
+        path = os.path.join(self.tmp, name)
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
+    # --- serving the wrong data or to the wrong people -------------------------------
+
+    def test_an_allow_list_name_not_in_the_token_file_is_a_startup_error(self):
+        tokens = self.write("tokens_typo", "bob b0b-secret\nalice a1ice-secret\n")
+        cfg = self.write("typo.yaml", f"""
+datasets:
+  - {{name: part1only, files: {self.data}/*.sgy}}
+  - {{name: other, files: {self.data}/*.sgy}}
+auth: {{token_file: {tokens}, allow: {{bobb: [part1only]}}}}
+""")
+        for extra in ([], ["--check_config"]):
+            res = run_server(f"--config={cfg}", "--listen=127.0.0.1:0", *extra)
+            self.assertNotEqual(res.returncode, 0, res.stdout)
+            self.assertIn("no token is named 'bobb'", res.stderr)
+            self.assertNotIn("config OK", res.stdout)
+
+    def test_sighup_reload_that_loses_an_allowed_name_keeps_the_old_tokens(self):
+        tokens = self.write("tokens_reload", "bob b0b-secret\n")
+        cfg = self.write("reload.yaml", f"""
+datasets:
+  - {{name: part1only, files: {self.data}/*.sgy}}
+  - {{name: other, files: {self.data}/*.sgy}}
+auth: {{token_file: {tokens}, allow: {{bob: [part1only]}}}}
+""")
+        with harness.Server([f"--config={cfg}"]) as server:
+            self.write("tokens_reload", "robert b0b-secret\n")
+            server.proc.send_signal(signal.SIGHUP)
+            wait_for(lambda: any("token file not reloaded" in l for l in server.stderr_lines),
+                     what="the reload's refusal")
+            self.assertIn("no token is named 'bob'", "".join(server.stderr_lines))
+            with shotstream.Client(server.target, token="b0b-secret") as bob:
+                self.assertEqual(len(list(bob.stream("part1only", [1]))), 1)
+                with self.assertRaises(shotstream.ShotstreamError) as e:
+                    list(bob.stream("other", [1]))
+                self.assertEqual(e.exception.code(), grpc.StatusCode.PERMISSION_DENIED)
+
+    def test_auth_default_deny(self):
+        tokens = self.write("tokens_deny", "bob b0b-secret\ncarol c4rol-secret\nanon-secret\n")
+        cfg = self.write("deny.yaml", f"""
+datasets:
+  - {{name: part1only, files: {self.data}/*.sgy}}
+  - {{name: other, files: {self.data}/*.sgy}}
+auth: {{token_file: {tokens}, allow: {{bob: [part1only]}}, default: deny}}
+""")
+        with harness.Server([f"--config={cfg}"]) as server:
+            with shotstream.Client(server.target, token="b0b-secret") as bob:
+                self.assertEqual([d.name for d in bob.list_datasets()], ["part1only"])
+                self.assertEqual(len(list(bob.stream("part1only", [1]))), 1)
+            for token in ("c4rol-secret", "anon-secret"):
+                with shotstream.Client(server.target, token=token) as c:
+                    self.assertEqual(c.list_datasets(), [])
+                    for call in (lambda: c.dataset("other"),
+                                 lambda: list(c.stream("part1only", [1]))):
+                        with self.assertRaises(shotstream.ShotstreamError) as e:
+                            call()
+                        self.assertEqual(e.exception.code(), grpc.StatusCode.PERMISSION_DENIED)
+        bad = self.write("deny_bad.yaml", f"""
+datasets: [{{name: d, files: {self.data}/*.sgy}}]
+auth: {{token_file: {tokens}, default: deny-all}}
+""")
+        res = run_server(f"--config={bad}", "--check_config")
+        self.assertNotEqual(res.returncode, 0)
+        self.assertIn("auth.default", res.stderr)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,267 @@
+"""The command-line client against the real server: ls, info, fetch (.npy and SEG-Y exports
+read back with segyio, every trace header byte kept), bench's JSON, plot, and its errors
+(unknown commands, addresses without a port, nothing to do)."""
+
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import numpy as np
+import segyio
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "testing"))
+import harness  # noqa: E402
+import shotstream  # noqa: E402
+import synth  # noqa: E402
+
+
+def run_server(*args, timeout=60):
+    return subprocess.run([harness.runfile(harness.SERVER)] + list(args), capture_output=True,
+                          text=True, timeout=timeout)
+
+
+class CliTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        d = os.path.join(cls.tmp, "line1")
+        os.makedirs(d)
+        # Shot 3 spans the first two files; the files differ in format (IBM and IEEE).
+        harness.write_survey(os.path.join(d, "a.sgy"), 1, [1, 2, 3], 24, 301, seed=1)
+        harness.write_survey(os.path.join(d, "b.sgy"), 5, [3, 4], 24, 301, seed=2,
+                             first_trace=72)
+        harness.write_survey(os.path.join(d, "c.sgy"), 5, [-7, 10, 11], 17, 301, seed=3)
+        cls.paths = sorted(glob.glob(os.path.join(d, "*.sgy")))
+        cls.oracle = harness.segyio_shots(cls.paths)
+        bad = os.path.join(cls.tmp, "bad")
+        os.makedirs(bad)
+        with open(os.path.join(bad, "junk.sgy"), "wb") as f:
+            f.write(b"\x00" * 5000)
+        cls.server = harness.Server([f"--dataset=line1={d}/*.sgy",
+                                     f"--dataset=broken={bad}/*.sgy",
+                                     "--max_chunk_bytes=20000"])
+        cls.client = shotstream.Client(cls.server.target)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.client.close()
+        cls.server.stop()
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def assert_shot(self, shot, sid):
+        samples, headers = self.oracle[sid]
+        self.assertEqual(shot.shot_id, sid)
+        self.assertEqual(shot.samples.dtype, np.float32)
+        self.assertEqual(shot.samples.shape, samples.shape)
+        np.testing.assert_array_equal(shot.samples, samples)
+        for name, values in shot.headers.items():
+            np.testing.assert_array_equal(values, headers[name], err_msg=name)
+
+    def test_cli_fetch_writes_npy_equal_to_segyio(self):
+        out = os.path.join(self.tmp, "fetch")
+        res = harness.cli("fetch", f"--target={self.server.target}", "--dataset=line1",
+                          "--shots=3,-7", f"--out={out}", "--headers=group_x,offset")
+        self.assertIn("fetched 2 shots", res.stdout)
+        for sid in (3, -7):
+            samples, headers = self.oracle[sid]
+            np.testing.assert_array_equal(np.load(os.path.join(out, f"shot_{sid}.npy")), samples)
+            for name in ("group_x", "offset"):
+                np.testing.assert_array_equal(
+                    np.load(os.path.join(out, f"shot_{sid}.{name}.npy")), headers[name])
+
+    def test_cli_fetch_segy_reads_back_exactly_with_segyio(self):
+        import segyio
+        for fmt, shots in (("segy", [3, -7, 10]), ("segy-ibm", [1, 2])):
+            out = os.path.join(self.tmp, f"fetch-{fmt}")
+            harness.cli("fetch", f"--target={self.server.target}", "--dataset=line1",
+                        "--shots=" + ",".join(map(str, shots)), f"--out={out}",
+                        f"--format={fmt}", "--headers=" + ",".join(harness.HEADER_FIELDS))
+            for sid in shots:
+                path = os.path.join(out, f"shot_{sid}.sgy")
+                got = harness.segyio_shots([path])
+                self.assertEqual(list(got), [sid])
+                samples, headers = self.oracle[sid]
+                np.testing.assert_array_equal(got[sid][0], samples)
+                for name in harness.HEADER_FIELDS:
+                    np.testing.assert_allclose(got[sid][1][name], headers[name], rtol=0,
+                                               atol=1e-9, err_msg=name)
+                with segyio.open(path, ignore_geometry=True) as f:
+                    self.assertEqual(int(f.bin[segyio.BinField.Format]), 5 if fmt == "segy" else 1)
+                    self.assertEqual(segyio.tools.dt(f), 2000)
+
+    def test_cli_plot_writes_a_png_of_the_gather(self):
+        import struct
+        import zlib
+        out = os.path.join(self.tmp, "shot3.png")
+        res = harness.cli("plot", f"--target={self.server.target}", "--dataset=line1",
+                          "--shot=3", f"--out={out}")
+        self.assertIn("48 traces x 301 samples", res.stdout)
+        with open(out, "rb") as f:
+            png = f.read()
+        self.assertEqual(png[:8], b"\x89PNG\r\n\x1a\n")
+        w, h = struct.unpack(">II", png[16:24])
+        pos, idat = 8, b""
+        while pos < len(png):
+            n = struct.unpack(">I", png[pos:pos + 4])[0]
+            if png[pos + 4:pos + 8] == b"IDAT":
+                idat += png[pos + 8:pos + 8 + n]
+            pos += 12 + n
+        rows = np.frombuffer(zlib.decompress(idat), np.uint8).reshape(h, 1 + 3 * w)[:, 1:]
+        rgb = rows.reshape(h, w, 3).astype(int)
+        red = (rgb[..., 0] == 255) & (rgb[..., 2] < 128)
+        blue = (rgb[..., 2] == 255) & (rgb[..., 0] < 128)
+        self.assertGreater(red.sum(), 100)   # positive amplitudes
+        self.assertGreater(blue.sum(), 100)  # negative amplitudes
+        self.assertGreater(w, 48)
+        self.assertGreater(h, 301)
+        res = harness.cli("plot", f"--target={self.server.target}", "--dataset=line1",
+                          "--shot=999", f"--out={out}", check=False)
+        self.assertNotEqual(res.returncode, 0)
+        self.assertIn("NOT_FOUND", res.stderr)
+
+    def test_cli_ls_info_and_bench_json(self):
+        ls = harness.cli("ls", f"--target={self.server.target}").stdout
+        self.assertIn("line1", ls)
+        self.assertIn("FAILED", ls)
+        info = harness.cli("info", f"--target={self.server.target}", "--dataset=line1").stdout
+        self.assertIn("shots: 7", info)
+        res = harness.cli("bench", f"--target={self.server.target}", "--dataset=line1",
+                          "--repeat=3", "--streams=2")
+        result = json.loads(res.stdout.strip().splitlines()[-1])
+        total = sum(s.size * 4 for s, _ in self.oracle.values())
+        self.assertEqual(result["shots"], 2 * 3 * len(self.oracle))
+        self.assertEqual(result["bytes"], 2 * 3 * total)
+        self.assertGreater(result["seconds"], 0)
+        self.assertAlmostEqual(result["gbps"], result["bytes"] / result["seconds"] / 1e9,
+                               places=3)
+        # Warm-up shots are streamed (and verified) but not counted.
+        res = harness.cli("bench", f"--target={self.server.target}", "--dataset=line1",
+                          "--warmup_shots=3")
+        result = json.loads(res.stdout.strip().splitlines()[-1])
+        self.assertEqual(result["shots"], len(self.oracle))
+        self.assertEqual(result["bytes"], total)
+
+
+class CliExportTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        cls.data = os.path.join(cls.tmp, "data")
+        synth.write_survey(cls.data, n_shots=4, traces_per_shot=10, n_samples=50, n_files=1,
+                           fmt=5)
+        cls.bad = os.path.join(cls.tmp, "bad")
+        os.makedirs(cls.bad)
+        with open(os.path.join(cls.bad, "x.sgy"), "wb") as f:
+            f.write(b"\x01" * 3700)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def write(self, name, text):
+        path = os.path.join(self.tmp, name)
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
+    # --- serving the wrong data or to the wrong people -------------------------------
+
+    def test_segy_export_keeps_every_trace_header_byte(self):
+        src = os.path.join(self.tmp, "geometry.sgy")
+        harness.write_survey(src, 1, [7, 8], 12, 40, seed=3)
+        with open(src, "rb") as f:
+            raw = f.read()
+        trace = 240 + 40 * 4
+        source_headers = [raw[3600 + t * trace:3600 + t * trace + 240] for t in range(24)]
+        with harness.Server([f"--dataset=g={src}"]) as server:
+            for extra in ([], ["--headers=source_x,group_x,offset"]):
+                out = os.path.join(self.tmp, f"export{len(extra)}")
+                harness.cli("fetch", f"--target={server.target}", "--dataset=g", "--shots=8",
+                            "--format=segy", f"--out={out}", *extra)
+                with open(os.path.join(out, "shot_8.sgy"), "rb") as f:
+                    written = f.read()
+                got = [written[3600 + t * trace:3600 + t * trace + 240] for t in range(12)]
+                self.assertEqual(got, source_headers[12:], extra)
+                with segyio.open(os.path.join(out, "shot_8.sgy"), ignore_geometry=True) as f:
+                    np.testing.assert_array_equal(f.trace.raw[:],
+                                                  harness.segyio_shots([src])[8][0])
+            for native in harness.client_paths():
+                with shotstream.Client(server.target, native=native) as c:
+                    shot = next(iter(c.stream("g", [7], trace_headers=True)))
+                    self.assertEqual(shot.trace_headers.shape, (12, 240))
+                    self.assertEqual([bytes(h) for h in shot.trace_headers], source_headers[:12])
+                    plain = next(iter(c.stream("g", [7])))
+                    self.assertIsNone(plain.trace_headers)
+
+    # --- failures that look like success ---------------------------------------------
+
+
+class CliErrorsTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        cls.data = os.path.join(cls.tmp, "data")
+        synth.write_survey(cls.data, n_shots=3, traces_per_shot=4, n_samples=20, n_files=1,
+                           fmt=5)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def test_addresses_without_a_port_are_errors(self):
+        res = run_server(f"--dataset=a={self.data}/*.sgy", "--listen=127.0.0.1",
+                         "--check_config")
+        self.assertNotEqual(res.returncode, 0)
+        self.assertIn("listen '127.0.0.1': expected HOST:PORT", res.stderr)
+        res = harness.cli("ls", "--target=127.0.0.1", check=False)
+        self.assertNotEqual(res.returncode, 0)
+        self.assertIn("target '127.0.0.1': expected HOST:PORT", res.stderr)
+        with self.assertRaises(ValueError) as e:
+            shotstream.Client("127.0.0.1")
+        self.assertIn("expected HOST:PORT", str(e.exception))
+
+    def test_cli_unknown_command_and_what_it_prints(self):
+        res = harness.cli("lss", "--target=127.0.0.1:1", check=False)
+        self.assertNotEqual(res.returncode, 0)
+        self.assertIn("unknown command 'lss'", res.stderr)
+        with harness.Server([f"--dataset=d={self.data}/*.sgy"]) as server:
+            for args in (["ls"], ["info", "--dataset=d"]):
+                res = harness.cli(*args, f"--target={server.target}")
+                self.assertNotIn("CUDA", res.stderr)  # said only where staging is asked for
+
+    def test_plot_defaults_to_the_first_shot_and_writes_into_a_directory(self):
+        out = os.path.join(self.tmp, "plots")
+        os.makedirs(out)
+        with harness.Server([f"--dataset=d={self.data}/*.sgy"]) as server:
+            res = harness.cli("plot", f"--target={server.target}", "--dataset=d",
+                              f"--out={out}", "--agc=20", "--gain=t^1")
+            self.assertIn("shot 1,", res.stdout)
+            with open(os.path.join(out, "shot_1.png"), "rb") as f:
+                self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
+            res = harness.cli("plot", f"--target={server.target}", "--dataset=d",
+                              "--gain=2", check=False)
+            self.assertNotEqual(res.returncode, 0)
+            self.assertIn("expected t^N", res.stderr)
+
+    def test_fetch_and_bench_with_nothing_to_do_fail(self):
+        empty = os.path.join(self.tmp, "empty.sgy")
+        with open(empty, "wb") as f:
+            f.write(bytes(3200) + bytes(20) + b"\x00\x14" + bytes(2) + b"\x00\x05" +
+                    bytes(3600 - 3226))  # a valid header, no traces: READY with 0 shots
+        with harness.Server([f"--dataset=none={empty}",
+                             f"--dataset=bad={self.tmp}/nothing-*.sgy"]) as server:
+            for cmd in ("fetch", "bench"):
+                for name, says in (("none", "has no shots"), ("bad", "FAILED_PRECONDITION")):
+                    res = harness.cli(cmd, f"--target={server.target}", f"--dataset={name}",
+                                      f"--out={self.tmp}/out", check=False)
+                    self.assertNotEqual(res.returncode, 0, res.stdout)
+                    self.assertIn(says, res.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
