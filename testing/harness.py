@@ -162,6 +162,25 @@ class Server:
         for l in self.proc.stderr:
             self.stderr_lines.append(l)
 
+    def metrics_port(self):
+        """The port of --metrics_listen, from the server's start-up line."""
+        prefix = "metrics on http://"
+        wait_for(lambda: any(prefix in l for l in self.stderr_lines), what="the metrics line")
+        line = next(l for l in self.stderr_lines if prefix in l)
+        return int(line.split("(port ")[1].rstrip(")\n"))
+
+    def metrics(self):
+        """/metrics (the server runs with --metrics_listen) as {name or name{labels}: value}."""
+        import urllib.request
+        text = urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port()}/metrics",
+                                      timeout=5).read().decode()
+        values = {}
+        for line in text.splitlines():
+            if line and not line.startswith("#"):
+                key, value = line.rsplit(" ", 1)
+                values[key] = float(value)
+        return values
+
     def stop(self, sig=None):
         if self.proc.poll() is None:
             self.proc.terminate() if sig is None else self.proc.send_signal(sig)

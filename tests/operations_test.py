@@ -74,16 +74,8 @@ datasets:
                 self.assertIn("max_queue_depth", e.exception.details())
             self.assertEqual(health(server.target), SERVING)
             self.assertEqual(health(server.target, "shotstream.v1.ShotStream"), SERVING)
-            port = None
-            for _ in range(50):
-                for line in server.stderr_lines:
-                    if "metrics on http://" in line:
-                        port = int(line.split("(port ")[1].rstrip(")\n"))
-                if port:
-                    break
-                time.sleep(0.1)
-            self.assertIsNotNone(port)
-            body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read()
+            body = urllib.request.urlopen(
+                f"http://127.0.0.1:{server.metrics_port()}/metrics", timeout=5).read()
             text = body.decode()
             self.assertIn("shotstream_shots_sent_total 3\n", text)
             self.assertIn('shotstream_streams_rejected_by_code_total{code="INVALID_ARGUMENT"} 1', text)
@@ -367,24 +359,9 @@ auth: {{token_file: {tokens}, allow: {{bob: [line1]}}}}
                 with shotstream.Client(server.target, token="wrong") as nobody:
                     with self.assertRaises(shotstream.ShotstreamError):
                         list(nobody.stream("line1", [1]))
-                wait_for(lambda: any("metrics on http://" in l for l in server.stderr_lines),
-                         what="the metrics line")
-                line = next(l for l in server.stderr_lines if "metrics on http://" in l)
-                port = int(line.split("(port ")[1].rstrip(")\n"))
-
-                def metrics():
-                    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics",
-                                                  timeout=5).read().decode()
-                    values = {}
-                    for l in text.splitlines():
-                        if l and not l.startswith("#"):
-                            k, v = l.rsplit(" ", 1)
-                            values[k] = float(v)
-                    return values
-
-                wait_for(lambda: metrics()["shotstream_active_streams"] == 0,
+                wait_for(lambda: server.metrics()["shotstream_active_streams"] == 0,
                          what="the streams to finish")
-                m = metrics()
+                m = server.metrics()
                 finished = sum(v for k, v in m.items()
                                if k.startswith("shotstream_streams_finished_total{"))
                 self.assertEqual(m["shotstream_streams_started_total"], 2)

@@ -13,7 +13,6 @@ import tempfile
 import threading
 import time
 import unittest
-import urllib.request
 
 import grpc
 import numpy as np
@@ -405,16 +404,10 @@ class WriteTest(unittest.TestCase):
         c.write("counted", modelled([1, 2]), sample_interval_us=1000)
         with self.assertRaises(shotstream.ShotstreamError):
             c.write("counted", modelled([1]), sample_interval_us=1000)
-        port = None
-        for line in self.server.stderr_lines:
-            if "metrics on http://" in line:
-                port = int(line.split("(port ")[1].rstrip(")\n"))
-        text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
-        self.assertIn('shotstream_writes_failed_total{code="ALREADY_EXISTS"}', text)
-        written = [int(line.split()[1]) for line in text.splitlines()
-                   if line.startswith("shotstream_shots_written_total ")]
-        self.assertGreaterEqual(written[0], 2)
-        self.assertRegex(text, r"shotstream_writes_total [1-9]")
+        m = self.server.metrics()
+        self.assertGreaterEqual(m['shotstream_writes_failed_total{code="ALREADY_EXISTS"}'], 1)
+        self.assertGreaterEqual(m["shotstream_shots_written_total"], 2)
+        self.assertGreaterEqual(m["shotstream_writes_total"], 1)
 
 
 if __name__ == "__main__":

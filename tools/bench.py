@@ -34,6 +34,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "testing"))
 
 import harness  # noqa: E402
+import consumer_bench  # noqa: E402
 import job_bench  # noqa: E402
 import link_bench  # noqa: E402
 import source_bench  # noqa: E402
@@ -376,7 +377,8 @@ def main():
     p.add_argument("--workdir", default=None)
     p.add_argument("--load_seconds", type=int, default=60)
     p.add_argument("--skip_reliability", action="store_true")
-    p.add_argument("--only", choices=["link", "encodings", "jobs", "sources", "writes"], default=None,
+    p.add_argument("--only", choices=["link", "encodings", "jobs", "sources", "writes",
+                                          "consumers"], default=None,
                    help="measure only this section and merge it into the saved bench.json")
     p.add_argument("--link_rate", default="10gbit", help="the emulated link's rate (tbf)")
     p.add_argument("--link_python", default=None,
@@ -538,6 +540,8 @@ def main():
         results["encodings"] = measure_encodings(work, args.reps)
         print("jobs against a static split ...", flush=True)
         results["jobs"] = measure_jobs(work, args.reps)
+        print("stalled and slow consumers ...", flush=True)
+        results["consumers"] = measure_consumers(work, args.reps)
         if not args.skip_reliability:
             print("reliability (32-client load) ...", flush=True)
             results["reliability"] = reliability(work, args.load_seconds)
@@ -599,6 +603,20 @@ def measure_jobs(work, reps):
     return out
 
 
+def measure_consumers(work, reps):
+    """A consumer alone and beside forty stalled streams; eight sharing a small budget."""
+    out = consumer_bench.measure(work, reps=max(3, reps // 2))
+    alone = summary(out["alone_gbps"])
+    for k in ("alone_gbps", "given_back_gbps", "never_gbps", "inflight_mb_given_back",
+              "inflight_mb_never", "fair_slowest_over_fastest", "fair_gbps",
+              "fair_alone_gbps"):
+        out[k] = summary(out[k])
+    out["given_back_over_alone"] = out["given_back_gbps"]["median"] / alone["median"]
+    out["never_over_alone"] = out["never_gbps"]["median"] / alone["median"]
+    out["date"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    return out
+
+
 def measure_sources(work, reps):
     """.npy against little-endian SEG-Y through the server; gzip HDF5 against h5py."""
     out = source_bench.measure(work, reps=max(3, reps))
@@ -635,6 +653,7 @@ def section_only(args, out_dir, work, ieee_dir):
         "jobs": lambda: measure_jobs(work, args.reps),
         "sources": lambda: measure_sources(work, args.reps),
         "writes": lambda: measure_writes(work, args.reps),
+        "consumers": lambda: measure_consumers(work, args.reps),
     }[args.only]
     path = os.path.join(out_dir, ARTIFACTS, "bench.json")
     with open(path) as f:

@@ -261,6 +261,7 @@ def render(r):
         lines += ["", "## On an emulated link", "", f"Not measured in this run: {lk['skipped']}."]
     lines += encodings_section(r.get("encodings"))
     lines += jobs_section(r.get("jobs"))
+    lines += consumers_section(r.get("consumers"))
     lines += sources_section(r.get("sources"))
     lines += writes_section(r.get("writes"))
     rel = r.get("reliability")
@@ -376,6 +377,39 @@ def jobs_section(j):
             f"against {cpu['stream_cpu_s']:.3f} s, "
             f"{cpu['overhead_us_per_shot']:.1f} us a shot for the job (target < 50 us: "
             f"{'met' if cpu['overhead_us_per_shot'] < 50 else 'NOT met'})."]
+
+
+def consumers_section(c):
+    if not c:
+        return []
+    mb = c["traces"] * c["samples"] * 4 / 1e6
+    gb, nv = c["given_back_over_alone"], c["never_over_alone"]
+    fair = c["fair_slowest_over_fastest"]["median"]
+    return ["", "## Slow and stalled consumers", "",
+            f"{c['shots']} shots of {mb:.2f} MB on loopback (tools/consumer_bench.py; "
+            "`bazel run -c opt //:bench -- --only=consumers`, measured "
+            f"{c.get('date', '')}; medians of {c['reps']} alternated runs). A stalled stream "
+            "asks for every shot 5 times with queue depth 8, reads one message and then "
+            f"nothing; {c['stalled']} of them, each on its own connection, beside one "
+            "`shotstream bench --repeat=3` on a server with the default 1 GiB budget.", "",
+            "| what | rate | / alone | target |", "| --- | --- | ---: | --- |",
+            f"| alone | {fmt(c['alone_gbps'])} | 1.00x | |",
+            f"| beside {c['stalled']} stalled streams that gave back their read-ahead "
+            f"(`--stall_timeout=2s`, timed once all had) | {fmt(c['given_back_gbps'])} | "
+            f"{gb:.2f}x | >= 0.7x ({'met' if gb >= 0.7 else 'NOT met'}) |",
+            f"| beside {c['stalled']} stalled streams that never give back "
+            f"(`--stall_timeout=0s`: the progress and fair-share rules alone) | "
+            f"{fmt(c['never_gbps'])} | {nv:.2f}x | finishes (before: never) |",
+            "", "The budget the stalled streams held while the consumer ran: "
+            f"{fmt(c['inflight_mb_given_back'], 'MB', digits=0)} once they gave back (at most "
+            f"the shot each was sending), {fmt(c['inflight_mb_never'], 'MB', digits=0)} "
+            "where they never do (each its fair share).", "",
+            "Eight `shotstream bench` streams with queue depth 8 sharing a budget of 16 shots "
+            f"(`--max_inflight_bytes={16 * c['traces'] * c['samples'] * 4}`, `--streams=8 "
+            f"--queue_depth=8 --repeat=2`): fastest stream's time / slowest's "
+            f"{fmt(c['fair_slowest_over_fastest'], '', digits=2)} (target >= 0.8: "
+            f"{'met' if fair >= 0.8 else 'NOT met'}), {fmt(c['fair_gbps'])} together, against "
+            f"{fmt(c['fair_alone_gbps'])} for one stream alone on that server."]
 
 
 def sources_section(s):

@@ -29,6 +29,7 @@
 #include "server/service/gate.h"
 #include "server/service/token_store.h"
 #include "server/stream/reader_pool.h"
+#include "server/stream/stall_watch.h"
 
 namespace shotstream::server {
 namespace {
@@ -318,6 +319,7 @@ absl::StatusOr<std::unique_ptr<ShotStreamServer>> ShotStreamServer::Start(
   if (cfg.max_inflight_bytes > 0) {
     s->budget_ = std::make_unique<stream::ByteBudget>(cfg.max_inflight_bytes);
   }
+  s->stall_watch_ = std::make_unique<stream::StallWatch>(cfg.stall_timeout);
   s->advisor_ = std::make_unique<stream::EncodingAdvisor>(readers);
   s->disk_ = std::make_unique<stream::ReaderPool>(kDiskThreads);
   s->jobs_ = std::make_unique<jobs::JobRegistry>(cfg.job_dir, cfg.job_idle_timeout,
@@ -341,6 +343,7 @@ absl::StatusOr<std::unique_ptr<ShotStreamServer>> ShotStreamServer::Start(
   parts.readers = s->pool_.get();
   parts.disk = s->disk_.get();
   parts.budget = s->budget_.get();
+  if (cfg.stall_timeout > absl::ZeroDuration()) parts.stall_watch = s->stall_watch_.get();
   parts.advisor = s->advisor_.get();
   parts.jobs = s->jobs_.get();
   parts.counters = s->counters_.get();

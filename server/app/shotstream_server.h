@@ -47,6 +47,7 @@ namespace stream {
 class ByteBudget;
 class EncodingAdvisor;
 class ReaderPool;
+class StallWatch;
 }
 
 namespace server {
@@ -121,6 +122,7 @@ class ShotStreamServer {
   std::unique_ptr<service::TokenStore> tokens_;
   std::unique_ptr<service::ServiceCounters> counters_;
   std::unique_ptr<stream::ByteBudget> budget_;         // null: no in-flight budget
+  std::unique_ptr<stream::StallWatch> stall_watch_;    // stalled streams give back
   std::unique_ptr<stream::EncodingAdvisor> advisor_;   // ENCODING_AUTO's measurements
   std::unique_ptr<stream::ReaderPool> disk_;           // writes and job files
   std::unique_ptr<jobs::JobRegistry> jobs_;

@@ -81,7 +81,8 @@ absl::StatusOr<ServerConfig> ParseServerConfig(const std::string& yaml, const st
   SS_CFG(CheckKeys(root, source, "",
                    {"listen", "catalog_dir", "metrics_listen", "readers", "limits", "tls",
                     "auth", "datasets", "grace_period", "drain_delay", "keepalive",
-                    "zero_copy", "log_streams", "job_dir", "job_idle_timeout", "write_dir"}));
+                    "zero_copy", "log_streams", "job_dir", "job_idle_timeout", "write_dir",
+                    "stall_timeout"}));
   SS_CFG(Get(root, "listen", source, "", &c.listen));
   SS_CFG(Get(root, "catalog_dir", source, "", &c.catalog_dir));
   SS_CFG(Get(root, "metrics_listen", source, "", &c.metrics_listen));
@@ -93,6 +94,7 @@ absl::StatusOr<ServerConfig> ParseServerConfig(const std::string& yaml, const st
   SS_CFG(Get(root, "job_dir", source, "", &c.job_dir));
   SS_CFG(Get(root, "write_dir", source, "", &c.write_dir));
   SS_CFG(GetDuration(root, "job_idle_timeout", source, &c.job_idle_timeout));
+  SS_CFG(GetDuration(root, "stall_timeout", source, &c.stall_timeout));
   if (const YAML::Node k = root["keepalive"]) {
     SS_CFG(CheckKeys(k, source, "keepalive", {"time", "timeout"}));
     SS_CFG(GetDuration(k, "time", source, &c.keepalive_time));
@@ -233,8 +235,10 @@ absl::Status ValidateServerConfig(const ServerConfig& c) {
         "limits.default_chunk_bytes: ", c.default_chunk_bytes,
         " must be at least 1024 and at most limits.max_chunk_bytes (", c.max_chunk_bytes, ")"));
   }
-  if (c.drain_delay < absl::ZeroDuration() || c.grace_period < absl::ZeroDuration()) {
-    return absl::InvalidArgumentError("drain_delay and grace_period must not be negative");
+  if (c.drain_delay < absl::ZeroDuration() || c.grace_period < absl::ZeroDuration() ||
+      c.stall_timeout < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        "drain_delay, grace_period and stall_timeout must not be negative");
   }
   if (c.max_streams == 0 || c.max_streams_per_peer == 0 || c.max_shots_per_request == 0 ||
       c.max_inflight_bytes == 0) {

@@ -36,6 +36,9 @@ struct ServerConfig {
   // missing); empty: in memory only. Jobs with no consumer for job_idle_timeout are dropped.
   std::string job_dir;
   absl::Duration job_idle_timeout = absl::Minutes(30);
+  // A stream whose consumer has taken nothing for this long gives back the shots it read
+  // ahead (read again when it reads on); 0: never.
+  absl::Duration stall_timeout = absl::Seconds(30);
   std::string metrics_listen;  // HOST:PORT for Prometheus text on /metrics; empty: off
   int readers = 0;             // 0: number of cores
   uint32_t default_queue_depth = defaults::kDefaultQueueDepth;

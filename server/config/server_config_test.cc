@@ -50,6 +50,7 @@ datasets:
 TEST(ServerConfigTest, RunSettingsAndChunkSizesAreInTheYamlToo) {
   auto c = ParseServerConfig(R"(
 drain_delay: 250ms
+stall_timeout: 2m
 zero_copy: false
 log_streams: false
 limits: {default_chunk_bytes: 524288, max_chunk_bytes: 8388608}
@@ -57,6 +58,7 @@ datasets: [{name: d, files: /x/*.sgy}]
 )", "run.yaml");
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->drain_delay, absl::Milliseconds(250));
+  EXPECT_EQ(c->stall_timeout, absl::Minutes(2));
   EXPECT_FALSE(c->zero_copy);
   EXPECT_FALSE(c->log_streams);
   EXPECT_EQ(ResolvedDefaultChunkBytes(*c), 524288u);

@@ -56,6 +56,8 @@ ABSL_FLAG(int64_t, max_shots_per_request, -1, "shot ids in one request (1000000)
 ABSL_FLAG(int64_t, max_inflight_bytes, -1, "decoded shot bytes all streams may hold (1 GiB)");
 ABSL_FLAG(std::string, grace_period, "", "on SIGTERM, how long running streams may take (30s)");
 ABSL_FLAG(std::string, drain_delay, "", "on SIGTERM, NOT_SERVING this long before closing (1s)");
+ABSL_FLAG(std::string, stall_timeout, "", "a stream whose consumer takes nothing this long "
+          "gives back its read-ahead, read again when it reads on (30s; 0s: never)");
 ABSL_FLAG(std::string, keepalive_time, "", "HTTP/2 keepalive ping interval (60s)");
 ABSL_FLAG(std::string, keepalive_timeout, "", "close a connection whose ping is unanswered (20s)");
 ABSL_FLAG(std::optional<bool>, zero_copy, std::nullopt,
@@ -136,6 +138,8 @@ absl::StatusOr<ServerConfig> BuildConfig(const std::vector<std::string>& dataset
       OverrideDuration("grace_period", absl::GetFlag(FLAGS_grace_period), &c.grace_period));
   SS_RETURN_IF_ERROR(
       OverrideDuration("drain_delay", absl::GetFlag(FLAGS_drain_delay), &c.drain_delay));
+  SS_RETURN_IF_ERROR(
+      OverrideDuration("stall_timeout", absl::GetFlag(FLAGS_stall_timeout), &c.stall_timeout));
   SS_RETURN_IF_ERROR(OverrideDuration("keepalive_time", absl::GetFlag(FLAGS_keepalive_time),
                                       &c.keepalive_time));
   SS_RETURN_IF_ERROR(OverrideDuration(

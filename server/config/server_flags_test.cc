@@ -18,6 +18,7 @@ TEST(ServerFlagsTest, FlagsOverrideTheYamlAndUnsetFlagsLeaveIt) {
   std::ofstream(yaml) << R"(
 listen: 127.0.0.1:7000
 drain_delay: 5s
+stall_timeout: 1m
 zero_copy: false
 log_streams: false
 keepalive: {time: 30s}
@@ -28,7 +29,8 @@ datasets: [{name: a, files: /x/*.sgy}, {name: b, files: /y/*.sgy}]
   std::vector<std::string> args = {
       "shotstream_server",      "--config=" + yaml,        "--zero_copy=true",
       "--drain_delay=0s",       "--keepalive_timeout=7s",  "--max_chunk_bytes=16777216",
-      "--auth_default=deny",    "--auth_allow=alice:a+b,bob:b", "--testing_corrupt_shot=3"};
+      "--auth_default=deny",    "--auth_allow=alice:a+b,bob:b", "--testing_corrupt_shot=3",
+      "--stall_timeout=0s"};
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   auto cl = ParseServerCommandLine(static_cast<int>(argv.size()), argv.data());
@@ -38,6 +40,7 @@ datasets: [{name: a, files: /x/*.sgy}, {name: b, files: /y/*.sgy}]
   EXPECT_TRUE(c.zero_copy);                    // the flag's
   EXPECT_FALSE(c.log_streams);                 // the file's: the flag was not given
   EXPECT_EQ(c.drain_delay, absl::ZeroDuration());
+  EXPECT_EQ(c.stall_timeout, absl::ZeroDuration()) << "0s: off, given by the flag";
   EXPECT_EQ(c.keepalive_time, absl::Seconds(30));
   EXPECT_EQ(c.keepalive_timeout, absl::Seconds(7));
   EXPECT_EQ(c.max_queue_depth, 8u);

@@ -165,6 +165,25 @@ void Job::Leave(int64_t consumer) {
   for (auto& w : wake) w();
 }
 
+void Job::GiveBack(int64_t consumer, const std::vector<int64_t>& shot_ids) {
+  std::vector<std::function<void()>> wake;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = consumers_.find(consumer);
+    if (it == consumers_.end()) return;
+    std::vector<int64_t>& held = it->second.held;
+    for (auto id = shot_ids.rbegin(); id != shot_ids.rend(); ++id) {  // kept in order
+      auto h = std::find(held.begin(), held.end(), *id);
+      if (h == held.end() || done_.contains(*id)) continue;
+      held.erase(h);
+      returned_.push_front(*id);
+      counters_->shots_returned++;
+    }
+    WakeAll(&wake);  // a waiting consumer may take them
+  }
+  for (auto& w : wake) w();
+}
+
 bool Job::idle_since(absl::Time* since) const {
   absl::MutexLock lock(&mu_);
   *since = idle_since_;

@@ -37,7 +37,8 @@ namespace shotstream::jobs {
 struct JobCounters {
   std::atomic<int64_t> jobs{0};           // jobs held now
   std::atomic<int64_t> shots_handed{0};   // shots handed to a consumer
-  std::atomic<int64_t> shots_returned{0};  // handed, then given back by a consumer that left
+  // Handed, then given back by a consumer that left, or that stalled (its read-ahead).
+  std::atomic<int64_t> shots_returned{0};
   std::atomic<int64_t> shots_done{0};
 };
 
@@ -95,6 +96,9 @@ class Job {
   void Done(int64_t consumer, int64_t shot_id) ABSL_LOCKS_EXCLUDED(mu_);
   // The consumer is gone; what it held and had not done goes back to the queue.
   void Leave(int64_t consumer) ABSL_LOCKS_EXCLUDED(mu_);
+  // The consumer gives back shots it holds and has not begun to send (it stalled): they
+  // go back to the queue, first in line (in their order), for any consumer.
+  void GiveBack(int64_t consumer, const std::vector<int64_t>& shot_ids) ABSL_LOCKS_EXCLUDED(mu_);
 
   bool idle_since(absl::Time* since) const ABSL_LOCKS_EXCLUDED(mu_);
   size_t shots_left() const ABSL_LOCKS_EXCLUDED(mu_);  // not done

@@ -85,6 +85,30 @@ TEST(JobTest, AConsumerThatLeavesGivesBackWhatItHeld) {
   EXPECT_EQ(job->shots_left(), 4u);
 }
 
+TEST(JobTest, AStalledConsumerGivesBackWhatItHasNotSentFirstInLineInOrder) {
+  JobCounters counters;
+  JobRegistry registry("", absl::Minutes(10), &counters);
+  auto job = *registry.Find(Spec(6));
+  const int64_t a = job->Join([] {});
+  int woken = 0;
+  const int64_t b = job->Join([&] { ++woken; });
+  std::vector<int64_t> held(4);
+  for (int64_t& id : held) ASSERT_EQ(job->Next(a, 4, &id), Job::Take::kShot);
+  EXPECT_EQ(job->Next(a, 4, &held[0]), Job::Take::kWait);
+  job->GiveBack(a, {held[2], held[3], 12345});  // read ahead, not sent; one never held
+  EXPECT_EQ(woken, 1);
+  EXPECT_EQ(counters.shots_returned, 2);
+  int64_t id;
+  ASSERT_EQ(job->Next(b, 10, &id), Job::Take::kShot);
+  EXPECT_EQ(id, held[2]);
+  ASSERT_EQ(job->Next(b, 10, &id), Job::Take::kShot);
+  EXPECT_EQ(id, held[3]);
+  ASSERT_EQ(job->Next(a, 4, &id), Job::Take::kShot) << "a holds two now";
+  job->GiveBack(a, {held[0]});
+  job->Done(a, held[0]);  // given back: no longer a's to be done with
+  EXPECT_EQ(job->shots_left(), 6u);
+}
+
 TEST(JobRegistryTest, ConsumersMustAgreeAndJobNamesAreChecked) {
   JobCounters counters;
   JobRegistry registry("", absl::Minutes(10), &counters);

@@ -69,13 +69,24 @@ std::string RenderPrometheus(const service::ServiceCounters& c,
          "Most decoded shot bytes held at once since start.", c.inflight_bytes_peak.load());
   Metric(&out, "shotstream_budget_waits_total", "counter",
          "Shot reads that waited for the in-flight byte budget.", c.budget_waits.load());
+  Metric(&out, "shotstream_stalled_streams", "gauge",
+         "Streams whose consumer has taken nothing for the stall timeout: they gave back "
+         "the shots they read ahead, and hold at most the one being sent.",
+         c.stalled_streams.load());
+  Metric(&out, "shotstream_shots_given_back_total", "counter",
+         "Shots read ahead that stalled streams gave back (read again when they resume).",
+         c.shots_given_back.load());
+  Metric(&out, "shotstream_bytes_given_back_total", "counter",
+         "Decoded bytes of the in-flight budget that stalled streams gave back.",
+         c.bytes_given_back.load());
   Metric(&out, "shotstream_reads_in_flight", "gauge", "Shot reads running in the reader pool.",
          c.reads_in_flight.load());
   Metric(&out, "shotstream_jobs", "gauge", "Jobs (StreamJob epochs) held.", c.jobs.jobs.load());
   Metric(&out, "shotstream_job_shots_handed_total", "counter",
          "Shots of jobs handed to a consumer.", c.jobs.shots_handed.load());
   Metric(&out, "shotstream_job_shots_returned_total", "counter",
-         "Shots of jobs given back by a consumer that left before it was done with them.",
+         "Shots of jobs given back by a consumer that left before it was done with them, "
+         "or that stalled before it sent them.",
          c.jobs.shots_returned.load());
   Metric(&out, "shotstream_job_shots_done_total", "counter", "Shots of jobs done.",
          c.jobs.shots_done.load());

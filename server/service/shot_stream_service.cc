@@ -258,6 +258,7 @@ class ShotStreamServiceImpl final
     plan.corrupt_shot = parts_.corrupt_shot_for_testing;
     plan.counters = parts_.counters;
     plan.budget = parts_.budget;
+    plan.stall_watch = parts_.stall_watch;
     return plan;
   }
 

@@ -23,6 +23,7 @@
 #include "server/service/service_counters.h"
 #include "server/stream/byte_budget.h"
 #include "server/stream/encoding_advisor.h"
+#include "server/stream/stall_watch.h"
 #include "server/stream/executor.h"
 
 namespace grpc {
@@ -39,6 +40,8 @@ struct ServiceParts {
   stream::Executor* readers = nullptr;  // shot reads and encodes, windows' on_ready
   stream::Executor* disk = nullptr;     // write sessions, job starts (their files)
   stream::ByteBudget* budget = nullptr;  // null: no in-flight budget
+  // Has stalled streams (and job streams) give back their read-ahead; null: none do.
+  stream::StallWatch* stall_watch = nullptr;
   stream::EncodingAdvisor* advisor = nullptr;
   jobs::JobRegistry* jobs = nullptr;
   ServiceCounters* counters = nullptr;
@@ -60,7 +63,7 @@ struct ServiceParts {
   std::optional<int64_t> corrupt_shot_for_testing;
 };
 
-// Creates the service over `parts` (every pointer but budget set).
+// Creates the service over `parts` (every pointer but budget and stall_watch set).
 std::unique_ptr<grpc::Service> MakeShotStreamService(const ServiceParts& parts);
 
 // Finishes every stream `service` (made by MakeShotStreamService) is running with

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <vector>
 
 namespace shotstream::stream {
 
@@ -19,6 +20,9 @@ class ShotFeed {
   virtual Take Next(int64_t* shot_id) = 0;
   // Set once, before the first Next.
   virtual void SetWake(std::function<void()> wake) = 0;
+  // Shots handed out that the window will not send after all (it stalled and gave back
+  // its read-ahead): they go back to whoever hands out shots.
+  virtual void GiveBack(const std::vector<int64_t>& shot_ids) = 0;
 };
 
 }  // namespace shotstream::stream

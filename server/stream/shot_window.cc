@@ -45,6 +45,7 @@ void ShotWindow::Start() {
       if (auto w = weak.lock()) w->Poke();
     });
   }
+  if (plan_.stall_watch != nullptr) plan_.stall_watch->Watch(shared_from_this());
   absl::MutexLock lock(&mu_);
   ids_ = plan_.shot_ids;
   SubmitReadsLocked();
@@ -92,12 +93,13 @@ ShotWindow::ShotWindow(WindowPlan plan, Executor* executor, std::function<void()
       executor_(executor),
       on_ready_(std::move(on_ready)),
       counters_(plan_.counters),
-      budget_(plan_.budget) {}
+      account_(plan_.budget != nullptr ? plan_.budget->Open(this) : nullptr) {}
 
 ShotWindow::~ShotWindow() {
   counters_->shots_held -= static_cast<int64_t>(window_.size());
   counters_->inflight_bytes -= static_cast<int64_t>(held_bytes_);
-  if (budget_ != nullptr && held_bytes_ > 0) budget_->Release(held_bytes_);
+  if (stalled_) counters_->stalled_streams--;
+  // account_ goes with the window: what it holds goes back to the budget.
 }
 
 void ShotWindow::HoldLocked(uint64_t bytes) {
@@ -107,12 +109,12 @@ void ShotWindow::HoldLocked(uint64_t bytes) {
 }
 
 void ShotWindow::SubmitReadsLocked() {
-  while (!stopped_ && !waiting_ && next_submit_ - window_base_ < plan_.queue_depth &&
+  while (!stopped_ && !waiting_ && !stalled_ && next_submit_ - window_base_ < plan_.queue_depth &&
          HaveNextLocked()) {
     uint64_t bytes = 0;
-    if (budget_ != nullptr) {
+    if (account_ != nullptr) {
       bytes = plan_.source->ShotBytes(ids_[next_submit_], plan_.shot.selection.count);
-      if (!budget_->TryAcquire(bytes, held_bytes_ == 0, this)) {
+      if (!account_->TryAcquire(bytes)) {
         counters_->budget_waits++;
         waiting_ = true;
         waiting_bytes_ = bytes;
@@ -127,12 +129,15 @@ void ShotWindow::SubmitReadsLocked() {
 
 void ShotWindow::SubmitOneLocked(uint64_t budget_bytes) {
   const size_t index = next_submit_++;
-  window_.emplace_back().budget_bytes = budget_bytes;
+  Slot& slot = window_.emplace_back();
+  slot.budget_bytes = budget_bytes;
+  slot.read = ++reads_;
   counters_->reads_in_flight++;
   counters_->shots_held++;
   RaiseMax(&counters_->max_shots_held_by_one_stream, static_cast<int64_t>(window_.size()));
-  executor_->Submit(
-      [self = shared_from_this(), index, id = ids_[index]] { self->Read(index, id); });
+  executor_->Submit([self = shared_from_this(), index, id = ids_[index], read = slot.read] {
+    self->Read(index, id, read);
+  });
 }
 
 void ShotWindow::Wake() {
@@ -142,7 +147,7 @@ void ShotWindow::Wake() {
     absl::MutexLock lock(&mu_);
     waiting_ = false;
     self = std::move(self_while_waiting_);
-    if (stopped_) {
+    if (stopped_ || stalled_) {  // (a stall that could not cancel the request: read later)
       give_back = waiting_bytes_;
     } else {
       HoldLocked(waiting_bytes_);
@@ -150,7 +155,7 @@ void ShotWindow::Wake() {
       SubmitReadsLocked();
     }
   }
-  if (give_back > 0) budget_->Release(give_back);
+  if (give_back > 0) account_->Release(give_back);
 }
 
 absl::StatusOr<dataset::ShotData> ShotWindow::ReadShot(size_t index, int64_t id) const {
@@ -205,11 +210,12 @@ absl::Status ShotWindow::Encode(size_t index, dataset::ShotData* shot) const {
   return absl::OkStatus();
 }
 
-void ShotWindow::Read(size_t index, int64_t id) {
+void ShotWindow::Read(size_t index, int64_t id, uint64_t read) {
   bool skip;
   {
     absl::MutexLock lock(&mu_);
-    skip = stopped_.has_value();
+    skip = stopped_.has_value() || index < window_base_ ||
+           index - window_base_ >= window_.size() || window_[index - window_base_].read != read;
   }
   absl::StatusOr<dataset::ShotData> shot =
       skip ? absl::CancelledError("stream stopped") : ReadShot(index, id);
@@ -217,7 +223,11 @@ void ShotWindow::Read(size_t index, int64_t id) {
   {
     absl::MutexLock lock(&mu_);
     counters_->reads_in_flight--;
-    if (!stopped_) {
+    // Its slot may be gone (a stall gave it back, and its index may be read again by a
+    // read of its own): only the read the slot waits for fills it.
+    const bool waited = index >= window_base_ && index - window_base_ < window_.size() &&
+                        window_[index - window_base_].read == read;
+    if (!stopped_ && waited) {
       Slot& slot = window_[index - window_base_];
       slot.shot = std::move(shot);
       slot.ready = true;
@@ -322,6 +332,7 @@ void ShotWindow::FillChunkLocked(Slot& slot, OutgoingChunk* chunk) {
   wire_.chunk_float32_bytes = uint64_t{traces} * shot.n_samples * sizeof(float);
   wire_.chunk_since = absl::Now();
   if (wire_.first == absl::InfinitePast()) wire_.first = wire_.chunk_since;
+  on_wire_ = true;
   chunk_trace_ += traces;
   bytes_sent_ += size;
   counters_->bytes_sent += static_cast<int64_t>(size);
@@ -345,13 +356,18 @@ void ShotWindow::Sent() {
     wire_.bytes += wire_.chunk_bytes;
     wire_.float32_bytes += wire_.chunk_float32_bytes;
     wire_.last_done = now;
+    on_wire_ = false;
+    if (stalled_) {  // the consumer reads again: what was given back is read again
+      stalled_ = false;
+      counters_->stalled_streams--;
+    }
     release = release_after_sent_;
     release_after_sent_ = 0;
     held_bytes_ -= release;
     counters_->inflight_bytes -= static_cast<int64_t>(release);
   }
   // Outside the lock: releasing may wake other windows (or this one).
-  if (release > 0) budget_->Release(release);
+  if (release > 0) account_->Release(release);
   absl::MutexLock lock(&mu_);
   SubmitReadsLocked();
 }
@@ -362,7 +378,7 @@ void ShotWindow::Stop(const absl::Status& why) {
     absl::MutexLock lock(&mu_);
     if (stopped_) return;  // the writer hears (or heard) the first reason
     stopped_ = why;
-    if (waiting_ && budget_->Cancel(this)) {
+    if (waiting_ && account_->Cancel()) {
       waiting_ = false;
       self = std::move(self_while_waiting_);
     }
@@ -394,11 +410,55 @@ void ShotWindow::Close() {
     }
   }
   closed_ = true;
-  if (waiting_ && budget_->Cancel(this)) {
+  if (waiting_ && account_->Cancel()) {
     waiting_ = false;
     self = std::move(self_while_waiting_);
   }
   mu_.Await(absl::Condition(this, &ShotWindow::NoCallbackRunning));
+}
+
+bool ShotWindow::GiveBackIfStalled(absl::Time now, absl::Duration timeout) {
+  uint64_t give_back = 0;
+  std::vector<int64_t> fed_back;
+  std::shared_ptr<ShotWindow> self;  // dropped after the lock
+  {
+    absl::MutexLock lock(&mu_);
+    if (stalled_ || stopped_ || !on_wire_ || now - wire_.chunk_since < timeout) return false;
+    // A shot begun on the wire stays (its chunks go out in one piece); every other shot
+    // read, being read or waited for goes back. (The shot whose last chunk is on the
+    // wire has left the window; its bytes go back when Sent() says so.)
+    if (waiting_ && account_->Cancel()) {
+      waiting_ = false;
+      self = std::move(self_while_waiting_);
+    }
+    // A read in flight behind the front finds its slot gone and is dropped.
+    const size_t keep = !window_.empty() && window_.front().next_chunk > 0 ? 1 : 0;
+    size_t shots = 0;
+    while (window_.size() > keep) {
+      Slot& slot = window_.back();
+      give_back += slot.budget_bytes;
+      window_.pop_back();
+      ++shots;
+    }
+    counters_->shots_held -= static_cast<int64_t>(shots);
+    held_bytes_ -= give_back;
+    counters_->inflight_bytes -= static_cast<int64_t>(give_back);
+    const size_t resume = window_base_ + keep;
+    if (plan_.feed != nullptr) {
+      // A job's shots go back to the job (any consumer may take them), and this stream's
+      // later positions are taken afresh from the feed.
+      fed_back.assign(ids_.begin() + std::min(resume, ids_.size()), ids_.end());
+      ids_.resize(std::min(resume, ids_.size()));
+    }
+    next_submit_ = resume;
+    stalled_ = true;
+    counters_->stalled_streams++;
+    counters_->shots_given_back += static_cast<int64_t>(shots);
+    counters_->bytes_given_back += static_cast<int64_t>(give_back);
+  }
+  if (give_back > 0) account_->Release(give_back);  // may wake other windows
+  if (!fed_back.empty()) plan_.feed->GiveBack(fed_back);
+  return true;
 }
 
 size_t ShotWindow::shots_sent() const {

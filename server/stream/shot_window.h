@@ -2,10 +2,14 @@
 //
 // A window reads the shots of a request ahead of the writer, at most `queue_depth` shots
 // held (read, being read, or waiting to be sent), each shot's decoded bytes taken from the
-// shared ByteBudget before its read. Reads run on the executor, and so does the first
-// touch of shots sent from the file mapping (every page brought into memory, from disk if
-// need be). The writer pulls chunks in request order with Next(); when Next() said
-// kNotReady, the window calls `on_ready` (from the executor) once something changed.
+// shared ByteBudget (through the window's own account) before its read. A window whose
+// writer has had a chunk on the wire for longer than the stall timeout (its consumer
+// stopped reading) gives back the shots it read ahead and has not begun to send
+// (GiveBackIfStalled, asked by the plan's StallWatch); they are read again, in order, once
+// the consumer reads on. Reads run on the executor, and so does the first touch of shots
+// sent from the file mapping (every page brought into memory, from disk if need be). The
+// writer pulls chunks in request order with Next(); when Next() said kNotReady, the window
+// calls `on_ready` (from the executor) once something changed.
 // Next() takes a stored chunk's CRC-32 on the writer's thread, just before the chunk is
 // sent, so that the kernel's copy to the socket finds it in cache (docs/server.md).
 //
@@ -34,6 +38,7 @@
 #include "server/stream/executor.h"
 #include "server/stream/shot_feed.h"
 #include "server/stream/shot_source.h"
+#include "server/stream/stall_watch.h"
 #include "server/stream/window_counters.h"
 #include "shotstream/v1/shotstream.pb.h"
 
@@ -63,6 +68,7 @@ struct WindowPlan {
   std::optional<int64_t> corrupt_shot;
   WindowCounters* counters = nullptr;  // never null
   ByteBudget* budget = nullptr;        // null: no budget
+  StallWatch* stall_watch = nullptr;   // watches the window from Start (null: nothing does)
 };
 
 // One chunk to encode: `meta` is a ShotChunk without samples; the samples are either
@@ -84,6 +90,7 @@ struct OutgoingChunk {
 inline constexpr size_t kProbeEvery = 16;
 
 class ShotWindow final : public ByteBudget::Waiter,
+                         public Stallable,
                          public std::enable_shared_from_this<ShotWindow> {
  public:
   enum class Pull { kChunk, kNotReady, kEnd };
@@ -122,12 +129,20 @@ class ShotWindow final : public ByteBudget::Waiter,
   // ByteBudget::Waiter: the bytes of the shot this window waited for are granted.
   void Wake() override ABSL_LOCKS_EXCLUDED(mu_);
 
+  // A stall: when a chunk handed out by Next() has not been Sent() since before
+  // `now - timeout`, the window gives back the shots behind the one being sent (their
+  // bytes to the budget, a job's shots to the job), counts itself stalled, and returns
+  // true; the next Sent() ends the stall and the window reads them again. Once per stall.
+  bool GiveBackIfStalled(absl::Time now, absl::Duration timeout) override
+      ABSL_LOCKS_EXCLUDED(mu_);
+
  private:
   struct Slot {
     bool ready = false;
     absl::StatusOr<dataset::ShotData> shot;
     size_t next_chunk = 0;
     uint64_t budget_bytes = 0;  // taken from the budget for it (0 without a budget)
+    uint64_t read = 0;          // which read fills it (a read given back fills nothing)
   };
 
   ShotWindow(WindowPlan plan, Executor* executor, std::function<void()> on_ready);
@@ -140,7 +155,7 @@ class ShotWindow final : public ByteBudget::Waiter,
   void Poke() ABSL_LOCKS_EXCLUDED(mu_);  // the feed may have a shot now
   void SubmitOneLocked(uint64_t budget_bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void HoldLocked(uint64_t bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void Read(size_t index, int64_t id) ABSL_LOCKS_EXCLUDED(mu_);
+  void Read(size_t index, int64_t id, uint64_t read) ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<dataset::ShotData> ReadShot(size_t index, int64_t id) const;
   absl::Status Encode(size_t index, dataset::ShotData* shot) const;
   void Notify() ABSL_LOCKS_EXCLUDED(mu_);
@@ -153,7 +168,9 @@ class ShotWindow final : public ByteBudget::Waiter,
   Executor* const executor_;
   const std::function<void()> on_ready_;
   WindowCounters* const counters_;
-  ByteBudget* const budget_;
+  // This stream's share of the budget (null without one). Its calls that may wake
+  // windows (Release, and its destruction) are made without mu_.
+  const std::unique_ptr<ByteBudget::Account> account_;
 
   mutable absl::Mutex mu_;
   std::vector<int64_t> ids_ ABSL_GUARDED_BY(mu_);  // the shots, in stream order
@@ -173,6 +190,9 @@ class ShotWindow final : public ByteBudget::Waiter,
   bool closed_ ABSL_GUARDED_BY(mu_) = false;                  // on_ready no more
   int callbacks_running_ ABSL_GUARDED_BY(mu_) = 0;            // on_ready calls now
   uint64_t bytes_sent_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t reads_ ABSL_GUARDED_BY(mu_) = 0;  // reads submitted (each slot's `read`)
+  bool on_wire_ ABSL_GUARDED_BY(mu_) = false;  // a chunk from Next() not yet Sent()
+  bool stalled_ ABSL_GUARDED_BY(mu_) = false;  // gave back, until the next Sent()
   // The link as the writes saw it (for the advisor): the chunk on the wire (its sample
   // bytes as sent and as float32, since when), and the sums over the stream.
   struct Wire {

@@ -252,7 +252,12 @@ class FakeFeed final : public ShotFeed {
     return next == ids.size() && closed ? Take::kEnd : Take::kWait;
   }
   void SetWake(std::function<void()> w) override { wake = std::move(w); }
-  std::vector<int64_t> ids;
+  // First in line again, in their order.
+  void GiveBack(const std::vector<int64_t>& back) override {
+    given_back.insert(given_back.end(), back.begin(), back.end());
+    ids.insert(ids.begin() + static_cast<std::ptrdiff_t>(next), back.begin(), back.end());
+  }
+  std::vector<int64_t> ids, given_back;
   size_t next = 0;
   bool open = true, closed = false;
   std::function<void()> wake;
@@ -374,7 +379,7 @@ TEST_F(ShotWindowTest, StopWhileWaitingForTheBudgetFreesEverything) {
   ExpectNothingHeld();
 }
 
-TEST_F(ShotWindowTest, AWaitingWindowIsWokenWhenAnotherWindowsReleaseMakesRoom) {
+TEST_F(ShotWindowTest, AWaitingWindowIsGrantedTheMomentItHoldsNothingHoweverFullTheBudget) {
   ByteBudget budget(source_->shot_bytes());
   WindowPlan a_plan = Plan({1, 2}, /*depth=*/2);
   a_plan.budget = &budget;
@@ -385,11 +390,8 @@ TEST_F(ShotWindowTest, AWaitingWindowIsWokenWhenAnotherWindowsReleaseMakesRoom) 
   ASSERT_EQ(executor_.pending(), 2u);
   executor_.RunAll();
   for (int c = 0; c < 3; ++c) MustChunk(*a);
-  a->Sent();  // a holds nothing now, but b's shot 3 fills the budget: a still waits
-  EXPECT_EQ(executor_.pending(), 0u);
-  for (int c = 0; c < 3; ++c) MustChunk(*b);
-  b->Sent();  // the release wakes a (first in the queue), then b takes shot 4
-  ASSERT_EQ(executor_.pending(), 2u);
+  a->Sent();  // b's shot 3 fills the budget, but a holds nothing now: its wait ends
+  ASSERT_EQ(executor_.pending(), 1u);
   executor_.RunFirst();
   EXPECT_EQ(MustChunk(*a).meta.shot_id(), 2);
   a->Close();
@@ -399,6 +401,220 @@ TEST_F(ShotWindowTest, AWaitingWindowIsWokenWhenAnotherWindowsReleaseMakesRoom) 
   executor_.RunAll();
   EXPECT_EQ(budget.in_use(), 0u);
   ExpectNothingHeld();
+}
+
+TEST_F(ShotWindowTest, AWaitingWindowIsWokenWhenAnotherWindowsReleaseMakesRoom) {
+  ByteBudget budget(3 * source_->shot_bytes());
+  WindowPlan a_plan = Plan({1, 2, 3}, /*depth=*/3);
+  a_plan.budget = &budget;
+  auto a = Make(std::move(a_plan));  // alone: the whole budget is its share
+  WindowPlan b_plan = Plan({4, 5}, /*depth=*/2);
+  b_plan.budget = &budget;
+  auto b = Make(std::move(b_plan));  // shot 4 (it held nothing), and shot 5 waits
+  ASSERT_EQ(executor_.pending(), 4u);
+  EXPECT_EQ(counters_.budget_waits.load(), 1);
+  executor_.RunAll();
+  for (int64_t id : {1, 2}) {
+    for (int c = 0; c < 3; ++c) EXPECT_EQ(MustChunk(*a).meta.shot_id(), id);
+    a->Sent();
+    EXPECT_EQ(executor_.pending(), 0u) << "two shots would be more than b's half";
+  }
+  for (int c = 0; c < 3; ++c) MustChunk(*a);
+  a->Sent();  // a holds nothing: b is the only stream that wants bytes
+  ASSERT_EQ(executor_.pending(), 1u);
+  executor_.RunFirst();
+  for (int64_t id : {4, 5}) {
+    for (int c = 0; c < 3; ++c) EXPECT_EQ(MustChunk(*b).meta.shot_id(), id);
+    b->Sent();
+  }
+  EXPECT_TRUE(MustEnd(*a).ok());
+  EXPECT_TRUE(MustEnd(*b).ok());
+  a->Close();
+  a.reset();
+  b->Close();
+  b.reset();
+  EXPECT_EQ(budget.in_use(), 0u);
+  ExpectNothingHeld();
+}
+
+// Reads every chunk of the window to its end, the shots' ids in the order they came and
+// each shot's CRC checked against the source; runs reads as they are needed.
+std::vector<int64_t> ReadToTheEnd(ShotWindow& w, ManualExecutor& executor,
+                                  const FakeSource& source) {
+  std::vector<int64_t> ids;
+  uint32_t crc = 0;
+  for (;;) {
+    OutgoingChunk c;
+    absl::Status end;
+    const ShotWindow::Pull pull = w.Next(&c, &end);
+    if (pull == ShotWindow::Pull::kEnd) {
+      EXPECT_TRUE(end.ok()) << end;
+      return ids;
+    }
+    if (pull == ShotWindow::Pull::kNotReady) {
+      if (executor.pending() == 0) {
+        ADD_FAILURE() << "not ready, and nothing to run";
+        return ids;
+      }
+      executor.RunFirst();
+      continue;
+    }
+    if (c.meta.offset() == 0) {
+      ids.push_back(c.meta.shot_id());
+      crc = 0;
+    }
+    crc = Crc32(crc, c.samples.data(), c.samples.size());
+    if (c.meta.last()) {
+      EXPECT_EQ(c.meta.crc32(), crc) << "shot " << c.meta.shot_id();
+      EXPECT_EQ(crc, Crc32(0, source.bytes_of(c.meta.shot_id()), source.shot_bytes()));
+    }
+    w.Sent();
+  }
+}
+
+TEST_F(ShotWindowTest, AStalledWindowGivesBackItsReadAheadAndReadsItAgainInOrder) {
+  ByteBudget budget(10 * source_->shot_bytes());
+  WindowPlan plan = Plan({1, 2, 3, 4, 5, 6}, /*depth=*/4);
+  plan.budget = &budget;
+  auto w = Make(std::move(plan));
+  executor_.RunAll();
+  EXPECT_EQ(budget.in_use(), 4 * source_->shot_bytes());
+  OutgoingChunk first = MustChunk(*w);  // on the wire, and the consumer reads no more
+  EXPECT_EQ(first.meta.shot_id(), 1);
+  const absl::Time now = absl::Now();
+  EXPECT_FALSE(w->GiveBackIfStalled(now, absl::Seconds(30))) << "not for 30 s yet";
+  EXPECT_TRUE(w->GiveBackIfStalled(now + absl::Seconds(31), absl::Seconds(30)));
+  EXPECT_FALSE(w->GiveBackIfStalled(now + absl::Seconds(62), absl::Seconds(30)))
+      << "once per stall";
+  EXPECT_EQ(counters_.stalled_streams.load(), 1);
+  EXPECT_EQ(counters_.shots_given_back.load(), 3);
+  EXPECT_EQ(counters_.bytes_given_back.load(), static_cast<int64_t>(3 * source_->shot_bytes()));
+  EXPECT_EQ(budget.in_use(), source_->shot_bytes()) << "shot 1, begun on the wire, stays";
+  EXPECT_EQ(counters_.shots_held.load(), 1);
+  EXPECT_EQ(counters_.inflight_bytes.load(), static_cast<int64_t>(source_->shot_bytes()));
+  EXPECT_EQ(executor_.pending(), 0u) << "a stalled window reads nothing";
+
+  w->Sent();  // the consumer is back
+  EXPECT_EQ(counters_.stalled_streams.load(), 0);
+  EXPECT_EQ(executor_.pending(), 3u) << "shots 2, 3 and 4 read again";
+  uint32_t crc = Crc32(0, first.samples.data(), first.samples.size());
+  for (int c = 1; c < 3; ++c) {
+    OutgoingChunk chunk = MustChunk(*w);
+    EXPECT_EQ(chunk.meta.shot_id(), 1);
+    crc = Crc32(crc, chunk.samples.data(), chunk.samples.size());
+    if (chunk.meta.last()) EXPECT_EQ(chunk.meta.crc32(), crc);
+    w->Sent();
+  }
+  EXPECT_EQ(ReadToTheEnd(*w, executor_, *source_), (std::vector<int64_t>{2, 3, 4, 5, 6}));
+  EXPECT_EQ(source_->reads, 6 + 3);
+  w->Close();
+  w.reset();
+  EXPECT_EQ(budget.in_use(), 0u);
+  ExpectNothingHeld();
+}
+
+TEST_F(ShotWindowTest, ReadsInFlightWhenAStallGivesBackFillNothing) {
+  ByteBudget budget(10 * source_->shot_bytes());
+  WindowPlan plan = Plan({1, 2, 3, 4}, /*depth=*/3);
+  plan.budget = &budget;
+  auto w = Make(std::move(plan));
+  executor_.RunFirst();  // shot 1; the reads of 2 and 3 are still queued
+  MustChunk(*w);
+  ASSERT_TRUE(w->GiveBackIfStalled(absl::Now() + absl::Minutes(1), absl::Seconds(30)));
+  EXPECT_EQ(budget.in_use(), source_->shot_bytes());
+  executor_.RunAll();  // the two reads run, and their shots are thrown away
+  EXPECT_EQ(counters_.reads_in_flight.load(), 0);
+  EXPECT_EQ(counters_.shots_held.load(), 1);
+  w->Sent();
+  EXPECT_EQ(executor_.pending(), 2u) << "shots 2 and 3, read again";
+  for (int c = 1; c < 3; ++c) {
+    EXPECT_EQ(MustChunk(*w).meta.shot_id(), 1);
+    w->Sent();
+  }
+  EXPECT_EQ(ReadToTheEnd(*w, executor_, *source_), (std::vector<int64_t>{2, 3, 4}));
+  w->Close();
+  w.reset();
+  EXPECT_EQ(budget.in_use(), 0u);
+  ExpectNothingHeld();
+}
+
+TEST_F(ShotWindowTest, AStallWhileTheLastChunkOfAShotIsOnTheWireKeepsNoShotInTheWindow) {
+  ByteBudget budget(10 * source_->shot_bytes());
+  WindowPlan plan = Plan({1, 2, 3}, /*depth=*/2);
+  plan.budget = &budget;
+  auto w = Make(std::move(plan));
+  executor_.RunAll();
+  for (int c = 0; c < 2; ++c) {
+    MustChunk(*w);
+    w->Sent();
+  }
+  ASSERT_TRUE(MustChunk(*w).meta.last());  // shot 1 is out of the window; shot 2 ready
+  ASSERT_TRUE(w->GiveBackIfStalled(absl::Now() + absl::Minutes(1), absl::Seconds(30)));
+  EXPECT_EQ(counters_.shots_given_back.load(), 1);
+  EXPECT_EQ(counters_.shots_held.load(), 0);
+  EXPECT_EQ(budget.in_use(), source_->shot_bytes()) << "shot 1's, until its chunk is sent";
+  w->Sent();
+  EXPECT_EQ(budget.in_use(), 2 * source_->shot_bytes()) << "shots 2 and 3, read again";
+  EXPECT_EQ(ReadToTheEnd(*w, executor_, *source_), (std::vector<int64_t>{2, 3}));
+  w->Close();
+}
+
+TEST_F(ShotWindowTest, AStallWatchWatchesAWindowFromItsStartUntilItGoes) {
+  StallWatch watch(absl::Seconds(30), /*run_thread=*/false);
+  WindowPlan plan = Plan({1, 2, 3}, /*depth=*/3);
+  plan.stall_watch = &watch;
+  auto w = Make(std::move(plan));
+  EXPECT_EQ(watch.watched(), 1u);
+  executor_.RunAll();
+  MustChunk(*w);
+  EXPECT_EQ(watch.CheckNow(absl::Now()), 0);
+  EXPECT_EQ(watch.CheckNow(absl::Now() + absl::Seconds(31)), 1);
+  EXPECT_EQ(counters_.shots_given_back.load(), 2);
+  w->Sent();
+  w->Close();
+  w.reset();
+  executor_.RunAll();
+  watch.CheckNow(absl::Now());
+  EXPECT_EQ(watch.watched(), 0u);
+}
+
+TEST_F(ShotWindowTest, AWindowWithNothingOnTheWireIsNotStalled) {
+  auto w = Make(Plan({1, 2}));
+  const absl::Time later = absl::Now() + absl::Hours(1);
+  EXPECT_FALSE(w->GiveBackIfStalled(later, absl::Seconds(30))) << "waiting for its reads";
+  executor_.RunAll();
+  MustChunk(*w);
+  w->Sent();
+  EXPECT_FALSE(w->GiveBackIfStalled(later, absl::Seconds(30))) << "the writer's turn";
+  for (int c = 1; c < 3; ++c) {
+    MustChunk(*w);
+    w->Sent();
+  }
+  EXPECT_EQ(ReadToTheEnd(*w, executor_, *source_), (std::vector<int64_t>{2}));
+  EXPECT_FALSE(w->GiveBackIfStalled(later, absl::Seconds(30))) << "ended";
+  EXPECT_EQ(counters_.stalled_streams.load(), 0);
+  w->Close();
+}
+
+TEST_F(ShotWindowTest, AStalledJobWindowGivesItsShotsBackToTheFeedAndTakesAgainAfter) {
+  auto feed = std::make_shared<FakeFeed>();
+  feed->ids = {4, 2, 5, 1};
+  WindowPlan plan = Plan({}, /*depth=*/3);
+  plan.feed = feed;
+  auto w = Make(std::move(plan));
+  executor_.RunAll();
+  EXPECT_EQ(MustChunk(*w).meta.shot_id(), 4);
+  ASSERT_TRUE(w->GiveBackIfStalled(absl::Now() + absl::Minutes(1), absl::Seconds(30)));
+  EXPECT_EQ(feed->given_back, (std::vector<int64_t>{2, 5})) << "in their order";
+  EXPECT_EQ(w->shot_ids(0, 10), (std::vector<int64_t>{4})) << "only what it kept";
+  feed->closed = true;
+  for (int c = 1; c < 3; ++c) {
+    MustChunk(*w);
+    w->Sent();
+  }
+  EXPECT_EQ(ReadToTheEnd(*w, executor_, *source_), (std::vector<int64_t>{2, 5, 1}));
+  EXPECT_EQ(w->shot_ids(0, 10), (std::vector<int64_t>{4, 2, 5, 1}));
+  w->Close();
 }
 
 TEST_F(ShotWindowTest, StopEndsWithItsStatusAndTellsAWaitingWriter) {
@@ -501,6 +717,21 @@ TEST(ShotWindowThreadsTest, ManyWindowsOnARealPoolShareABudgetAndFreeEverything)
   auto source = std::make_shared<FakeSource>(20, 7, 64, nullptr);
   WindowCounters counters;
   ByteBudget budget(3 * source->shot_bytes());
+  // Every window counts as stalled whenever a chunk of it is on the wire: give-backs at
+  // any moment, from another thread, while the writers go on. Now and then a writer keeps
+  // its chunk on the wire until the staller has looked once more.
+  StallWatch watch(absl::Seconds(1), /*run_thread=*/false);
+  std::atomic<bool> writing{true};
+  int stalls = 0;
+  absl::Mutex scan_mu;
+  int scans = 0;  // guarded by scan_mu
+  std::thread staller([&] {
+    while (writing) {
+      stalls += watch.CheckNow(absl::Now() + absl::Hours(1));
+      absl::MutexLock lock(&scan_mu);
+      ++scans;
+    }
+  });
   {
     ReaderPool pool(4);
     std::vector<std::thread> writers;
@@ -516,6 +747,7 @@ TEST(ShotWindowThreadsTest, ManyWindowsOnARealPoolShareABudgetAndFreeEverything)
         plan.shot.zero_copy = k % 2 ? dataset::ZeroCopy::kLittleEndian : dataset::ZeroCopy::kOff;
         plan.counters = &counters;
         plan.budget = &budget;
+        plan.stall_watch = &watch;
         auto w = ShotWindow::Create(std::move(plan), &pool, [&] {
           absl::MutexLock lock(&mu);
           ++ready;
@@ -538,6 +770,14 @@ TEST(ShotWindowThreadsTest, ManyWindowsOnARealPoolShareABudgetAndFreeEverything)
             continue;
           }
           EXPECT_EQ(chunk.meta.shot_id(), shots + 1);
+          if (chunk.meta.index() % 3 == 1 && chunk.meta.offset() == 0) {
+            absl::MutexLock lock(&scan_mu);
+            const int seen = scans;
+            auto looked_again = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(scan_mu) {
+              return scans > seen;
+            };
+            scan_mu.Await(absl::Condition(&looked_again));
+          }
           if (chunk.meta.last()) {
             EXPECT_EQ(chunk.meta.crc32(),
                       Crc32(0, source->bytes_of(shots + 1), source->shot_bytes()));
@@ -545,15 +785,21 @@ TEST(ShotWindowThreadsTest, ManyWindowsOnARealPoolShareABudgetAndFreeEverything)
           }
           w->Sent();
         }
-        if (stop_after < 0) EXPECT_EQ(shots, 20);
+        if (stop_after < 0) {
+          EXPECT_EQ(shots, 20);
+        }
         w->Close();
       });
     }
     for (std::thread& t : writers) t.join();
+    writing = false;
+    staller.join();
   }  // the pool finishes its queued tasks: every window is gone
   EXPECT_EQ(budget.in_use(), 0u);
   EXPECT_EQ(counters.shots_held.load(), 0);
   EXPECT_EQ(counters.inflight_bytes.load(), 0);
+  EXPECT_EQ(counters.stalled_streams.load(), 0);
+  EXPECT_GT(stalls, 0) << "the staller never caught a window with a chunk on the wire";
   EXPECT_LE(counters.inflight_bytes_peak.load(),
             static_cast<int64_t>((3 + kWindows) * source->shot_bytes()));
 }

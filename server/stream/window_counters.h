@@ -14,6 +14,11 @@ struct WindowCounters {
   std::atomic<int64_t> inflight_bytes{0};  // decoded bytes held (the budget in use)
   std::atomic<int64_t> inflight_bytes_peak{0};
   std::atomic<int64_t> budget_waits{0};  // reads that waited for the byte budget
+  // Streams whose consumer stopped taking chunks for the stall timeout (now), and what
+  // they gave back (shots read ahead and their decoded bytes, since start).
+  std::atomic<int64_t> stalled_streams{0};
+  std::atomic<int64_t> shots_given_back{0};
+  std::atomic<int64_t> bytes_given_back{0};
   std::atomic<int64_t> max_shots_held_by_one_stream{0};
   std::atomic<int64_t> reads_in_flight{0};
   std::atomic<int64_t> shots_sent{0};

@@ -37,6 +37,9 @@ class JobFeed final : public stream::ShotFeed {
     absl::MutexLock lock(&mu_);
     wake_ = std::move(wake);
   }
+  void GiveBack(const std::vector<int64_t>& shot_ids) override {
+    job_->GiveBack(consumer_, shot_ids);
+  }
 
  private:
   const std::shared_ptr<jobs::Job> job_;
