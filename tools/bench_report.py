@@ -13,7 +13,8 @@ ARTIFACTS = "benchmarks"  # bench.json and the plots, beside BENCHMARKS.md
 
 
 def fmt(s, unit="GB/s", scale=1.0, digits=2):
-    return (f"{s['median'] * scale:.{digits}f} {unit} "
+    unit = f" {unit}" if unit else ""
+    return (f"{s['median'] * scale:.{digits}f}{unit} "
             f"({s['min'] * scale:.{digits}f}..{s['max'] * scale:.{digits}f})")
 
 
@@ -399,11 +400,13 @@ def consumers_section(c):
             f"{gb:.2f}x | >= 0.7x ({'met' if gb >= 0.7 else 'NOT met'}) |",
             f"| beside {c['stalled']} stalled streams that never give back "
             f"(`--stall_timeout=0s`: the progress and fair-share rules alone) | "
-            f"{fmt(c['never_gbps'])} | {nv:.2f}x | finishes (before: never) |",
+            f"{fmt(c['never_gbps'])} | {nv:.2f}x | finishes (the version before this "
+            "rule: never, the consumer starved) |",
             "", "The budget the stalled streams held while the consumer ran: "
             f"{fmt(c['inflight_mb_given_back'], 'MB', digits=0)} once they gave back (at most "
             f"the shot each was sending), {fmt(c['inflight_mb_never'], 'MB', digits=0)} "
-            "where they never do (each its fair share).", "",
+            "where they never do (each its fair share, and the one shot a stream by which "
+            "the progress rule may go over the budget).", "",
             "Eight `shotstream bench` streams with queue depth 8 sharing a budget of 16 shots "
             f"(`--max_inflight_bytes={16 * c['traces'] * c['samples'] * 4}`, `--streams=8 "
             f"--queue_depth=8 --repeat=2`): fastest stream's time / slowest's "
