@@ -2,9 +2,12 @@
 
 import os
 import queue
+import shutil
 import subprocess
+import tempfile
 import threading
 import time
+import unittest
 
 import numpy as np
 import segyio
@@ -201,6 +204,34 @@ class Server:
 
     def __exit__(self, *exc):
         self.stop()
+
+
+class SmallSurveyTest(unittest.TestCase):
+    """A test case over a small survey written once for the class (self.data: 4 shots of
+    10 traces x 50 IEEE samples, synth's) and a directory of one file that is not SEG-Y
+    (self.bad); write() puts a text file (a config) beside them."""
+
+    @classmethod
+    def setUpClass(cls):
+        import synth
+        cls.tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        cls.data = os.path.join(cls.tmp, "data")
+        synth.write_survey(cls.data, n_shots=4, traces_per_shot=10, n_samples=50, n_files=1,
+                           fmt=5)
+        cls.bad = os.path.join(cls.tmp, "bad")
+        os.makedirs(cls.bad)
+        with open(os.path.join(cls.bad, "x.sgy"), "wb") as f:
+            f.write(b"\x01" * 3700)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def write(self, name, text):
+        path = os.path.join(self.tmp, name)
+        with open(path, "w") as f:
+            f.write(text)
+        return path
 
 
 def free_port():

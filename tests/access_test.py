@@ -188,30 +188,7 @@ datasets: [{{name: line1, files: {self.data}/*.sgy}}]
                 self.assertEqual(e.exception.code(), grpc.StatusCode.UNAVAILABLE)
 
 
-class AllowListsTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
-        cls.data = os.path.join(cls.tmp, "data")
-        synth.write_survey(cls.data, n_shots=4, traces_per_shot=10, n_samples=50, n_files=1,
-                           fmt=5)
-        cls.bad = os.path.join(cls.tmp, "bad")
-        os.makedirs(cls.bad)
-        with open(os.path.join(cls.bad, "x.sgy"), "wb") as f:
-            f.write(b"\x01" * 3700)
-
-    @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(cls.tmp, ignore_errors=True)
-
-    def write(self, name, text):
-        path = os.path.join(self.tmp, name)
-        with open(path, "w") as f:
-            f.write(text)
-        return path
-
-    # --- serving the wrong data or to the wrong people -------------------------------
-
+class AllowListsTest(harness.SmallSurveyTest):
     def test_an_allow_list_name_not_in_the_token_file_is_a_startup_error(self):
         tokens = self.write("tokens_typo", "bob b0b-secret\nalice a1ice-secret\n")
         cfg = self.write("typo.yaml", f"""

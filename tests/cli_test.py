@@ -147,30 +147,7 @@ class CliTest(unittest.TestCase):
         self.assertEqual(result["bytes"], total)
 
 
-class CliExportTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
-        cls.data = os.path.join(cls.tmp, "data")
-        synth.write_survey(cls.data, n_shots=4, traces_per_shot=10, n_samples=50, n_files=1,
-                           fmt=5)
-        cls.bad = os.path.join(cls.tmp, "bad")
-        os.makedirs(cls.bad)
-        with open(os.path.join(cls.bad, "x.sgy"), "wb") as f:
-            f.write(b"\x01" * 3700)
-
-    @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(cls.tmp, ignore_errors=True)
-
-    def write(self, name, text):
-        path = os.path.join(self.tmp, name)
-        with open(path, "w") as f:
-            f.write(text)
-        return path
-
-    # --- serving the wrong data or to the wrong people -------------------------------
-
+class CliExportTest(harness.SmallSurveyTest):
     def test_segy_export_keeps_every_trace_header_byte(self):
         src = os.path.join(self.tmp, "geometry.sgy")
         harness.write_survey(src, 1, [7, 8], 12, 40, seed=3)

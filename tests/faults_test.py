@@ -184,30 +184,7 @@ class FileFaultsTest(unittest.TestCase):
                     np.testing.assert_array_equal(s.samples, ref[s.shot_id])
 
 
-class ChangedFilesAndServersTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
-        cls.data = os.path.join(cls.tmp, "data")
-        synth.write_survey(cls.data, n_shots=4, traces_per_shot=10, n_samples=50, n_files=1,
-                           fmt=5)
-        cls.bad = os.path.join(cls.tmp, "bad")
-        os.makedirs(cls.bad)
-        with open(os.path.join(cls.bad, "x.sgy"), "wb") as f:
-            f.write(b"\x01" * 3700)
-
-    @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(cls.tmp, ignore_errors=True)
-
-    def write(self, name, text):
-        path = os.path.join(self.tmp, name)
-        with open(path, "w") as f:
-            f.write(text)
-        return path
-
-    # --- serving the wrong data or to the wrong people -------------------------------
-
+class ChangedFilesAndServersTest(harness.SmallSurveyTest):
     def test_a_file_rewritten_in_place_is_never_served_under_its_old_catalog(self):
         d = os.path.join(self.tmp, "rewrite")
         os.makedirs(d)

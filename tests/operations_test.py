@@ -134,30 +134,7 @@ datasets:
         server.stop()
 
 
-class StartupAndShutdownTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
-        cls.data = os.path.join(cls.tmp, "data")
-        synth.write_survey(cls.data, n_shots=4, traces_per_shot=10, n_samples=50, n_files=1,
-                           fmt=5)
-        cls.bad = os.path.join(cls.tmp, "bad")
-        os.makedirs(cls.bad)
-        with open(os.path.join(cls.bad, "x.sgy"), "wb") as f:
-            f.write(b"\x01" * 3700)
-
-    @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(cls.tmp, ignore_errors=True)
-
-    def write(self, name, text):
-        path = os.path.join(self.tmp, name)
-        with open(path, "w") as f:
-            f.write(text)
-        return path
-
-    # --- serving the wrong data or to the wrong people -------------------------------
-
+class StartupAndShutdownTest(harness.SmallSurveyTest):
     def test_a_port_in_use_is_an_error_not_a_shared_listener(self):
         with harness.Server([f"--dataset=d={self.data}/*.sgy"]) as first:
             res = run_server(f"--listen={first.target}", f"--dataset=d={self.data}/*.sgy")
