@@ -38,6 +38,7 @@ import consumer_bench  # noqa: E402
 import job_bench  # noqa: E402
 import link_bench  # noqa: E402
 import source_bench  # noqa: E402
+import zarr_bench  # noqa: E402
 import write_bench  # noqa: E402
 import load  # noqa: E402
 import synth  # noqa: E402
@@ -378,7 +379,7 @@ def main():
     p.add_argument("--load_seconds", type=int, default=60)
     p.add_argument("--skip_reliability", action="store_true")
     p.add_argument("--only", choices=["link", "encodings", "jobs", "sources", "writes",
-                                          "consumers"], default=None,
+                                          "consumers", "zarr"], default=None,
                    help="measure only this section and merge it into the saved bench.json")
     p.add_argument("--link_rate", default="10gbit", help="the emulated link's rate (tbf)")
     p.add_argument("--link_python", default=None,
@@ -626,6 +627,16 @@ def measure_sources(work, reps):
     return out
 
 
+def measure_zarr(work, reps):
+    """A Blosc-compressed Zarr store through the server against zarr-python, random shots."""
+    out = zarr_bench.measure(work, reps=max(3, reps))
+    for k in ("server_shots_per_s", "zarr_shots_per_s", "window_shots_per_s",
+              "server_cpu_ms_per_shot"):
+        out[k] = summary(out[k])
+    out["date"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    return out
+
+
 def measure_writes(work, reps):
     """WriteShots from the C++ client (shotstream put) against streaming the shots back."""
     out = write_bench.measure(work, reps=max(3, reps))
@@ -654,6 +665,7 @@ def section_only(args, out_dir, work, ieee_dir):
         "sources": lambda: measure_sources(work, args.reps),
         "writes": lambda: measure_writes(work, args.reps),
         "consumers": lambda: measure_consumers(work, args.reps),
+        "zarr": lambda: measure_zarr(work, args.reps),
     }[args.only]
     path = os.path.join(out_dir, ARTIFACTS, "bench.json")
     with open(path) as f:

@@ -264,6 +264,7 @@ def render(r):
     lines += jobs_section(r.get("jobs"))
     lines += consumers_section(r.get("consumers"))
     lines += sources_section(r.get("sources"))
+    lines += zarr_section(r.get("zarr"))
     lines += writes_section(r.get("writes"))
     rel = r.get("reliability")
     if rel:
@@ -438,6 +439,32 @@ def sources_section(s):
             "", "The server's HDF5 rate counts all of its work per shot (the library's read "
             "and inflate into the shot's buffer, the CRC-32, gRPC); h5py's counts the read "
             "and inflate alone. docs/sources.md says where the time goes."]
+
+
+def zarr_section(z):
+    if not z:
+        return []
+    mb = z["traces"] * z["samples"] * 4 / 1e6
+    over, win = z["server_over_zarr"], z["window_over_full"]
+    return ["", "## Zarr: a compressed store, random shots", "",
+            f"{z['shots']} shots of {z['traces']} traces x {z['samples']} samples "
+            f"({mb:.2f} MB float32) in a Zarr v2 store written by zarr-python, chunks "
+            f"{z['chunks']} (time in 4 chunks), {z['compressor']} (ratio {z['ratio']:.2f}), "
+            "larger than the server's decoded-chunk cache, from the page cache; every shot "
+            "once a run in a new random order (tools/zarr_bench.py; `bazel run -c opt //:bench "
+            f"-- --only=zarr`, measured {z.get('date', '')}; medians of {z['reps']} alternated "
+            "runs).", "",
+            "| what | shots/s | ratio | target |", "| --- | --- | ---: | --- |",
+            f"| through the server, one C++ stream (`shotstream bench`) | "
+            f"{fmt(z['server_shots_per_s'], '')} | {over:.2f}x | >= 2x zarr-python "
+            f"({'met' if over >= 2 else 'NOT met'}) |",
+            f"| zarr-python reading the same shots into numpy (`array[i]`), one process | "
+            f"{fmt(z['zarr_shots_per_s'], '')} | 1.00x | |",
+            f"| a quarter time window (`--window=0:{z['samples'] // 4}`: one time chunk) | "
+            f"{fmt(z['window_shots_per_s'], '')} | {win:.2f}x the full shot | >= 3x "
+            f"({'met' if win >= 3 else 'NOT met'}) |",
+            "", f"The server's CPU per full shot: {fmt(z['server_cpu_ms_per_shot'], 'ms')} "
+            "(read, Blosc decode, float32, CRC-32, gRPC), on the same two cores as the client."]
 
 
 def writes_section(w):

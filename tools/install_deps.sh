@@ -18,6 +18,7 @@ PKGS=(
   libzstd-dev liblz4-dev  # the encoding benchmark's baselines
   libhdf5-dev  # HDF5 sources (server)
   python3-h5py  # tests write HDF5 files with it; the sources benchmark's baseline
+  python3-zarr python3-numcodecs  # tests write Zarr v2 stores with it; the Zarr benchmark's baseline
 )
 missing=()
 for p in "${PKGS[@]}"; do

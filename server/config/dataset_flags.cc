@@ -5,9 +5,10 @@
 
 namespace shotstream::config {
 
-const absl::string_view kPerDatasetFlags[9] = {
+const absl::string_view kPerDatasetFlags[10] = {
     "shot_key",       "byte_order",          "io",     "max_gap_bytes",     "max_read_bytes",
-    "check_trace_lengths", "format", "h5_path", "sample_interval_us"};
+    "check_trace_lengths", "format", "h5_path", "array_path",
+    "sample_interval_us"};
 
 absl::Status TakeDatasetFlags(int* argc, char** argv, std::vector<std::string>* values) {
   int out = 1;

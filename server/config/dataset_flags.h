@@ -17,7 +17,7 @@
 namespace shotstream::config {
 
 // The flags that apply to every --dataset flag alike (not to datasets of --config).
-extern const absl::string_view kPerDatasetFlags[9];
+extern const absl::string_view kPerDatasetFlags[10];
 
 // Moves every --dataset=VALUE (or --dataset VALUE) of argv into *values, in order, and
 // compacts argv. INVALID_ARGUMENT when a per-dataset flag stands between two --dataset

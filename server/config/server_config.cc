@@ -150,7 +150,7 @@ absl::StatusOr<ServerConfig> ParseServerConfig(const std::string& yaml, const st
       SS_CFG(CheckKeys(d, source, where,
                        {"name", "files", "shot_key", "io", "byte_order", "max_gap_bytes",
                         "max_read_bytes", "check_trace_lengths", "format", "h5_path",
-                        "sample_interval_us"}));
+                        "array_path", "sample_interval_us"}));
       DatasetConfig dc;
       SS_CFG(Get(d, "name", source, where, &dc.name));
       if (const YAML::Node f = d["files"]) {
@@ -168,6 +168,7 @@ absl::StatusOr<ServerConfig> ParseServerConfig(const std::string& yaml, const st
       SS_CFG(Get(d, "check_trace_lengths", source, where, &dc.check_trace_lengths));
       SS_CFG(Get(d, "format", source, where, &dc.format));
       SS_CFG(Get(d, "h5_path", source, where, &dc.h5_path));
+      SS_CFG(Get(d, "array_path", source, where, &dc.array_path));
       SS_CFG(Get(d, "sample_interval_us", source, where, &dc.sample_interval_us));
       if (dc.name.empty()) return KeyError(source, where + ".name", "missing");
       if (dc.files.empty()) return KeyError(source, where + ".files", "missing");

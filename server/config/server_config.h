@@ -24,8 +24,11 @@ struct DatasetConfig {
   uint64_t max_gap_bytes = 64 * 1024;
   uint64_t max_read_bytes = 1 << 20;  // largest coalesced read
   bool check_trace_lengths = false;  // strict: refuse traces whose header gives another length
-  std::string format = "auto";       // auto (by name and content), segy, npy or hdf5
+  std::string format = "auto";       // auto (by name and content), segy, npy, hdf5 or zarr
   std::string h5_path = "/data";     // HDF5: the dataset of samples
+  // The samples array inside a store or file (Zarr: "amplitude", "seismic/data"; HDF5: as
+  // h5_path); empty: the format's default.
+  std::string array_path;
   double sample_interval_us = 0;     // for files that do not say (.npy); 0: unknown
 };
 

@@ -46,6 +46,9 @@ ABSL_FLAG(bool, check_trace_lengths, false, "for --dataset flags: strict: refuse
           "trace headers (bytes 115-116) give another sample count than the binary header");
 ABSL_FLAG(std::string, format, "", "for --dataset flags: auto (by name), segy, npy or hdf5");
 ABSL_FLAG(std::string, h5_path, "", "for --dataset flags: HDF5: the dataset of samples (/data)");
+ABSL_FLAG(std::string, array_path, "",
+          "for --dataset flags: the samples array inside a Zarr store (amplitude, data) or an "
+          "HDF5 file");
 ABSL_FLAG(double, sample_interval_us, -1, "for --dataset flags: the sample interval of files "
           "that do not say (.npy, HDF5 without the attribute)");
 ABSL_FLAG(int64_t, max_gap_bytes, -1, "for --dataset flags: coalesce across gaps up to this");
@@ -159,6 +162,7 @@ absl::StatusOr<ServerConfig> BuildConfig(const std::vector<std::string>& dataset
     d.check_trace_lengths = absl::GetFlag(FLAGS_check_trace_lengths);
     OverrideIfSet(absl::GetFlag(FLAGS_format), &d.format);
     OverrideIfSet(absl::GetFlag(FLAGS_h5_path), &d.h5_path);
+    OverrideIfSet(absl::GetFlag(FLAGS_array_path), &d.array_path);
     if (absl::GetFlag(FLAGS_sample_interval_us) >= 0) {
       d.sample_interval_us = absl::GetFlag(FLAGS_sample_interval_us);
     }
@@ -177,7 +181,7 @@ absl::StatusOr<CommandLine> ParseServerCommandLine(int argc, char** argv) {
       "GLOB matches (sorted; patterns with commas). The flags 'for --dataset flags' (--shot_key: "
       "field_record, energy_source_point, inline, crossline, byte:N or source_xy; --byte_order, "
       "--io, --max_gap_bytes, --max_read_bytes, --check_trace_lengths, --format, --h5_path, "
-      "--sample_interval_us) apply to every --dataset "
+      "--array_path, --sample_interval_us) apply to every --dataset "
       "flag alike; datasets with different settings go in --config, which every other flag "
       "overrides.");
   absl::FlagsUsageConfig usage;  // --help: this file's flags

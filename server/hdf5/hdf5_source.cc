@@ -13,6 +13,7 @@
 #include "common/crc32.h"
 #include "common/status_macros.h"
 #include "server/hdf5/hdf5_file.h"
+#include "server/source/keyed_catalog.h"
 #include "server/source/trace_file_source.h"
 
 namespace shotstream::hdf5 {
@@ -206,11 +207,7 @@ class Hdf5Source final : public source::Source {
   // [traces, samples]: shots by the shot key's column, traces in file order.
   absl::Status CatalogByColumn(const std::string& key) {
     SS_RETURN_IF_ERROR(CheckKey(key));
-    struct Row {
-      int64_t id;
-      io::TraceRef trace;
-    };
-    std::vector<Row> rows;
+    std::vector<source::KeyedTrace> rows;
     for (uint32_t f = 0; f < files_.size(); ++f) {
       const Hdf5File& file = *files_[f];
       const std::vector<double>* column = nullptr;
@@ -224,25 +221,13 @@ class Hdf5Source final : public source::Source {
             "[shots, traces, samples])"));
       }
       for (uint64_t r = 0; r < column->size(); ++r) {
-        const double v = (*column)[r];
-        if (!(v == std::nearbyint(v)) || std::abs(v) > 9.0e15) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              file.path(), ": headers/", key, "[", r, "] is ", v, ", not an integer shot id"));
-        }
-        rows.push_back({static_cast<int64_t>(v), {f, r}});
+        SS_ASSIGN_OR_RETURN(const int64_t id,
+                            source::ShotIdOf((*column)[r], absl::StrCat(file.path(), ": headers/",
+                                                                        key, "[", r, "]")));
+        rows.push_back({id, {f, r}});
       }
     }
-    std::stable_sort(rows.begin(), rows.end(),
-                     [](const Row& a, const Row& b) { return a.id < b.id; });
-    std::vector<catalog::ShotEntry> shots;
-    std::vector<io::TraceRef> traces;
-    for (size_t i = 0; i < rows.size();) {
-      size_t j = i;
-      while (j < rows.size() && rows[j].id == rows[i].id) traces.push_back(rows[j++].trace);
-      shots.push_back({rows[i].id, i, static_cast<uint32_t>(j - i)});
-      i = j;
-    }
-    catalog_ = catalog::Catalog::FromColumns(std::move(shots), std::move(traces));
+    catalog_ = source::CatalogByKey(std::move(rows));
     info_.catalog_origin = absl::StrCat("built from headers/", key);
     return absl::OkStatus();
   }
@@ -250,12 +235,7 @@ class Hdf5Source final : public source::Source {
  public:
   // HDF5 shots are keyed by a header column's name.
   static absl::Status CheckKey(const std::string& key) {
-    if (key.empty() || key == "source_xy" || absl::StartsWith(key, "byte:")) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "shot_key '", key, "': HDF5 shots are keyed by a header column's name "
-          "(field_record unless shot_key names another)"));
-    }
-    return absl::OkStatus();
+    return source::CheckColumnKey(key, "HDF5");
   }
 
  private:

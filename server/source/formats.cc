@@ -7,6 +7,7 @@
 #include "server/hdf5/hdf5_source.h"
 #include "server/npy/npy_source.h"
 #include "server/segy/segy_source.h"
+#include "server/zarr/zarr_source.h"
 
 namespace shotstream::source {
 namespace {
@@ -28,6 +29,7 @@ const std::vector<const Format*>& Formats() {
   static const auto* formats = new std::vector<const Format*>{
       &npy::NpyFormat(),
       &hdf5::Hdf5Format(),
+      &zarr::ZarrFormat(),
       &segy::SegyFormat(),  // last: SEG-Y takes what no other format claims
   };
   return *formats;

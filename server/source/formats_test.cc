@@ -2,6 +2,8 @@
 // configuration gets before any file is opened.
 #include "server/source/formats.h"
 
+#include <sys/stat.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -21,13 +23,13 @@ std::string WriteBytes(const std::string& name, const std::string& bytes) {
 }
 
 TEST(FormatsTest, EveryFormatOnceWithSegyLast) {
-  EXPECT_EQ(FormatNames(), "auto, npy, hdf5, segy");
+  EXPECT_EQ(FormatNames(), "auto, npy, hdf5, zarr, segy");
   EXPECT_EQ(Formats().back()->name, "segy");
   EXPECT_EQ(*FindFormat("auto"), nullptr);
   EXPECT_EQ((*FindFormat("hdf5"))->name, "hdf5");
   auto unknown = FindFormat("zarrr");
   EXPECT_EQ(unknown.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(unknown.status().message().find("expected auto, npy, hdf5, segy"),
+  EXPECT_NE(unknown.status().message().find("expected auto, npy, hdf5, zarr, segy"),
             absl::string_view::npos);
 }
 
@@ -38,6 +40,12 @@ TEST(FormatsTest, AutoDetectsByContentThenNameAndSegyTakesTheRest) {
   EXPECT_EQ(DetectFormat(WriteBytes("x.h5", "")).name, "hdf5");
   EXPECT_EQ(DetectFormat(WriteBytes("line.sgy", "C 1")).name, "segy");
   EXPECT_EQ(DetectFormat("/no/such/file.npy").name, "npy");  // by name; opening says why
+  // A directory with Zarr metadata in it (v2 or v3).
+  const std::string store = WriteBytes("store.zarr", "").append("");
+  std::remove(store.c_str());
+  ASSERT_EQ(::mkdir(store.c_str(), 0755), 0);
+  WriteBytes("store.zarr/zarr.json", R"({"zarr_format": 3, "node_type": "group"})");
+  EXPECT_EQ(DetectFormat(store).name, "zarr");
 }
 
 TEST(FormatsTest, PatternsSuggestAFormatForCheckingShotKeys) {
@@ -45,6 +53,8 @@ TEST(FormatsTest, PatternsSuggestAFormatForCheckingShotKeys) {
   EXPECT_EQ(SuggestedFormat({"/d/a.h5", "/d/b.hdf5"}).name, "hdf5");
   EXPECT_EQ(SuggestedFormat({"/d/a.h5", "/d/b.npy"}).name, "segy");  // they disagree
   EXPECT_EQ(SuggestedFormat({"/d/x"}).name, "segy");
+  EXPECT_EQ(SuggestedFormat({"/d/survey.zarr"}).name, "zarr");
+  EXPECT_EQ(SuggestedFormat({"/d/survey.mdio"}).name, "zarr");
   EXPECT_EQ(SuggestedFormat({}).name, "segy");
 }
 
