@@ -101,7 +101,8 @@ dataset::DatasetSpec SpecOf(const DatasetConfig& dc, const std::string& catalog_
   spec.coalesce.max_read_bytes = dc.max_read_bytes;
   spec.catalog_dir = catalog_dir;
   spec.check_trace_lengths = dc.check_trace_lengths;
-  spec.array_path = dc.h5_path;
+  // HDF5 reads /data by default; a Zarr store finds its array (amplitude, data, itself).
+  spec.array_path = !dc.array_path.empty() ? dc.array_path : dc.h5_path == "/data" ? "" : dc.h5_path;
   spec.sample_interval_us = dc.sample_interval_us;
   return spec;
 }
@@ -445,19 +446,29 @@ void ShotStreamServer::Drain() {
     SetHealthLocked();
   }
   absl::SleepFor(config_.drain_delay);
-  // Running streams get the grace period; then they are finished with a status that says
-  // why (clients with retries resume elsewhere), and gRPC cancels whatever is left.
+  // Running streams get the grace period; a little before its end (the linger) they are
+  // finished with a status that says why (clients with retries resume elsewhere), and the
+  // process stays until the grace period is over, so that a consumer still reading gets
+  // the status: its trailers queue behind the chunks already in the connection, and a
+  // process that exits at once resets the connection and loses them ("Connection reset
+  // by peer"). gRPC cancels whatever is left 0.9 s after the grace period.
+  const absl::Duration linger = std::min(config_.grace_period / 4, absl::Milliseconds(500));
+  const absl::Time grace_end = absl::Now() + config_.grace_period;
   absl::Notification shut_down;
+  bool cut = false;
   std::thread cutter([&] {
-    if (shut_down.WaitForNotificationWithTimeout(config_.grace_period)) return;
+    if (shut_down.WaitForNotificationWithTimeout(config_.grace_period - linger)) return;
+    cut = true;
     service::CutAllStreams(service_.get(),
                            absl::UnavailableError("the server is shutting down (its grace "
                                                   "period is over); resume on another server"));
   });
-  server_->Shutdown(std::chrono::system_clock::now() +
-                    absl::ToChronoMilliseconds(config_.grace_period + absl::Milliseconds(900)));
+  server_->Shutdown(absl::ToChronoTime(grace_end + absl::Milliseconds(900)));
   shut_down.Notify();
   cutter.join();
+  // A bounded lingering close (as TCP's SO_LINGER): nothing to wait on tells that a
+  // client has read what the kernel holds for it.
+  if (cut) absl::SleepFor(grace_end - absl::Now());
   std::thread stop_metrics([&] { metrics_.reset(); });  // civetweb takes up to a second
   server_->Wait();
   {
