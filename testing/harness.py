@@ -285,6 +285,25 @@ def cli_bench(target, dataset, env=None, **flags):
     return json.loads(cli(*args, env=env).stdout.strip().splitlines()[-1])
 
 
+def node(script, *args, test=None):
+    """Runs tests/js/SCRIPT with Node.js (its npm packages: tools/install_deps.sh runs `npm
+    ci` in tests/js) and returns its stdout. Skips `test` where Node.js is not installed;
+    fails where it is but the packages are missing."""
+    import shutil
+    exe = shutil.which("node")
+    if exe is None:
+        test.skipTest("Node.js is not installed (tools/install_deps.sh installs it)")
+    # The runfile links to the source tree, where Node finds tests/js/node_modules.
+    path = os.path.realpath(runfile(f"tests/js/{script}"))
+    if not os.path.isdir(os.path.join(os.path.dirname(path), "node_modules")):
+        raise AssertionError("tests/js/node_modules is missing: run tools/install_deps.sh "
+                             "(npm ci in tests/js)")
+    res = subprocess.run([exe, path, *args], capture_output=True, text=True, timeout=300)
+    if res.returncode != 0:
+        raise AssertionError(f"node {script} failed: {res.stderr}")
+    return res.stdout
+
+
 def cli_server(*args):
     """Runs the server binary to completion (e.g. --index_only)."""
     res = subprocess.run([runfile(SERVER)] + list(args), capture_output=True, text=True,

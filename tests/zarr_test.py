@@ -322,6 +322,57 @@ class ZarrTest(unittest.TestCase):
             full_reads = reads() - before
             self.assertEqual((window_reads, full_reads), (1, 4))
 
+    def node(self, script, *args):
+        return harness.node(script, *args, test=self)
+
+    def test_v3_stores_written_by_zarrita_are_served_exactly(self):
+        # An independent writer: zarrita (JavaScript) writes the stores and their values.
+        out = os.path.join(self.tmp, "zarrita")
+        os.makedirs(out, exist_ok=True)
+        self.node("zarr_write_v3.mjs", out)
+        stores = {"zarrita_blosc": ("<f4", (4, 6, 40)), "zarrita_zstd_i2": ("<i2", (3, 5, 33))}
+        args = [f"--dataset={n}={out}/{n}.zarr" for n in stores]
+        with harness.Server(args + ["--sample_interval_us=3000"]) as server:
+            for native in harness.client_paths():
+                with shotstream.Client(server.target, native=native) as c:
+                    for name, (dtype, shape) in stores.items():
+                        want = np.fromfile(f"{out}/{name}.bin", dtype=dtype).reshape(shape)
+                        got = list(c.stream(name, list(range(1, shape[0] + 1))))
+                        self.assertEqual(len(got), shape[0], name)
+                        for k, shot in enumerate(got):
+                            np.testing.assert_array_equal(shot.samples, f32(want[k]),
+                                                          err_msg=f"{name} native={native}")
+            c = shotstream.Client(server.target)
+            self.assertEqual(c.dataset("zarrita_blosc").sample_interval_us, 1000)  # its attribute
+            self.assertEqual(c.dataset("zarrita_zstd_i2").sample_interval_us, 3000)
+            c.close()
+
+    def test_the_v3_fixtures_read_the_same_through_zarrita(self):
+        # The stores testing/zarr_v3 lays out, read by an independent reader: sharding with
+        # its index at the end (zarrita reads no index at the start), crc32c, blosc, and
+        # big-endian bytes.
+        t = self.tmp
+        v = (np.arange(4 * 8 * 32, dtype="f4").reshape(4, 8, 32) * 0.5 - 100)
+        zarr_v3.write_array(f"{t}/js_shard", v, chunks=(1, 4, 16), shard=(2, 8, 32),
+                            codecs=[{"name": "bytes", "configuration": {"endian": "little"}},
+                                    {"name": "blosc", "configuration": {"cname": "zstd",
+                                                                        "shuffle": "shuffle",
+                                                                        "typesize": 4}},
+                                    {"name": "crc32c"}], skip={(3, 1, 1)})
+        w = (np.arange(3 * 5 * 20) % 3000 - 1500).astype("<i2").reshape(3, 5, 20)
+        zarr_v3.write_array(f"{t}/js_big", w, chunks=(2, 3, 8),
+                            codecs=[{"name": "bytes", "configuration": {"endian": "big"}},
+                                    {"name": "zstd", "configuration": {"level": 3}}],
+                            key_encoding="v2")
+        v_want = v.copy()
+        v_want[3, 4:8, 16:32] = 0
+        for name, want in (("js_shard", v_want), ("js_big", w)):
+            out = f"{t}/{name}.bin"
+            shape = json.loads(self.node("zarr_read_v3.mjs", f"{t}/{name}", out))
+            self.assertEqual(tuple(shape), want.shape, name)
+            np.testing.assert_array_equal(np.fromfile(out, dtype=want.dtype).reshape(want.shape),
+                                          want, err_msg=name)
+
     def test_a_store_changed_under_the_server_is_read_again(self):
         path = os.path.join(self.tmp, "changing.zarr")
         old = np.ones((3, 4, 16), "f4")

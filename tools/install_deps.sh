@@ -30,3 +30,15 @@ if ((${#missing[@]})); then
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
+# Node.js and the npm packages of tests/js (zarrita: an independent Zarr v3 writer
+# and reader for //tests:zarr_test), pinned by its package-lock.json.
+if ! command -v npm >/dev/null; then
+  SUDO=""; [[ $(id -u) -eq 0 ]] || SUDO="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends nodejs npm
+fi
+js="$(dirname "$0")/../tests/js"
+if [[ ! -d "$js/node_modules" || "$js/package-lock.json" -nt "$js/node_modules" ]]; then
+  (cd "$js" && npm ci --no-audit --no-fund --loglevel=error) && touch "$js/node_modules"
+fi

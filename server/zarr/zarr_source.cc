@@ -593,7 +593,8 @@ class ZarrSource final : public source::Source {
         }
       }
       for (const Store& s : stores_) {
-        for (const auto& [name, column] : stores_[0].columns) {
+        for (const auto& column : stores_[0].columns) {
+          const std::string& name = column.first;
           const bool has = std::any_of(s.columns.begin(), s.columns.end(),
                                        [&](const auto& c) { return c.first == name; });
           if (!has) {
