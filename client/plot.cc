@@ -3,6 +3,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -42,7 +43,9 @@ constexpr Glyph kFont[] = {
     {'B', {30, 17, 17, 30, 17, 17, 30}}, {'K', {17, 18, 20, 24, 20, 18, 17}},
     {'+', {0, 4, 4, 31, 4, 4, 0}},       {'^', {4, 10, 17, 0, 0, 0, 0}},
     {'V', {17, 17, 17, 17, 17, 10, 4}},  {'Y', {17, 17, 10, 4, 4, 4, 4}},
-    {'=', {0, 0, 31, 0, 31, 0, 0}},
+    {'=', {0, 0, 31, 0, 31, 0, 0}},      {'_', {0, 0, 0, 0, 0, 0, 31}},
+    {'J', {7, 2, 2, 2, 2, 18, 12}},      {'Q', {14, 17, 17, 17, 21, 18, 13}},
+    {'Z', {31, 1, 2, 4, 8, 16, 31}},
 };
 
 class Image {
@@ -141,6 +144,14 @@ double StepOf(const std::vector<double>& ticks) {
   return ticks.size() > 1 ? ticks[1] - ticks[0] : 1.0;
 }
 
+// The across axis's name in the title: "OFFSET (M)", "GROUP_X", ...
+std::string AxisName(const std::string& header) {
+  if (header == "offset") return "OFFSET (M)";
+  std::string out = header;
+  for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return out;
+}
+
 }  // namespace
 
 std::vector<double> NiceTicks(double lo, double hi, int max_ticks) {
@@ -212,10 +223,31 @@ absl::Status WriteShotPng(const std::string& path, const Shot& shot, const PlotO
   std::nth_element(mags.begin(), mags.begin() + k, mags.end());
   const float clip = mags[k] > 0 ? mags[k] : 1.0f;
 
+  // The x_header column labels the axis where it runs one way (offsets of the usual
+  // gather); otherwise, and without it, trace numbers do.
+  const std::vector<double>* offsets = shot.header(o.x_header);
+  bool monotonic = offsets != nullptr && nt > 1;
+  if (monotonic) {
+    const bool up = (*offsets)[nt - 1] >= (*offsets)[0];
+    for (int t = 1; t < nt && monotonic; ++t) {
+      monotonic = up ? (*offsets)[t] >= (*offsets)[t - 1] : (*offsets)[t] <= (*offsets)[t - 1];
+    }
+    monotonic &= (*offsets)[nt - 1] != (*offsets)[0];
+  }
+  std::string title = absl::StrCat("SHOT ", shot.shot_id, "   ",
+                                   monotonic ? AxisName(o.x_header) : "TRACE",
+                                   " ACROSS, TIME (MS) DOWN");
+  if (o.agc_window_ms > 0) absl::StrAppend(&title, "   AGC ", TickLabel(o.agc_window_ms, 1), " MS");
+  if (o.gain_power != 0) absl::StrAppend(&title, "   GAIN T^", TickLabel(o.gain_power, 0.1));
+  absl::StrAppend(&title, "   CLIP ", TickLabel(o.clip_percentile, 0.1));
   const int plot_w = std::min(o.max_width, std::max(nt, std::min(o.max_width, nt * 4)));
   const int plot_h = std::min(o.max_height, std::max(ns, 300));
   const int left = 70, top = 50, bar_gap = 16, bar_w = 16, right = 90, bottom = 20;
-  Image img(left + plot_w + right, top + plot_h + bottom);
+  // Wide enough for the title (6 pixels a character) however narrow the shot.
+  const int width = std::max(left + plot_w + right, left + 6 * static_cast<int>(title.size()) + 4);
+  Image img(width, top + plot_h + bottom);
+  // Ticks across no closer than a label's width: at most one per 48 pixels.
+  const int x_ticks = std::max(2, std::min(6, plot_w / 48));
   // Pixel row y shows sample y * (ns - 1) / (plot_h - 1): the first and last rows are the
   // first and last samples, so the axis runs from 0 to (ns - 1) * dt exactly.
   auto sample_of_row = [&](int y) {
@@ -242,23 +274,12 @@ absl::Status WriteShotPng(const std::string& path, const Shot& shot, const PlotO
     for (int d = 0; d < 5; ++d) img.Set(left - 2 - d, top + y, 0, 0, 0);
     img.Text(4, top + y - 3, TickLabel(ms, StepOf(t_ticks)));
   }
-  // Offsets label the axis where they run one way (the usual gather); otherwise, and
-  // without offsets, trace numbers do.
-  const std::vector<double>* offsets = shot.header("offset");
-  bool monotonic = offsets != nullptr && nt > 1;
-  if (monotonic) {
-    const bool up = (*offsets)[nt - 1] >= (*offsets)[0];
-    for (int t = 1; t < nt && monotonic; ++t) {
-      monotonic = up ? (*offsets)[t] >= (*offsets)[t - 1] : (*offsets)[t] <= (*offsets)[t - 1];
-    }
-    monotonic &= (*offsets)[nt - 1] != (*offsets)[0];
-  }
   auto x_of_trace = [&](double trace) {  // centre of a trace's columns
     return static_cast<int>(std::lround((trace + 0.5) * plot_w / nt - 0.5));
   };
   if (monotonic) {
     const double o0 = (*offsets)[0], o1 = (*offsets)[nt - 1];
-    const std::vector<double> ticks = NiceTicks(std::min(o0, o1), std::max(o0, o1), 6);
+    const std::vector<double> ticks = NiceTicks(std::min(o0, o1), std::max(o0, o1), x_ticks);
     for (double v : ticks) {
       // The fractional trace where the offset reaches v (linear between traces).
       double trace = 0;
@@ -276,7 +297,7 @@ absl::Status WriteShotPng(const std::string& path, const Shot& shot, const PlotO
       img.Text(left + x - 3 * static_cast<int>(label.size()), top - 18, label);
     }
   } else {
-    const std::vector<double> ticks = NiceTicks(1, nt, 6);
+    const std::vector<double> ticks = NiceTicks(1, nt, x_ticks);
     for (double v : ticks) {
       const int x = x_of_trace(v - 1);
       for (int d = 0; d < 5; ++d) img.Set(left + x, top - 2 - d, 0, 0, 0);
@@ -296,11 +317,6 @@ absl::Status WriteShotPng(const std::string& path, const Shot& shot, const PlotO
     for (int d = 0; d < 4; ++d) img.Set(bar_x + bar_w + d, top + y, 0, 0, 0);
     img.Text(bar_x + bar_w + 6, top + y - 3, TickLabel(v, StepOf(bar_ticks)));
   }
-  std::string title = absl::StrCat("SHOT ", shot.shot_id, "   ",
-                                   monotonic ? "OFFSET (M)" : "TRACE", " ACROSS, TIME (MS) DOWN");
-  if (o.agc_window_ms > 0) absl::StrAppend(&title, "   AGC ", TickLabel(o.agc_window_ms, 1), " MS");
-  if (o.gain_power != 0) absl::StrAppend(&title, "   GAIN T^", TickLabel(o.gain_power, 0.1));
-  absl::StrAppend(&title, "   CLIP ", TickLabel(o.clip_percentile, 0.1));
   img.Text(left, 6, title);
   return img.WritePng(path);
 }

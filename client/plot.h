@@ -21,6 +21,9 @@ struct PlotOptions {
   int max_height = 900;
   double agc_window_ms = 0;       // > 0: each sample divided by the RMS of its window
   double gain_power = 0;          // != 0: each sample times t^N (t in seconds)
+  // The header column across the top where the shot has it and it runs one way; trace
+  // numbers otherwise.
+  std::string x_header = "offset";
 };
 
 // Round tick values in [lo, hi]: steps of 1, 2 or 5 times a power of ten, at most
@@ -35,7 +38,8 @@ std::vector<float> ApplyGain(const float* samples, uint32_t n_traces, uint32_t n
 // "t^2" -> 2; INVALID_ARGUMENT for anything else.
 absl::StatusOr<double> ParseGain(const std::string& text);
 
-// Offsets from the shot's "offset" header column when present, else trace numbers.
+// Across: the shot's x_header column (offset) when present and monotonic, else trace
+// numbers.
 absl::Status WriteShotPng(const std::string& path, const Shot& shot,
                           const PlotOptions& options = {});
 

@@ -8,7 +8,7 @@
 //                    [--queue_depth=N] [--repeat=N]
 //   fetch and bench: [--window=START:STOP] [--where=HEADER:LO:HI ...] [--encoding=E]
 //                    [--tolerance=T]
-//   shotstream put   --target=HOST:PORT --dataset=NAME --from=DIR [--sample_interval_us=US]
+//   shotstream put   --target=HOST:PORT --dataset=NAME --from=DIR --sample_interval_us=US
 //                    [--sample_format=5|1|3]   (DIR as fetch writes it: shot_ID.npy, and
 //                    shot_ID.FIELD.npy header columns; a new dataset on the server)
 //   shotstream plot  --target=HOST:PORT --dataset=NAME --shot=N [--out=shot.png] [--clip=99]
@@ -69,7 +69,8 @@ ABSL_FLAG(std::string, format, "npy",
           "fetch: npy (shot_ID.npy plus shot_ID.FIELD.npy per header), segy (IEEE float) "
           "or segy-ibm (IBM float): one shot_ID.sgy per shot with its trace headers");
 ABSL_FLAG(std::string, from, "", "put: the directory of shot_ID.npy (and shot_ID.FIELD.npy) files");
-ABSL_FLAG(double, sample_interval_us, 0, "put: the sample interval of the shots");
+ABSL_FLAG(double, sample_interval_us, 0,
+          "put: the sample interval of the shots in microseconds (required)");
 ABSL_FLAG(int, sample_format, 5, "put: the SEG-Y format the server stores: 5 IEEE, 1 IBM, 3 int16");
 ABSL_FLAG(uint32_t, queue_depth, 2, "shots read and received ahead");
 ABSL_FLAG(uint64_t, max_chunk_bytes, 0,
@@ -101,6 +102,9 @@ ABSL_FLAG(std::string, shot, "", "plot: the shot id (default: the dataset's firs
 ABSL_FLAG(double, agc, 0, "plot: automatic gain control over a window of this many ms");
 ABSL_FLAG(std::string, gain, "", "plot: t^N, each sample times time^N (e.g. t^2)");
 ABSL_FLAG(double, clip, 99.0, "plot: clip amplitudes at this percentile of |sample|");
+ABSL_FLAG(std::string, x, "",
+          "plot: the header across the top (default: offset where the dataset has it, else "
+          "trace numbers)");
 
 namespace {
 
@@ -163,6 +167,8 @@ int Info(Client& client, const std::string& dataset) {
               static_cast<unsigned long long>(d->n_shots),
               static_cast<unsigned long long>(d->n_traces), d->n_samples,
               d->sample_interval_us, d->sample_format, d->shot_key.c_str());
+  if (!d->format.empty()) std::printf("format: %s\n", d->format.c_str());
+  std::printf("header_fields: %s\n", absl::StrJoin(d->header_fields, ",").c_str());
   std::printf("shot_ids:");
   for (size_t i = 0; i < d->shot_ids.size(); ++i) {
     std::printf(" %lld(%u)", static_cast<long long>(d->shot_ids[i]), d->shot_trace_counts[i]);
@@ -216,8 +222,14 @@ absl::Status ApplySelection(shotstream::client::StreamOptions* options) {
 // put: every shot_ID.npy of --from (in id order) with its shot_ID.FIELD.npy columns, one
 // shot in memory at a time.
 int Put(Client& client, const std::string& dataset) {
-  const std::string dir = absl::GetFlag(FLAGS_from);
+  std::string dir = absl::GetFlag(FLAGS_from);
   if (dir.empty()) return Fail(absl::InvalidArgumentError("put needs --from=DIR"));
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();  // dir/ names the same
+  if (!(absl::GetFlag(FLAGS_sample_interval_us) > 0)) {
+    return Fail(absl::InvalidArgumentError(
+        "put needs --sample_interval_us=US, the shots' sample interval in microseconds (> 0, "
+        "e.g. 2000 for 2 ms): .npy files do not say theirs"));
+  }
   std::vector<int64_t> ids;
   std::map<int64_t, std::vector<std::string>> fields;  // id -> header names
   DIR* d = ::opendir(dir.c_str());
@@ -376,13 +388,13 @@ int Plot(Client& client, const std::string& dataset) {
     po.gain_power = *n;
   }
   int64_t id = 0;
+  auto info = client.GetDataset(dataset);
+  if (!info.ok()) return Fail(info.status());
   if (const std::string flag = absl::GetFlag(FLAGS_shot); !flag.empty()) {
     if (!absl::SimpleAtoi(flag, &id)) {
       return Fail(absl::InvalidArgumentError(absl::StrCat("--shot: '", flag, "' is not a shot id")));
     }
   } else {
-    auto info = client.GetDataset(dataset);
-    if (!info.ok()) return Fail(info.status());
     if (info->shot_ids.empty()) {
       return Fail(absl::FailedPreconditionError(absl::StrCat("dataset '", dataset,
                                                              "' has no shots to plot")));
@@ -391,7 +403,14 @@ int Plot(Client& client, const std::string& dataset) {
   }
   shotstream::client::StreamOptions options;
   options.queue_depth = 1;
-  options.headers = {"offset"};
+  // Across: --x, else offset where the dataset has it (.npy and many HDF5 files do not),
+  // else trace numbers.
+  po.x_header = absl::GetFlag(FLAGS_x);
+  if (po.x_header.empty()) {
+    const auto& fields = info->header_fields;
+    if (std::find(fields.begin(), fields.end(), "offset") != fields.end()) po.x_header = "offset";
+  }
+  if (!po.x_header.empty()) options.headers = {po.x_header};
   auto reader = client.Stream(dataset, {id}, options);
   Shot shot;
   auto more = reader->Next(&shot);

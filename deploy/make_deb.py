@@ -18,9 +18,10 @@ import tempfile
 import install
 
 DESCRIPTION = """seismic shot gathers over gRPC, for FWI and imaging on GPUs
- shotstream_server serves SEG-Y and SU surveys as shot gathers (catalogs of trace
- offsets, coalesced reads, per-client prefetch, CRC-checked chunks); the shotstream
- CLI lists, fetches, plots and benchmarks them. The C++ client library (headers,
+ shotstream_server serves SEG-Y, SU, NumPy, HDF5 and Zarr (MDIO) surveys as shot
+ gathers (catalogs of trace offsets, coalesced reads, per-client prefetch,
+ CRC-checked chunks) and stores the gathers clients write; the shotstream CLI
+ lists, fetches, plots and benchmarks them. The C++ client library (headers,
  shared and static library, pkg-config and CMake files) lands shots in pinned host
  buffers and stages them to the GPU."""
 

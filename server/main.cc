@@ -65,7 +65,10 @@ int main(int argc, char** argv) {
     sigwait(&signals, &sig);
     if (sig != SIGHUP) break;
     const absl::Status s = (*server)->ReloadTokens();
-    std::cerr << (s.ok() ? absl::StrCat("SIGHUP: tokens reloaded (", (*server)->token_count(), ")")
+    std::cerr << (cfg.auth_token_file.empty()
+                      ? std::string("SIGHUP: authentication is off (no --auth_token_file); "
+                                    "nothing to reload")
+                  : s.ok() ? absl::StrCat("SIGHUP: tokens reloaded (", (*server)->token_count(), ")")
                          : absl::StrCat("SIGHUP: token file not reloaded, the old tokens stay: ",
                                         s.message()))
               << std::endl;

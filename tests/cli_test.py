@@ -130,6 +130,10 @@ class CliTest(unittest.TestCase):
         self.assertIn("FAILED", ls)
         info = harness.cli("info", f"--target={self.server.target}", "--dataset=line1").stdout
         self.assertIn("shots: 7", info)
+        self.assertIn("format: segy", info)
+        fields = next(l for l in info.splitlines() if l.startswith("header_fields: "))
+        for name in ("field_record", "offset", "group_x", "source_x"):
+            self.assertIn(name, fields.split(": ")[1].split(","))
         res = harness.cli("bench", f"--target={self.server.target}", "--dataset=line1",
                           "--repeat=3", "--streams=2")
         result = json.loads(res.stdout.strip().splitlines()[-1])
@@ -224,6 +228,30 @@ class CliErrorsTest(unittest.TestCase):
                               "--gain=2", check=False)
             self.assertNotEqual(res.returncode, 0)
             self.assertIn("expected t^N", res.stderr)
+
+    def test_plot_without_offsets_and_with_another_header_across(self):
+        import struct
+        # .npy has no offset header: trace numbers across, and a 5-trace shot still gets
+        # an image wide enough for its title.
+        npy = os.path.join(self.tmp, "narrow.npy")
+        np.save(npy, np.random.default_rng(3).standard_normal((2, 5, 60)).astype("<f4"))
+        out = os.path.join(self.tmp, "narrow.png")
+        with harness.Server([f"--dataset=n={npy}", f"--dataset=d={self.data}/*.sgy",
+                             "--sample_interval_us=1000"]) as server:
+            res = harness.cli("plot", f"--target={server.target}", "--dataset=n",
+                              f"--out={out}")
+            self.assertIn("5 traces x 60 samples", res.stdout)
+            with open(out, "rb") as f:
+                width = struct.unpack(">II", f.read(24)[16:24])[0]
+            title = "SHOT 1   TRACE ACROSS, TIME (MS) DOWN   CLIP 99"
+            self.assertGreaterEqual(width, 70 + 6 * len(title))
+            res = harness.cli("plot", f"--target={server.target}", "--dataset=d",
+                              f"--out={out}", "--x=group_x")
+            self.assertIn("wrote", res.stdout)
+            res = harness.cli("plot", f"--target={server.target}", "--dataset=n",
+                              f"--out={out}", "--x=offset", check=False)
+            self.assertNotEqual(res.returncode, 0)
+            self.assertIn("has no header 'offset'", res.stderr)
 
     def test_fetch_and_bench_with_nothing_to_do_fail(self):
         empty = os.path.join(self.tmp, "empty.sgy")

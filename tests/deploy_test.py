@@ -79,7 +79,7 @@ class DeployTest(unittest.TestCase):
         path = os.path.join(DEPLOY, "systemd", "shotstream.service")
         with open(path) as f:
             text = f.read()
-        for line in ("DynamicUser=yes", "ProtectSystem=strict", "ReadOnlyPaths=/data",
+        for line in ("DynamicUser=yes", "ProtectSystem=strict", "ReadOnlyPaths=-/data",
                      "NoNewPrivileges=yes", "KillSignal=SIGTERM", "ExecReload=/bin/kill -HUP"):
             self.assertIn(line, text)
         if shutil.which("systemd-analyze") is None:

@@ -183,6 +183,15 @@ class StartupAndShutdownTest(harness.SmallSurveyTest):
                 shotstream.Client(server.target) as c:
             self.assertEqual([d.name for d in c.list_datasets()], ["modelled"])
 
+    def test_a_write_dir_that_is_a_file_is_refused_at_start_and_by_check_config(self):
+        path = os.path.join(self.tmp, "not_a_dir")
+        with open(path, "w") as f:
+            f.write("x")
+        for extra in (["--check_config"], ["--listen=127.0.0.1:0"]):
+            res = run_server(f"--write_dir={path}", *extra)
+            self.assertNotEqual(res.returncode, 0, res.stdout)
+            self.assertIn(f"write_dir {path}: not a directory", res.stderr)
+
     def test_check_config_opens_the_files(self):
         empty = os.path.join(self.tmp, "empty")
         os.makedirs(empty, exist_ok=True)

@@ -128,6 +128,13 @@ class WriteTest(unittest.TestCase):
                           f"--from={d}", "--sample_interval_us=2000")
         self.assertIn("put 3 shots", res.stdout)
         self.assertIn("3/3 shots", res.stderr)  # the progress bar
+        # Without the interval it is refused, naming the flag (it used to write 0).
+        res = harness.cli("put", f"--target={self.server.target}", "--dataset=no_interval",
+                          f"--from={d}/", check=False)
+        self.assertNotEqual(res.returncode, 0)
+        self.assertIn("--sample_interval_us", res.stderr)
+        self.assertNotIn("no_interval", [x.name for x in self.clients[harness.client_paths()[-1]]
+                                         .list_datasets()])
         want = harness.segyio_shots([self.field])
         got = harness.segyio_shots([os.path.join(self.out, "from_cli.sgy")])
         for sid in (1, 2, 3):
@@ -141,8 +148,9 @@ class WriteTest(unittest.TestCase):
 
         def expect(code, text, name, shots, **kw):
             existed = name in [d.name for d in c.list_datasets()]
+            kw.setdefault("sample_interval_us", 1000)
             with self.assertRaises(shotstream.ShotstreamError) as e:
-                c.write(name, shots, sample_interval_us=1000, **kw)
+                c.write(name, shots, **kw)
             self.assertEqual(e.exception.code(), code, name)
             self.assertIn(text, e.exception.details(), name)
             self.assertEqual(name in [d.name for d in c.list_datasets()], existed, name)
@@ -158,6 +166,21 @@ class WriteTest(unittest.TestCase):
         expect(grpc.StatusCode.INVALID_ARGUMENT, "ofset", "badheader",
                [(1, np.zeros((2, NS), np.float32), {"ofset": [1, 2]})])
         expect(grpc.StatusCode.INVALID_ARGUMENT, "sample_format 2", "fmt", one, sample_format=2)
+        # IBM float and int16 hold no NaN or infinity: refused, naming where (IEEE keeps them).
+        odd = np.ones((3, NS), np.float32)
+        odd[1, 7] = np.nan
+        odd[2, 9] = np.inf
+        for fmt in (1, 3):
+            expect(grpc.StatusCode.INVALID_ARGUMENT, "shot 4, trace 2, sample 7 is nan",
+                   f"nan_{fmt}", [(4, odd)], sample_format=fmt)
+        kept = c.write("nan_ieee", [(4, odd)], sample_interval_us=1000)
+        before.append("nan_ieee.sgy")
+        self.assertEqual(kept.write_max_error, 0)
+        got = next(iter(c.stream("nan_ieee", [4]))).samples
+        self.assertTrue(np.isnan(got[1, 7]) and np.isinf(got[2, 9]))
+        # A missing interval is refused by the server too (Client.write sends what it has).
+        expect(grpc.StatusCode.INVALID_ARGUMENT, "sample_interval_us", "zero_dt", one,
+               sample_interval_us=0)
 
         def failing():
             yield from modelled([1, 2])

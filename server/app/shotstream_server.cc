@@ -1,6 +1,7 @@
 #include "server/app/shotstream_server.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -193,6 +194,28 @@ absl::Status CheckDatasetFiles(const ServerConfig& c) {
   return absl::OkStatus();
 }
 
+// write_dir: a directory the server can write into, or a path where one can be made.
+absl::Status CheckWriteDir(const std::string& dir) {
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0) {
+    if (errno != ENOENT) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("write_dir ", dir, ": ", std::strerror(errno)));
+    }
+    return absl::OkStatus();  // made at start-up
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "write_dir ", dir, ": not a directory (it is a file); name a directory to write "
+        "datasets into"));
+  }
+  if (::access(dir.c_str(), W_OK | X_OK) != 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("write_dir ", dir, ": not writable by this user: ", std::strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status CheckFormats(const ServerConfig& config) {
@@ -214,6 +237,9 @@ absl::Status CheckFormats(const ServerConfig& config) {
 
 absl::Status CheckConfig(const ServerConfig& config) {
   if (absl::Status s = CheckFormats(config); !s.ok()) return s;
+  if (!config.write_dir.empty()) {
+    if (absl::Status s = CheckWriteDir(config.write_dir); !s.ok()) return s;
+  }
   if (!config.auth_token_file.empty()) {
     auto tokens = service::TokenStore::Load(config.auth_token_file, TokenNamesOf(config));
     if (!tokens.ok()) return tokens.status();
@@ -286,6 +312,7 @@ absl::StatusOr<std::unique_ptr<ShotStreamServer>> ShotStreamServer::Start(
     LoadDataset(dc, self->config_.catalog_dir, /*print_summary=*/false, entry);
   };
   if (!cfg.write_dir.empty()) {
+    if (absl::Status s = CheckWriteDir(cfg.write_dir); !s.ok()) return s;
     if (::mkdir(cfg.write_dir.c_str(), 0755) != 0 && errno != EEXIST) {
       return absl::FailedPreconditionError(absl::StrCat(
           "write_dir ", cfg.write_dir, ": cannot create: ", std::strerror(errno)));

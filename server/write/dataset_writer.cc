@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cmath>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -168,6 +169,18 @@ absl::Status DatasetWriter::AddSamples(absl::string_view samples) {
   // Each trace is encoded straight into the appender's buffer. The message's bytes are
   // a heap block (aligned) holding whole float32 traces, so they are read as floats.
   const float* src = reinterpret_cast<const float*>(samples.data());
+  if (spec_.format != 5) {
+    // IBM float and int16 have no NaN or infinity: refused, not turned into numbers.
+    for (uint64_t i = 0; i < n * n_samples_; ++i) {
+      if (std::isfinite(src[i])) continue;
+      return absl::InvalidArgumentError(absl::StrCat(
+          "shot ", shot_->id, ", trace ", shot_->done + i / n_samples_ + 1, ", sample ",
+          i % n_samples_, " is ", src[i], ": sample_format ", spec_.format,
+          spec_.format == 1 ? " (IBM float)" : " (int16)",
+          " cannot hold NaN or infinity; write sample_format 5 (IEEE float32), which keeps "
+          "them, or replace them"));
+    }
+  }
   for (uint64_t t = 0; t < n; ++t) {
     uint8_t* dst = appender_->Extend(encoded_trace_bytes_);
     shot_->headers.Fill(shot_->done, traces_ + 1, dst);

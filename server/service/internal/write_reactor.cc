@@ -40,7 +40,10 @@ class WriteReactor final : public grpc::ServerReadReactor<v1::WriteShotsRequest>
   void OnDone() override {
     // A client that cancelled or went away hears nothing of ours: say what happened.
     const absl::Status how =
-        cancelled_ ? absl::CancelledError("the client cancelled or left; nothing was kept")
+        cancelled_ ? absl::CancelledError(
+                         "the client cancelled or left, or sent a message over the server's "
+                         "receive limit (gRPC then tells the client RESOURCE_EXHAUSTED and the "
+                         "server only that the call was cancelled); nothing was kept")
                    : status_;
     if (admitted_ && hooks_.ended) hooks_.ended(how, session_);
     delete this;
