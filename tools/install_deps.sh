@@ -19,6 +19,7 @@ PKGS=(
   libhdf5-dev  # HDF5 sources (server)
   python3-h5py  # tests write HDF5 files with it; the sources benchmark's baseline
   python3-zarr python3-numcodecs  # tests write Zarr v2 stores with it; the Zarr benchmark's baseline
+  prometheus  # //tests:prometheus_test scrapes a server; promtool checks the shipped rules
 )
 missing=()
 for p in "${PKGS[@]}"; do

@@ -46,10 +46,10 @@ using dataset::DatasetEntry;
 constexpr char kServiceName[] = "shotstream.v1.ShotStream";
 
 // Token names the configuration refers to: each must be in the token file.
-std::vector<std::string> TokenNamesOf(const ServerConfig& c) {
-  std::vector<std::string> names;
-  for (const auto& [name, sets] : c.auth_allow) names.push_back(name);
-  names.insert(names.end(), c.auth_writers.begin(), c.auth_writers.end());
+std::vector<service::RequiredName> TokenNamesOf(const ServerConfig& c) {
+  std::vector<service::RequiredName> names;
+  for (const auto& [name, sets] : c.auth_allow) names.push_back({name, "auth.allow"});
+  for (const std::string& name : c.auth_writers) names.push_back({name, "auth.writers"});
   return names;
 }
 

@@ -52,7 +52,7 @@ bool ConstantTimeEquals(absl::string_view known, absl::string_view candidate) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<TokenStore>> TokenStore::Load(
-    const std::string& path, std::vector<std::string> required_names) {
+    const std::string& path, std::vector<RequiredName> required_names) {
   std::unique_ptr<TokenStore> store(new TokenStore(path, std::move(required_names)));
   absl::Status s = store->Reload();
   if (!s.ok()) return s;
@@ -66,13 +66,16 @@ absl::Status TokenStore::Reload() {
   for (const Token& t : *tokens) {
     if (!t.name.empty()) names.insert(t.name);
   }
-  for (const std::string& required : required_names_) {
-    if (names.count(required) == 0) {
+  for (const RequiredName& required : required_names_) {
+    if (names.count(required.name) == 0) {
+      const bool writers = required.section == "auth.writers";
       return absl::InvalidArgumentError(absl::StrCat(
-          path_, ": no token is named '", required, "', which the configuration's auth "
-          "section names (names in the file: ",
-          names.empty() ? "none" : absl::StrJoin(names, ", "),
-          "); a misspelt name would lift its restriction, so the file is refused"));
+          path_, ": no token is named '", required.name, "', which the configuration's ",
+          required.section, " names (names in the file: ",
+          names.empty() ? "none" : absl::StrJoin(names, ", "), "); ",
+          writers ? "a misspelt writer's name would leave that writer unable to write"
+                  : "a misspelt name would leave the real token unrestricted",
+          ", so the file is refused"));
     }
   }
   absl::MutexLock lock(&mu_);

@@ -17,13 +17,19 @@
 
 namespace shotstream::service {
 
+// A token name the configuration refers to, and where ("auth.allow", "auth.writers").
+struct RequiredName {
+  std::string name;
+  std::string section;
+};
+
 class TokenStore {
  public:
-  // `required_names`: token names the configuration refers to (auth.allow, auth.writers);
-  // a file that lacks one is refused, at load and at every reload, so that a misspelt
-  // name can never lift a restriction.
+  // `required_names`: token names the configuration refers to; a file that lacks one is
+  // refused, at load and at every reload, so that a misspelt name can never lift a
+  // restriction (auth.allow) or silently take a writer's right away (auth.writers).
   static absl::StatusOr<std::unique_ptr<TokenStore>> Load(
-      const std::string& path, std::vector<std::string> required_names = {});
+      const std::string& path, std::vector<RequiredName> required_names = {});
 
   // Re-reads the file; on error (unreadable, malformed, a required name missing) the old
   // tokens stay and the error is returned.
@@ -38,11 +44,11 @@ class TokenStore {
   size_t size() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
-  TokenStore(std::string path, std::vector<std::string> required_names)
+  TokenStore(std::string path, std::vector<RequiredName> required_names)
       : path_(std::move(path)), required_names_(std::move(required_names)) {}
 
   const std::string path_;
-  const std::vector<std::string> required_names_;
+  const std::vector<RequiredName> required_names_;
   mutable absl::Mutex mu_;
   struct Token {
     std::string name;

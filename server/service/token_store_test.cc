@@ -50,13 +50,20 @@ TEST(TokenStoreTest, NamedTokens) {
 
 TEST(TokenStoreTest, NamesTheConfigurationRefersToMustBeInTheFile) {
   const std::string path = Write("bob s3cret\nalice other\n");
-  auto typo = TokenStore::Load(path, {"bobb"});
+  auto typo = TokenStore::Load(path, {{"bobb", "auth.allow"}});
   ASSERT_FALSE(typo.ok());
   EXPECT_EQ(typo.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(typo.status().message().find("no token is named 'bobb'"), std::string::npos)
       << typo.status();
   EXPECT_NE(typo.status().message().find("alice, bob"), std::string::npos);
-  auto store = TokenStore::Load(path, {"bob"});
+  EXPECT_NE(typo.status().message().find("auth.allow"), std::string::npos);
+  EXPECT_NE(typo.status().message().find("unrestricted"), std::string::npos);
+  // A writer's name says what a misspelling there costs: the writer cannot write.
+  auto writer = TokenStore::Load(path, {{"alise", "auth.writers"}});
+  ASSERT_FALSE(writer.ok());
+  EXPECT_NE(writer.status().message().find("auth.writers"), std::string::npos);
+  EXPECT_NE(writer.status().message().find("unable to write"), std::string::npos);
+  auto store = TokenStore::Load(path, {{"bob", "auth.allow"}});
   ASSERT_TRUE(store.ok()) << store.status();
   // A reload that loses the name is refused; the old tokens stay.
   Write("robert s3cret\n");

@@ -204,7 +204,7 @@ absl::Status DatasetWriter::EndShot(uint32_t crc32) {
   if (crc32 != shot_->crc) {
     return absl::DataLossError(absl::StrCat(
         "shot ", shot_->id, ": CRC-32 of the samples received is ", shot_->crc,
-        ", the client's is ", crc32, " (damaged in transit); nothing was written"));
+        ", the client's is ", crc32, " (damaged in transit); nothing was kept"));
   }
   shot_.reset();
   ++shots_;
