@@ -230,7 +230,8 @@ class ShotStreamServiceImpl final
             "write ", session.name().empty() ? "(unnamed)" : session.name(), " from ", peer,
             ": ", status.ok() ? "created" : absl::StrCat("FAILED ", absl::StatusCodeToString(
                                                                          status.code())),
-            ", ", session.shots(), " shots, ", session.sample_bytes(), " bytes",
+            ", ", status.ok() ? "" : "received ", session.shots(), " shots, ",
+            session.sample_bytes(), " bytes",
             status.ok() ? "" : ": ", status.message(), "\n");
         std::fputs(line.c_str(), stderr);
       }

@@ -20,12 +20,13 @@
 #include "absl/hash/hash.h"
 #include "absl/synchronization/mutex.h"
 #include "server/common/file_identity.h"
+#include "server/zarr/zarr_codecs.h"
 
 namespace shotstream::zarr {
 
 // One decoded chunk: its elements, and the file (or shard) it came from, if any.
 struct ChunkData {
-  std::vector<uint8_t> bytes;
+  ChunkBytes bytes;
   std::optional<FileIdentity> file;  // nullopt: the fill value (no file)
 };
 

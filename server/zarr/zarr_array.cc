@@ -343,7 +343,7 @@ absl::StatusOr<std::shared_ptr<const ChunkData>> ZarrArray::Decode(
   }
   if (!identity.has_value()) return Filled();  // a chunk never written: the fill value
 
-  std::vector<uint8_t> stored;
+  ChunkBytes stored;
   const uint64_t file_size = static_cast<uint64_t>(f.st.st_size);
   if (!sharded_) {
     stored.resize(file_size);

@@ -87,13 +87,13 @@ T Load(const uint8_t* p) {
 
 void SwapBytes(uint8_t* p, int size) { std::reverse(p, p + size); }
 
-absl::StatusOr<std::vector<uint8_t>> Inflate(const std::vector<uint8_t>& in, bool gzip,
+absl::StatusOr<ChunkBytes> Inflate(const ChunkBytes& in, bool gzip,
                                              size_t expect) {
   z_stream z{};
   if (inflateInit2(&z, gzip ? 16 + MAX_WBITS : MAX_WBITS) != Z_OK) {
     return absl::InternalError("zlib: inflateInit2 failed");
   }
-  std::vector<uint8_t> out(std::max<size_t>(expect, 64));
+  ChunkBytes out(std::max<size_t>(expect, 64));
   z.next_in = const_cast<Bytef*>(in.data());
   z.avail_in = static_cast<uInt>(in.size());
   size_t have = 0;
@@ -116,11 +116,11 @@ absl::StatusOr<std::vector<uint8_t>> Inflate(const std::vector<uint8_t>& in, boo
   return out;
 }
 
-absl::StatusOr<std::vector<uint8_t>> Unzstd(const std::vector<uint8_t>& in, size_t expect) {
+absl::StatusOr<ChunkBytes> Unzstd(const ChunkBytes& in, size_t expect) {
   const unsigned long long size = ZSTD_getFrameContentSize(in.data(), in.size());
   if (size == ZSTD_CONTENTSIZE_ERROR) return absl::DataLossError("zstd: not a zstd frame");
   if (size != ZSTD_CONTENTSIZE_UNKNOWN) {
-    std::vector<uint8_t> out(size);
+    ChunkBytes out(size);
     const size_t rc = ZSTD_decompress(out.data(), out.size(), in.data(), in.size());
     if (ZSTD_isError(rc) || rc != size) {
       return absl::DataLossError(absl::StrCat("zstd: ", ZSTD_getErrorName(rc)));
@@ -128,7 +128,7 @@ absl::StatusOr<std::vector<uint8_t>> Unzstd(const std::vector<uint8_t>& in, size
     return out;
   }
   // A streamed frame without its size.
-  std::vector<uint8_t> out(std::max<size_t>(expect, 64));
+  ChunkBytes out(std::max<size_t>(expect, 64));
   ZSTD_DCtx* ctx = ZSTD_createDCtx();
   ZSTD_inBuffer src{in.data(), in.size(), 0};
   size_t have = 0, rc = 1;
@@ -146,7 +146,7 @@ absl::StatusOr<std::vector<uint8_t>> Unzstd(const std::vector<uint8_t>& in, size
   return out;
 }
 
-absl::StatusOr<std::vector<uint8_t>> Unblosc(const std::vector<uint8_t>& in) {
+absl::StatusOr<ChunkBytes> Unblosc(const ChunkBytes& in) {
   size_t nbytes = 0, cbytes = 0, blocksize = 0;
   if (in.size() < BLOSC_MIN_HEADER_LENGTH) return absl::DataLossError("blosc: truncated chunk");
   blosc_cbuffer_sizes(in.data(), &nbytes, &cbytes, &blocksize);
@@ -154,7 +154,7 @@ absl::StatusOr<std::vector<uint8_t>> Unblosc(const std::vector<uint8_t>& in) {
     return absl::DataLossError(absl::StrCat("blosc: the header says ", cbytes,
                                             " compressed bytes, the chunk has ", in.size()));
   }
-  std::vector<uint8_t> out(nbytes);
+  ChunkBytes out(nbytes);
   const int rc = blosc_decompress_ctx(in.data(), out.data(), out.size(), 1);
   if (rc < 0 || static_cast<size_t>(rc) != nbytes) {
     return absl::DataLossError(absl::StrCat("blosc: decompression failed (", rc, ")"));
@@ -163,10 +163,10 @@ absl::StatusOr<std::vector<uint8_t>> Unblosc(const std::vector<uint8_t>& in) {
 }
 
 // numcodecs' LZ4: a little-endian uint32 of the decoded size, then one LZ4 block.
-absl::StatusOr<std::vector<uint8_t>> Unlz4(const std::vector<uint8_t>& in) {
+absl::StatusOr<ChunkBytes> Unlz4(const ChunkBytes& in) {
   if (in.size() < 4) return absl::DataLossError("lz4: truncated chunk");
   const uint32_t size = Load<uint32_t>(in.data());
-  std::vector<uint8_t> out(size);
+  ChunkBytes out(size);
   const int rc = LZ4_decompress_safe(reinterpret_cast<const char*>(in.data() + 4),
                                      reinterpret_cast<char*>(out.data()),
                                      static_cast<int>(in.size() - 4), static_cast<int>(size));
@@ -177,13 +177,13 @@ absl::StatusOr<std::vector<uint8_t>> Unlz4(const std::vector<uint8_t>& in) {
 }
 
 // numcodecs' ZFPY: a zfp stream with its full header (type, dimensions, mode).
-absl::StatusOr<std::vector<uint8_t>> Unzfp(std::vector<uint8_t>& in,
+absl::StatusOr<ChunkBytes> Unzfp(ChunkBytes& in,
                                            absl::Span<const uint64_t> shape,
                                            const DataType& type) {
   bitstream* bits = stream_open(in.data(), in.size());
   zfp_stream* zfp = zfp_stream_open(bits);
   zfp_field* field = zfp_field_alloc();
-  std::vector<uint8_t> out;
+  ChunkBytes out;
   absl::Status status = absl::OkStatus();
   if (zfp_read_header(zfp, field, ZFP_HEADER_FULL) == 0) {
     status = absl::DataLossError("zfpy: no zfp header");
@@ -210,7 +210,7 @@ absl::StatusOr<std::vector<uint8_t>> Unzfp(std::vector<uint8_t>& in,
 }
 
 // Decoded = Encoded with its axes put back: encoded axis i is decoded axis order[i].
-std::vector<uint8_t> Untranspose(const std::vector<uint8_t>& in, absl::Span<const int> order,
+ChunkBytes Untranspose(const ChunkBytes& in, absl::Span<const int> order,
                                  absl::Span<const uint64_t> shape, size_t elem) {
   const size_t rank = shape.size();
   std::vector<uint64_t> dstride(rank, 1);
@@ -220,7 +220,7 @@ std::vector<uint8_t> Untranspose(const std::vector<uint8_t>& in, absl::Span<cons
     eshape[i] = shape[order[i]];
     estride[i] = dstride[order[i]];
   }
-  std::vector<uint8_t> out(in.size());
+  ChunkBytes out(in.size());
   std::vector<uint64_t> idx(rank, 0);
   uint64_t d = 0;
   const size_t n = in.size() / elem;
@@ -436,7 +436,7 @@ absl::StatusOr<Codec> ParseV2Compressor(const std::string& text) {
   return out;
 }
 
-absl::StatusOr<std::vector<uint8_t>> DecodeChunk(std::vector<uint8_t> data,
+absl::StatusOr<ChunkBytes> DecodeChunk(ChunkBytes data,
                                                  absl::Span<const Codec> codecs,
                                                  absl::Span<const uint64_t> shape,
                                                  const DataType& type) {

@@ -11,7 +11,9 @@
 #define SHOTSTREAM_SERVER_ZARR_ZARR_CODECS_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -19,6 +21,31 @@
 #include "absl/types/span.h"
 
 namespace shotstream::zarr {
+
+// An allocator that leaves new elements uninitialised: a chunk's buffers are always
+// written whole by the decoder, and zero-filling them first cost a tenth of the server's
+// time on Blosc stores (perf).
+template <typename T>
+struct NoInitAllocator : std::allocator<T> {
+  template <typename U>
+  struct rebind {
+    using other = NoInitAllocator<U>;
+  };
+  NoInitAllocator() = default;
+  template <typename U>
+  NoInitAllocator(const NoInitAllocator<U>&) {}
+  template <typename U>
+  void construct(U* p) noexcept {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <typename U, typename... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+};
+
+// A chunk's bytes (stored or decoded).
+using ChunkBytes = std::vector<uint8_t, NoInitAllocator<uint8_t>>;
 
 enum class ScalarKind { kBool, kInt, kUInt, kFloat };
 
@@ -66,7 +93,7 @@ absl::StatusOr<Codec> ParseV2Compressor(const std::string& json);
 // Decodes the stored bytes of one chunk of `shape` (C order) and `type` through `codecs`
 // (encoding order): the chunk's elements, little-endian, C order. DATA_LOSS for bytes
 // that do not decode (a wrong size, a CRC-32C mismatch, a codec's own error).
-absl::StatusOr<std::vector<uint8_t>> DecodeChunk(std::vector<uint8_t> stored,
+absl::StatusOr<ChunkBytes> DecodeChunk(ChunkBytes stored,
                                                  absl::Span<const Codec> codecs,
                                                  absl::Span<const uint64_t> shape,
                                                  const DataType& type);

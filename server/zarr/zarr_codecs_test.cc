@@ -15,11 +15,13 @@
 namespace shotstream::zarr {
 namespace {
 
-std::vector<uint8_t> Bytes(const std::vector<float>& v) {
-  std::vector<uint8_t> out(v.size() * 4);
+ChunkBytes Bytes(const std::vector<float>& v) {
+  ChunkBytes out(v.size() * 4);
   std::memcpy(out.data(), v.data(), out.size());
   return out;
 }
+
+ChunkBytes Of(const std::vector<uint8_t>& v) { return ChunkBytes(v.begin(), v.end()); }
 
 DataType Float32() { return *ParseDataType("\"float32\"", 3); }
 
@@ -68,7 +70,7 @@ TEST(FillValues, NumbersNamesAndBits) {
 }
 
 TEST(Decode, BytesBigEndian) {
-  std::vector<uint8_t> stored = {0x3f, 0x80, 0, 0, 0xc0, 0, 0, 0};  // 1.0f, -2.0f big-endian
+  ChunkBytes stored = Of({0x3f, 0x80, 0, 0, 0xc0, 0, 0, 0});  // 1.0f, -2.0f big-endian
   Codec bytes = *ParseV3Codec(R"({"name": "bytes", "configuration": {"endian": "big"}})");
   const uint64_t shape[] = {2};
   auto got = DecodeChunk(stored, {bytes}, shape, Float32());
@@ -79,12 +81,12 @@ TEST(Decode, BytesBigEndian) {
 TEST(Decode, GzipZstdBloscAndCrc32c) {
   std::vector<float> v(1000);
   std::iota(v.begin(), v.end(), -3.0f);
-  const std::vector<uint8_t> raw = Bytes(v);
+  const ChunkBytes raw = Bytes(v);
   const uint64_t shape[] = {10, 100};
   const Codec bytes = *ParseV3Codec(R"({"name": "bytes", "configuration": {"endian": "little"}})");
   // gzip (RFC 1952), as zlib writes it with windowBits 16 + 15.
   {
-    std::vector<uint8_t> gz(compressBound(raw.size()) + 32);
+    ChunkBytes gz(compressBound(raw.size()) + 32);
     z_stream z{};
     deflateInit2(&z, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY);
     z.next_in = const_cast<Bytef*>(raw.data());
@@ -100,7 +102,7 @@ TEST(Decode, GzipZstdBloscAndCrc32c) {
   }
   // zstd, then crc32c after it.
   {
-    std::vector<uint8_t> z(ZSTD_compressBound(raw.size()));
+    ChunkBytes z(ZSTD_compressBound(raw.size()));
     z.resize(ZSTD_compress(z.data(), z.size(), raw.data(), raw.size(), 3));
     const uint32_t crc = Crc32c(z.data(), z.size());
     z.insert(z.end(), reinterpret_cast<const uint8_t*>(&crc), reinterpret_cast<const uint8_t*>(&crc) + 4);
@@ -116,7 +118,7 @@ TEST(Decode, GzipZstdBloscAndCrc32c) {
   }
   // blosc with bit shuffle.
   {
-    std::vector<uint8_t> b(raw.size() + BLOSC_MAX_OVERHEAD);
+    ChunkBytes b(raw.size() + BLOSC_MAX_OVERHEAD);
     b.resize(blosc_compress_ctx(5, BLOSC_BITSHUFFLE, 4, raw.size(), raw.data(), b.data(),
                                 b.size(), "lz4", 0, 1));
     auto got = DecodeChunk(
