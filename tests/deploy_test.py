@@ -98,8 +98,16 @@ class DeployTest(unittest.TestCase):
         with open(os.path.join(DEPLOY, "Dockerfile")) as f:
             text = f.read()
         self.assertEqual(len(re.findall(r"^FROM debian:12", text, re.M)), 2)
-        self.assertRegex(text, r"(?m)^USER 10001$")
-        self.assertIn("tools/install_deps.sh", text)
+        self.assertRegex(text, r"(?m)^USER 10001:10001$")
+        self.assertIn("--gid 10001", text)  # a fixed group id, not whatever comes next
+        self.assertIn("tools/install_deps.sh --build", text)  # not the tests' packages
+        self.assertIn("rm -rf /var/lib/apt/lists/* /var/cache/apt/*", text)
+        self.assertIn("org.opencontainers.image.version", text)
+        # The build context leaves out what builds and tests leave behind.
+        with open(os.path.join(DEPLOY, "..", ".dockerignore")) as f:
+            ignored = f.read().split()
+        for path in (".git", "bazel-*", "tests/js/node_modules"):
+            self.assertIn(path, ignored)
 
 
 if __name__ == "__main__":

@@ -321,6 +321,22 @@ class ZarrTest(unittest.TestCase):
             np.testing.assert_array_equal(shot.samples, self.window_data[1])
             full_reads = reads() - before
             self.assertEqual((window_reads, full_reads), (1, 4))
+        # Chunks that hold two shots each: the second shot comes from the decoded-chunk
+        # cache, read once for both.
+        pairs = (np.arange(4 * 6 * 64, dtype="f4").reshape(4, 6, 64) - 100) * 0.5
+        zarr.open_array(f"{self.tmp}/pairs.zarr", mode="w", shape=pairs.shape,
+                        chunks=(2, 6, 16), dtype="f4",
+                        compressor=numcodecs.Blosc(cname="zstd"))[:] = pairs
+        with harness.Server([f"--dataset=p={self.tmp}/pairs.zarr", "--sample_interval_us=1000",
+                             "--metrics_listen=127.0.0.1:0"]) as server, \
+                shotstream.Client(server.target) as c:
+            counts = []
+            for sid in (3, 4):
+                before = server.metrics()["shotstream_reads_issued_total"]
+                shot = next(iter(c.stream("p", [sid])))
+                np.testing.assert_array_equal(shot.samples, pairs[sid - 1])
+                counts.append(server.metrics()["shotstream_reads_issued_total"] - before)
+            self.assertEqual(counts, [4, 0])
 
     def node(self, script, *args):
         return harness.node(script, *args, test=self)
