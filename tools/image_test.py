@@ -75,6 +75,8 @@ def ensure_base_images():
     # leave documentation, manuals and translations out of what is installed later.
     for d in ("var/cache/apt/archives", "var/lib/apt/lists", "usr/share/doc", "usr/share/man",
               "usr/share/info", "usr/share/locale"):
+        if not os.path.isdir(os.path.join(root, d)):
+            continue
         for entry in os.listdir(os.path.join(root, d)):
             p = os.path.join(root, d, entry)
             if os.path.isdir(p) and not os.path.islink(p):
