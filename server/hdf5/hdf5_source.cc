@@ -13,6 +13,7 @@
 #include "common/crc32.h"
 #include "common/status_macros.h"
 #include "server/hdf5/hdf5_file.h"
+#include "server/source/column_headers.h"
 #include "server/source/keyed_catalog.h"
 #include "server/source/trace_file_source.h"
 
@@ -21,13 +22,6 @@ namespace {
 
 constexpr char kFieldRecord[] = "field_record";
 constexpr char kTraceNumber[] = "trace_number";
-
-// A file's columns that have a SEG-Y field, with the field's place in a made header.
-struct ColumnPlace {
-  int byte;
-  int size;
-  const std::vector<double>* values;
-};
 
 class Hdf5Source;
 
@@ -103,7 +97,7 @@ class Hdf5Source final : public source::Source {
 
   // What ColumnHeaders read.
   const Hdf5File& file(uint32_t f) const { return *files_[f]; }
-  const std::vector<ColumnPlace>& places(uint32_t f) const { return places_[f]; }
+  const std::vector<source::ColumnPlace>& places(uint32_t f) const { return places_[f]; }
 
  private:
   absl::Status Load(const source::SourceSpec& spec) {
@@ -139,15 +133,7 @@ class Hdf5Source final : public source::Source {
     info_.read_by = "libhdf5";
     // Header fields: the files' columns (those of the first file, which every file must
     // have), then field_record and trace_number where no column gives them.
-    for (const auto& [name, column] : files_[0]->header_columns()) {
-      info_.header_fields.push_back(name);
-    }
-    for (const char* made : {kFieldRecord, kTraceNumber}) {
-      if (std::find(info_.header_fields.begin(), info_.header_fields.end(), made) ==
-          info_.header_fields.end()) {
-        info_.header_fields.push_back(made);
-      }
-    }
+    source::AddColumnFields(files_[0]->header_columns(), &info_.header_fields);
     for (const auto& f : files_) {
       for (const std::string& name : info_.header_fields) {
         const bool has = std::any_of(f->header_columns().begin(), f->header_columns().end(),
@@ -158,12 +144,7 @@ class Hdf5Source final : public source::Source {
               " has; the files of a dataset share them"));
         }
       }
-      std::vector<ColumnPlace>& places = places_.emplace_back();
-      for (const auto& [name, values] : f->header_columns()) {
-        for (const segy::HeaderField& field : segy::StandardTraceHeaderFields()) {
-          if (field.name == name) places.push_back({field.byte, field.size, &values});
-        }
-      }
+      places_.push_back(source::PlacesOf(f->header_columns()));
     }
     return files_[0]->layout().shape.size() == 3 ? CatalogByPosition()
                                                  : CatalogByColumn(spec.shot_key);
@@ -240,34 +221,20 @@ class Hdf5Source final : public source::Source {
 
  private:
   std::vector<std::unique_ptr<Hdf5File>> files_;
-  std::vector<std::vector<ColumnPlace>> places_;  // per file
+  std::vector<std::vector<source::ColumnPlace>> places_;  // per file
   catalog::Catalog catalog_;
   source::SourceInfo info_;
 };
 
 double ColumnHeaders::Value(size_t i, const segy::HeaderSelector& h) const {
   const io::TraceRef& t = traces_[i];
-  for (const auto& [name, values] : source_->file(t.file_id).header_columns()) {
-    if (name == h.name) return values[t.offset];
-  }
-  if (h.name == kFieldRecord) return static_cast<double>(shot_id_);
-  if (h.name == kTraceNumber) return static_cast<double>(i + 1);
-  return 0;
+  return source::ColumnValue(source_->file(t.file_id).header_columns(), t.offset, h, shot_id_, i);
 }
 
 void ColumnHeaders::BigEndianHeader(size_t i, uint8_t* dst) const {
   const io::TraceRef& t = traces_[i];
-  const source::SourceInfo& info = source_->info();
-  std::memset(dst, 0, segy::kTraceHeaderBytes);
-  source::PutBigEndianField(dst, 9, 4, static_cast<double>(shot_id_));
-  source::PutBigEndianField(dst, 13, 4, static_cast<double>(i + 1));
-  source::PutBigEndianField(dst, 115, 2, info.n_samples);
-  source::PutBigEndianField(dst, 117, 2, std::min(info.sample_interval_us, 32767.0));
-  // The file's columns at their SEG-Y places (integers, as SEG-Y holds them); a
-  // field_record or trace_number column wins over the position written above.
-  for (const ColumnPlace& p : source_->places(t.file_id)) {
-    source::PutBigEndianField(dst, p.byte, p.size, (*p.values)[t.offset]);
-  }
+  source::MakeColumnHeader(source_->file(t.file_id).header_columns(), source_->places(t.file_id),
+                           t.offset, shot_id_, i, source_->info(), dst);
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 #include "segy/trace_header.h"
+#include "server/source/column_headers.h"
 #include "server/source/keyed_catalog.h"
 #include "server/source/trace_file_source.h"
 #include "server/zarr/chunk_cache.h"
@@ -30,7 +31,6 @@ namespace {
 using json = nlohmann::json;
 
 constexpr char kFieldRecord[] = "field_record";
-constexpr char kTraceNumber[] = "trace_number";
 
 // The SEG-Y trace header fields by the names of TGS's segy library (MDIO's `headers`
 // records use them): 1-based byte and size.
@@ -118,7 +118,8 @@ struct Store {
   std::string ids_from;           // where shot_ids came from, for the catalog's origin
   std::vector<uint8_t> live;      // per flat trace; empty: all live
   std::vector<uint8_t> raw;       // n_flat x 240: big-endian SEG-Y headers from `headers`
-  std::vector<std::pair<std::string, std::vector<double>>> columns;  // per flat trace
+  source::HeaderColumns columns;  // per flat trace
+  std::vector<source::ColumnPlace> places;  // the columns' SEG-Y places
   std::vector<std::unique_ptr<ZarrArray>> others;  // read at open: their metadata is checked
   double sample_interval_us = 0;
   std::string interval_from;
@@ -416,6 +417,7 @@ absl::StatusOr<Store> OpenStore(const source::SourceSpec& spec, const std::strin
     s.sample_interval_us = spec.sample_interval_us;
     s.interval_from = "the setting sample_interval_us";
   }
+  s.places = source::PlacesOf(s.columns);
   if (s.sample_interval_us == 0) {
     s.notes.push_back("no sample interval in the store and none set (sample_interval_us): 0");
   } else {
@@ -585,13 +587,7 @@ class ZarrSource final : public source::Source {
       info_.header_fields = segy::ServableHeaderNames();
       info_.any_standard_field = true;
     } else {
-      for (const auto& [name, column] : stores_[0].columns) info_.header_fields.push_back(name);
-      for (const char* made : {kFieldRecord, kTraceNumber}) {
-        if (std::find(info_.header_fields.begin(), info_.header_fields.end(), made) ==
-            info_.header_fields.end()) {
-          info_.header_fields.push_back(made);
-        }
-      }
+      source::AddColumnFields(stores_[0].columns, &info_.header_fields);
       for (const Store& s : stores_) {
         for (const auto& column : stores_[0].columns) {
           const std::string& name = column.first;
@@ -708,12 +704,7 @@ double StoreHeaders::Value(size_t i, const segy::HeaderSelector& h) const {
     return segy::HeaderValue(h, s.raw.data() + t.offset * segy::kTraceHeaderBytes,
                              segy::ByteOrder::kBigEndian);
   }
-  for (const auto& [name, values] : s.columns) {
-    if (name == h.name) return values[t.offset];
-  }
-  if (h.name == kFieldRecord) return static_cast<double>(shot_id_);
-  if (h.name == kTraceNumber) return static_cast<double>(i + 1);
-  return 0;
+  return source::ColumnValue(s.columns, t.offset, h, shot_id_, i);
 }
 
 void StoreHeaders::BigEndianHeader(size_t i, uint8_t* dst) const {
@@ -723,17 +714,7 @@ void StoreHeaders::BigEndianHeader(size_t i, uint8_t* dst) const {
     std::memcpy(dst, s.raw.data() + t.offset * segy::kTraceHeaderBytes, segy::kTraceHeaderBytes);
     return;
   }
-  const source::SourceInfo& info = source_->info();
-  std::memset(dst, 0, segy::kTraceHeaderBytes);
-  source::PutBigEndianField(dst, 9, 4, static_cast<double>(shot_id_));
-  source::PutBigEndianField(dst, 13, 4, static_cast<double>(i + 1));
-  source::PutBigEndianField(dst, 115, 2, info.n_samples);
-  source::PutBigEndianField(dst, 117, 2, std::min(info.sample_interval_us, 32767.0));
-  for (const auto& [name, values] : s.columns) {
-    for (const segy::HeaderField& field : segy::StandardTraceHeaderFields()) {
-      if (field.name == name) source::PutBigEndianField(dst, field.byte, field.size, values[t.offset]);
-    }
-  }
+  source::MakeColumnHeader(s.columns, s.places, t.offset, shot_id_, i, source_->info(), dst);
 }
 
 }  // namespace

@@ -1,0 +1,49 @@
+// What array sources (HDF5, Zarr) share for header values they hold as columns (one float64
+// a trace, read at open): a column's value by name, the fields made where no column gives
+// them (field_record: the shot id; trace_number: 1.. within the shot), and the 240-byte
+// SEG-Y header made for raw-trace-header requests.
+//
+// Thread-safe: pure functions over the caller's columns.
+#ifndef SHOTSTREAM_SERVER_SOURCE_COLUMN_HEADERS_H_
+#define SHOTSTREAM_SERVER_SOURCE_COLUMN_HEADERS_H_
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "segy/trace_header.h"
+#include "server/source/source.h"
+
+namespace shotstream::source {
+
+using HeaderColumns = std::vector<std::pair<std::string, std::vector<double>>>;
+
+// Appends the names of `columns`, then field_record and trace_number where no column has
+// them: a dataset's header_fields.
+void AddColumnFields(const HeaderColumns& columns, std::vector<std::string>* fields);
+
+// Header `h` of the trace at `row` of the columns, trace `i` (0-based) of shot `shot_id`:
+// its column, else the made field, else 0.
+double ColumnValue(const HeaderColumns& columns, uint64_t row, const segy::HeaderSelector& h,
+                   int64_t shot_id, size_t i);
+
+// The columns that have a standard SEG-Y field's name, with the field's place: found once
+// at open, not per trace.
+struct ColumnPlace {
+  int byte;
+  int size;
+  size_t column;  // index into the columns
+};
+std::vector<ColumnPlace> PlacesOf(const HeaderColumns& columns);
+
+// The big-endian 240-byte header made for that trace: field_record, trace_number, the
+// sample count and interval, then each placed column at its SEG-Y place (as integers, as
+// SEG-Y holds them; a column wins over what was made).
+void MakeColumnHeader(const HeaderColumns& columns, const std::vector<ColumnPlace>& places,
+                      uint64_t row, int64_t shot_id, size_t i, const SourceInfo& info,
+                      uint8_t* dst);
+
+}  // namespace shotstream::source
+
+#endif  // SHOTSTREAM_SERVER_SOURCE_COLUMN_HEADERS_H_
