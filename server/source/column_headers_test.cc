@@ -1,0 +1,58 @@
+// Header values held as columns: by name, the fields made where no column gives them, and
+// the 240-byte header made from them.
+#include "server/source/column_headers.h"
+
+#include "gtest/gtest.h"
+
+namespace shotstream::source {
+namespace {
+
+segy::HeaderSelector Named(const std::string& name) {
+  auto standard = segy::ResolveHeader(name);
+  if (standard.ok()) return *standard;
+  segy::HeaderSelector h;
+  h.name = name;
+  return h;
+}
+
+TEST(ColumnHeaders, ValuesByNameAndTheMadeFields) {
+  const HeaderColumns columns = {{"offset", {100.5, 200.5}}, {"shot_no", {1001, 1001}}};
+  std::vector<std::string> fields;
+  AddColumnFields(columns, &fields);
+  EXPECT_EQ(fields, (std::vector<std::string>{"offset", "shot_no", "field_record",
+                                              "trace_number"}));
+  EXPECT_EQ(ColumnValue(columns, 1, Named("offset"), 7, 0), 200.5);
+  EXPECT_EQ(ColumnValue(columns, 1, Named("shot_no"), 7, 0), 1001);
+  EXPECT_EQ(ColumnValue(columns, 1, Named("field_record"), 7, 4), 7);  // the shot id
+  EXPECT_EQ(ColumnValue(columns, 1, Named("trace_number"), 7, 4), 5);  // 1-based
+  EXPECT_EQ(ColumnValue(columns, 1, Named("cdp"), 7, 4), 0);
+  // A column of a made field's name wins.
+  const HeaderColumns own = {{"field_record", {55, 56}}};
+  fields.clear();
+  AddColumnFields(own, &fields);
+  EXPECT_EQ(fields, (std::vector<std::string>{"field_record", "trace_number"}));
+  EXPECT_EQ(ColumnValue(own, 1, Named("field_record"), 7, 0), 56);
+}
+
+TEST(ColumnHeaders, TheMadeHeaderHoldsTheColumnsAtTheirSegyPlaces) {
+  const HeaderColumns columns = {{"offset", {-250.4, 99}}, {"receiver", {3, 4}},
+                                 {"trace_number", {40, 41}}};
+  const std::vector<ColumnPlace> places = PlacesOf(columns);
+  ASSERT_EQ(places.size(), 2u);  // offset and trace_number; "receiver" is no SEG-Y field
+  SourceInfo info;
+  info.n_samples = 1500;
+  info.sample_interval_us = 2000;
+  uint8_t h[segy::kTraceHeaderBytes];
+  MakeColumnHeader(columns, places, 0, 12, 3, info, h);
+  auto field = [&](int byte, int size) {
+    return segy::ReadHeaderInt(h, byte, size, segy::ByteOrder::kBigEndian);
+  };
+  EXPECT_EQ(field(9, 4), 12);     // field_record: the shot id
+  EXPECT_EQ(field(13, 4), 40);    // trace_number: the column wins over the position (4)
+  EXPECT_EQ(field(37, 4), -250);  // offset, rounded as SEG-Y holds it
+  EXPECT_EQ(field(115, 2), 1500);
+  EXPECT_EQ(field(117, 2), 2000);
+}
+
+}  // namespace
+}  // namespace shotstream::source
