@@ -10,7 +10,6 @@
 #ifndef SHOTSTREAM_SERVER_ZARR_ZARR_ARRAY_H_
 #define SHOTSTREAM_SERVER_ZARR_ZARR_ARRAY_H_
 
-#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -70,11 +69,6 @@ class ZarrArray {
   absl::Status Load();
   // The path of the stored chunk (or shard) at `coords` of the stored grid.
   std::string KeyPath(absl::Span<const uint64_t> coords) const;
-  // Reads [offset, offset + size) of `path` (size UINT64_MAX: the whole file); nullopt
-  // bytes for a missing file. Records or checks the file's identity.
-  absl::StatusOr<std::optional<std::vector<uint8_t>>> ReadFile(const std::string& path,
-                                                               uint64_t offset,
-                                                               uint64_t size) const;
   absl::StatusOr<std::shared_ptr<const ChunkData>> Decode(absl::Span<const uint64_t> coords,
                                                           io::ReadStats* stats) const;
   std::shared_ptr<const ChunkData> Filled() const;

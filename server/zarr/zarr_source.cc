@@ -551,7 +551,6 @@ class ZarrSource final : public source::Source {
   }
 
   const Store& store(uint32_t i) const { return stores_[i]; }
-  bool standard_headers() const { return info_.any_standard_field; }
 
  private:
   absl::Status Load(const source::SourceSpec& spec) {
