@@ -19,22 +19,34 @@ constexpr char kMagic[8] = {'S', 'S', 'C', 'A', 'T', 'L', 'G', '\0'};
 
 struct PackedShot {
   int64_t id;
-  uint64_t first;
-  uint32_t count;
-  uint32_t pad;
+  uint64_t first_segment;
+  uint32_t n_traces;
+  uint32_t n_segments;
 };
-struct PackedTrace {
+struct PackedSegment {
+  uint64_t first;
   uint32_t file_id;
-  uint32_t pad;
-  uint64_t offset;
+  uint32_t count_and_kind;
+};
+struct PackedGeometry {
+  uint64_t first_offset;
+  uint64_t stride;
 };
 struct PackedPosition {
   int64_t id;
   double x;
   double y;
 };
-static_assert(sizeof(PackedShot) == 24 && sizeof(PackedTrace) == 16 &&
-              sizeof(PackedPosition) == 24);
+static_assert(sizeof(PackedShot) == 24 && sizeof(PackedSegment) == 16 &&
+              sizeof(PackedGeometry) == 16 && sizeof(PackedPosition) == 24);
+
+// Reads `n` packed records into `out` (one copy: the packed forms are the in-memory ones).
+template <typename Packed, typename T>
+void CopyColumn(const char* from, uint64_t n, std::vector<T>* out) {
+  static_assert(sizeof(Packed) == sizeof(T));
+  out->resize(n);
+  std::memcpy(out->data(), from, n * sizeof(T));
+}
 
 class Writer {
  public:
@@ -140,14 +152,22 @@ absl::Status SaveCatalog(const std::string& path, const CatalogSource& source,
     w.Pod(f.fingerprint);
   }
   w.Pod<uint64_t>(catalog.shots().size());
-  w.Pod<uint64_t>(catalog.n_traces());
-  w.out().reserve(w.out().size() + catalog.shots().size() * sizeof(PackedShot) +
-                  catalog.n_traces() * sizeof(PackedTrace) + 4);
-  for (const ShotEntry& s : catalog.shots()) {
-    w.Pod(PackedShot{s.shot_id, s.first_trace, s.n_traces, 0});
-  }
-  for (const io::TraceRef& t : catalog.traces()) w.Pod(PackedTrace{t.file_id, 0, t.offset});
+  w.Pod<uint64_t>(catalog.segments().size());
+  w.Pod<uint64_t>(catalog.list().size());
+  w.Pod<uint64_t>(catalog.files().size());
   w.Pod<uint64_t>(catalog.source_positions().size());
+  w.out().reserve(w.out().size() + catalog.shots().size() * sizeof(PackedShot) +
+                  catalog.segments().size() * sizeof(PackedSegment) +
+                  catalog.list().size() * 4 + catalog.files().size() * sizeof(PackedGeometry) +
+                  catalog.source_positions().size() * sizeof(PackedPosition) + 4);
+  for (const ShotEntry& s : catalog.shots()) {
+    w.Pod(PackedShot{s.shot_id, s.first_segment, s.n_traces, s.n_segments});
+  }
+  for (const Segment& s : catalog.segments()) {
+    w.Pod(PackedSegment{s.first, s.file_id, s.count_and_kind});
+  }
+  w.Bytes(catalog.list().data(), catalog.list().size() * 4);
+  for (const FileGeometry& g : catalog.files()) w.Pod(PackedGeometry{g.first_offset, g.stride});
   for (const SourcePosition& p : catalog.source_positions()) w.Pod(PackedPosition{p.shot_id, p.x, p.y});
   const uint32_t crc = Crc32(0, w.out().data(), w.out().size());
   w.Pod(crc);
@@ -237,47 +257,59 @@ absl::StatusOr<Catalog> LoadCatalog(const std::string& path, const CatalogSource
       return absl::FailedPreconditionError(absl::StrCat(b.path, ": content fingerprint changed"));
     }
   }
-  uint64_t n_shots = 0, n_traces = 0;
-  if (!r.Pod(&n_shots) || !r.Pod(&n_traces)) return corrupt("truncated counts");
-  if (n_shots > r.remaining() / sizeof(PackedShot) ||
-      n_traces > r.remaining() / sizeof(PackedTrace) ||
-      n_shots * sizeof(PackedShot) + n_traces * sizeof(PackedTrace) + 8 > r.remaining()) {
+  uint64_t n_shots = 0, n_segments = 0, n_list = 0, n_geometry = 0, n_positions = 0;
+  if (!r.Pod(&n_shots) || !r.Pod(&n_segments) || !r.Pod(&n_list) || !r.Pod(&n_geometry) ||
+      !r.Pod(&n_positions)) {
+    return corrupt("truncated counts");
+  }
+  const uint64_t left = r.remaining();
+  if (n_shots > left / sizeof(PackedShot) || n_segments > left / sizeof(PackedSegment) ||
+      n_list > left / 4 || n_geometry > left / sizeof(PackedGeometry) ||
+      n_positions > left / sizeof(PackedPosition) ||
+      n_shots * sizeof(PackedShot) + n_segments * sizeof(PackedSegment) + n_list * 4 +
+              n_geometry * sizeof(PackedGeometry) + n_positions * sizeof(PackedPosition) !=
+          left) {
     return corrupt("column sizes do not match the counts");
   }
-  std::vector<ShotEntry> shots(n_shots);
-  std::vector<io::TraceRef> traces(n_traces);
-  uint64_t covered = 0;
-  for (uint64_t i = 0; i < n_shots; ++i) {
-    PackedShot p;
-    r.Pod(&p);
-    if (p.first != covered || (i > 0 && p.id <= shots[i - 1].shot_id)) {
-      return corrupt("shot column out of order");
-    }
-    covered += p.count;
-    shots[i] = ShotEntry{p.id, p.first, p.count};
-  }
-  if (covered != n_traces) return corrupt("shot counts do not cover the traces");
-  for (uint64_t i = 0; i < n_traces; ++i) {
-    PackedTrace p;
-    r.Pod(&p);
-    if (p.file_id >= n_files || p.offset >= stored.files[p.file_id].size) {
+  if (n_geometry != n_files) return corrupt("file geometry does not match the file list");
+  std::vector<ShotEntry> shots;
+  std::vector<Segment> segments;
+  std::vector<uint32_t> list;
+  std::vector<FileGeometry> geometry;
+  std::vector<SourcePosition> positions;
+  CopyColumn<PackedShot>(r.here(), n_shots, &shots);
+  r.Skip(n_shots * sizeof(PackedShot));
+  CopyColumn<PackedSegment>(r.here(), n_segments, &segments);
+  r.Skip(n_segments * sizeof(PackedSegment));
+  CopyColumn<uint32_t>(r.here(), n_list, &list);
+  r.Skip(n_list * 4);
+  CopyColumn<PackedGeometry>(r.here(), n_geometry, &geometry);
+  r.Skip(n_geometry * sizeof(PackedGeometry));
+  CopyColumn<PackedPosition>(r.here(), n_positions, &positions);
+  data = std::string();  // the columns are copied: the file's bytes go now
+  // Every trace inside its file: a run's last trace, each listed one.
+  for (const Segment& s : segments) {
+    if (s.file_id >= n_files) continue;  // FromParts says
+    if (geometry[s.file_id].stride == 0) return corrupt("a file's trace stride is 0");
+    const FileGeometry& g = geometry[s.file_id];
+    const uint64_t traces_in_file =
+        stored.files[s.file_id].size > g.first_offset
+            ? (stored.files[s.file_id].size - g.first_offset + g.stride - 1) / g.stride
+            : 0;
+    if (s.count() == 0) return corrupt("an empty segment");
+    if (s.is_list()) {
+      if (s.first > list.size() || s.count() > list.size() - s.first) continue;
+      for (uint64_t k = s.first; k < s.first + s.count(); ++k) {
+        if (list[k] >= traces_in_file) return corrupt("trace outside its file");
+      }
+    } else if (s.first >= traces_in_file || s.count() > traces_in_file - s.first) {
       return corrupt("trace outside its file");
     }
-    traces[i] = io::TraceRef{p.file_id, p.offset};
   }
-  uint64_t n_positions = 0;
-  r.Pod(&n_positions);
-  if (n_positions > r.remaining() / sizeof(PackedPosition) ||
-      n_positions * sizeof(PackedPosition) != r.remaining()) {
-    return corrupt("source position column does not match its count");
-  }
-  std::vector<SourcePosition> positions(n_positions);
-  for (uint64_t i = 0; i < n_positions; ++i) {
-    PackedPosition p;
-    r.Pod(&p);
-    positions[i] = SourcePosition{p.id, p.x, p.y};
-  }
-  return Catalog::FromColumns(std::move(shots), std::move(traces), std::move(positions));
+  auto catalog = Catalog::FromParts(std::move(shots), std::move(segments), std::move(list),
+                                    std::move(geometry), std::move(positions));
+  if (!catalog.ok()) return corrupt(catalog.status().message());
+  return catalog;
 }
 
 }  // namespace shotstream::catalog

@@ -2,11 +2,13 @@
 // paths, sizes, mtimes and content fingerprints so that a stale catalog is never used.
 //
 // File layout (little-endian): "SSCATLG\0", u32 version, the shot key, the source files
-// (path, size, mtime_ns, fingerprint), u64 n_shots, u64 n_traces, the shot column
-// (i64 id, u64 first trace, u32 count, u32 0), the trace column (u32 file id, u32 0,
-// u64 byte offset), u64 n_positions and the source positions (i64 id, f64 x, f64 y;
-// source_xy catalogs only), and a CRC-32 of everything before it. Loading is one read and two
-// copies, no per-trace parsing.
+// (path, size, mtime_ns, fingerprint), the counts (u64 shots, segments, list entries,
+// files, source positions), then the catalog's compact columns as it holds them in memory
+// (catalog.h): shots (i64 id, u64 first segment, u32 traces, u32 segments), segments (u64
+// first, u32 file id, u32 count and kind), the u32 trace list, each file's geometry (u64
+// first trace offset, u64 stride), the source positions (i64 id, f64 x, f64 y; source_xy
+// only), and a CRC-32 of everything before it. Loading is one read and one copy of each
+// column: no trace header is read, no per-trace record built.
 //
 // Thread-compatible: pure functions over files.
 #ifndef SHOTSTREAM_SERVER_CATALOG_CATALOG_STORE_H_
@@ -23,7 +25,7 @@
 
 namespace shotstream::catalog {
 
-inline constexpr uint32_t kCatalogVersion = 2;  // 2: source positions
+inline constexpr uint32_t kCatalogVersion = 3;  // 2: source positions; 3: compact columns
 
 struct SourceFile {
   std::string path;

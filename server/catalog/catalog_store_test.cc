@@ -67,15 +67,16 @@ TEST_F(CatalogStoreTest, SaveLoadEqual) {
   ASSERT_EQ(loaded->shots().size(), catalog_.shots().size());
   for (size_t i = 0; i < catalog_.shots().size(); ++i) {
     EXPECT_EQ(loaded->shots()[i].shot_id, catalog_.shots()[i].shot_id);
-    EXPECT_EQ(loaded->shots()[i].first_trace, catalog_.shots()[i].first_trace);
+    EXPECT_EQ(loaded->shots()[i].first_segment, catalog_.shots()[i].first_segment);
     EXPECT_EQ(loaded->shots()[i].n_traces, catalog_.shots()[i].n_traces);
   }
-  EXPECT_EQ(loaded->traces(), catalog_.traces());
+  EXPECT_EQ(loaded->AllTraces(), catalog_.AllTraces());
+  EXPECT_EQ(loaded->n_traces(), 20u);
 }
 
 TEST_F(CatalogStoreTest, SourcePositionsRoundTrip) {
-  Catalog with = Catalog::FromColumns(catalog_.shots(), catalog_.traces(),
-                                      {{0, 1.5, -2.5}, {1, 3.25, 4.0}});
+  Catalog with = *Catalog::FromParts(catalog_.shots(), catalog_.segments(), catalog_.list(),
+                                     catalog_.files(), {{0, 1.5, -2.5}, {1, 3.25, 4.0}});
   ASSERT_TRUE(SaveCatalog(path_, source_, with).ok());
   auto loaded = LoadCatalog(path_, source_);
   ASSERT_TRUE(loaded.ok()) << loaded.status();

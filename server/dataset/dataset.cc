@@ -135,7 +135,8 @@ absl::StatusOr<ShotData> Dataset::ReadShot(int64_t shot_id, const ShotPlan& plan
                      sel.start + sel.count, ") are outside its traces of ", ns));
   }
   const io::SampleRange range{sel.start, sel.count == 0 ? ns - sel.start : sel.count};
-  const absl::Span<const io::TraceRef> traces = catalog().TracesOf(*shot);
+  const std::vector<io::TraceRef> shot_traces = catalog().TracesOf(*shot);
+  const absl::Span<const io::TraceRef> traces = shot_traces;
   SS_RETURN_IF_ERROR(CheckFilesOf(traces));
 
   // How the samples are read: as stored for NATIVE where the shot's traces share a format

@@ -167,19 +167,17 @@ class Hdf5Source final : public source::Source {
     }
     std::stable_sort(shots.begin(), shots.end(),
                      [](const Shot& a, const Shot& b) { return a.id < b.id; });
-    std::vector<catalog::ShotEntry> entries;
-    std::vector<io::TraceRef> traces;
-    for (const Shot& s : shots) {
-      if (!entries.empty() && entries.back().shot_id == s.id) {
+    catalog::CatalogBuilder builder(std::vector<catalog::FileGeometry>(files_.size()));
+    for (size_t i = 0; i < shots.size(); ++i) {
+      const Shot& s = shots[i];
+      if (i > 0 && shots[i - 1].id == s.id) {
         return absl::InvalidArgumentError(absl::StrCat(
             "shot id ", s.id, " is given to two shots (shot_ids beside ",
             files_[0]->layout().h5_path, ")"));
       }
-      const uint64_t n = files_[s.file]->layout().shape[1];
-      entries.push_back({s.id, traces.size(), static_cast<uint32_t>(n)});
-      for (uint64_t t = 0; t < n; ++t) traces.push_back({s.file, s.first + t});
+      builder.Add(s.id, s.file, s.first, files_[s.file]->layout().shape[1]);
     }
-    catalog_ = catalog::Catalog::FromColumns(std::move(entries), std::move(traces));
+    catalog_ = std::move(builder).Finish();
     info_.catalog_origin = files_[0]->layout().shot_ids.empty() ? "built from the arrays' shapes"
                                                                 : "built from shot_ids";
     return absl::OkStatus();
@@ -208,7 +206,7 @@ class Hdf5Source final : public source::Source {
         rows.push_back({id, {f, r}});
       }
     }
-    catalog_ = source::CatalogByKey(std::move(rows));
+    catalog_ = source::CatalogByKey(rows);
     info_.catalog_origin = absl::StrCat("built from headers/", key);
     return absl::OkStatus();
   }

@@ -91,7 +91,7 @@ TEST(Hdf5SourceTest, ThreeDimensionalShotsByIdsAndByPosition) {
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_EQ((*s)->info().format, "hdf5");
   EXPECT_EQ((*s)->info().read_by, "libhdf5");
-  EXPECT_FALSE((*s)->FormOf((*s)->catalog().traces()).has_value());  // converted by libhdf5
+  EXPECT_FALSE((*s)->FormOf((*s)->catalog().AllTraces()).has_value());  // converted by libhdf5
   ASSERT_EQ((*s)->catalog().shots().size(), 2u);
   EXPECT_EQ((*s)->catalog().shots()[0].shot_id, 10);  // sorted by id: the file's second shot
   const std::vector<float> ten = ReadShot(**s, 10);

@@ -86,22 +86,19 @@ class NpySource final : public source::TraceFileSource {
   // [shots, traces, samples]: shots 1.. continuing across files in name order;
   // [traces, samples]: one shot a file.
   void BuildCatalog(const std::vector<std::vector<uint64_t>>& shapes) {
-    std::vector<catalog::ShotEntry> shots;
-    std::vector<io::TraceRef> traces;
+    std::vector<catalog::FileGeometry> geometry;
+    for (const auto& f : files_) {
+      geometry.push_back({f->layout().first_trace_offset, f->layout().trace_bytes});
+    }
+    catalog::CatalogBuilder builder(std::move(geometry));
     int64_t next_id = 1;
     for (uint32_t f = 0; f < files_.size(); ++f) {
-      const io::TraceLayout& l = files_[f]->layout();
       const std::vector<uint64_t>& shape = shapes[f];
       const uint64_t n_shots = shape.size() == 3 ? shape[0] : 1;
       const uint64_t per_shot = shape.size() == 3 ? shape[1] : shape[0];
-      for (uint64_t s = 0; s < n_shots; ++s) {
-        shots.push_back({next_id++, traces.size(), static_cast<uint32_t>(per_shot)});
-        for (uint64_t t = 0; t < per_shot; ++t) {
-          traces.push_back({f, l.TraceOffset(s * per_shot + t)});
-        }
-      }
+      for (uint64_t s = 0; s < n_shots; ++s) builder.Add(next_id++, f, s * per_shot, per_shot);
     }
-    catalog_ = catalog::Catalog::FromColumns(std::move(shots), std::move(traces));
+    catalog_ = std::move(builder).Finish();
     info_.catalog_origin = "built from the arrays' shapes";
   }
 };

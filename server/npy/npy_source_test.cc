@@ -67,7 +67,8 @@ TEST(NpySourceTest, ShotsByPositionAcrossFilesWithPositionHeaders) {
   std::vector<uint32_t> crc(3);
   source::TraceRead read;
   read.shot_id = 2;
-  read.traces = (*s)->catalog().TracesOf(*(*s)->catalog().Find(2));
+  const std::vector<io::TraceRef> traces = (*s)->catalog().TracesOf(*(*s)->catalog().Find(2));
+  read.traces = traces;
   read.range = {0, 4};
   read.dst = dst.data();
   read.trace_crc = crc.data();

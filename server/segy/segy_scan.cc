@@ -4,7 +4,6 @@
 #include <atomic>
 #include <chrono>
 #include <map>
-#include <numeric>
 #include <thread>
 #include <utility>
 
@@ -16,52 +15,103 @@
 namespace shotstream::segy {
 namespace {
 
-// One file's trace keys and positions, in file order.
-struct FileScan {
-  std::vector<int64_t> keys;
-  std::vector<std::pair<double, double>> positions;  // source_xy only
-  std::vector<uint64_t> offsets;
+// A run of consecutive traces at one source position (source_xy keys).
+struct XyRun {
+  double x, y;
+  uint64_t count;
+};
+
+// One unit's trace keys in file order, run-length coded: 8 bytes a run of traces of one
+// shot, so a shot-ordered file costs a few bytes a shot and a scattered one 8 a trace.
+struct UnitScan {
+  std::vector<uint64_t> runs;  // (count << 32) | the 4-byte key's bits
+  std::vector<XyRun> xy_runs;  // source_xy only
   absl::Status status;
   uint64_t length_mismatches = 0;  // traces whose 115-116 disagree with the file's count
   std::string first_mismatch;
 };
 
-// Scans traces [begin, end) of one file.
-void ScanFile(const io::TraceFile& file, uint64_t begin, uint64_t end,
-              const ShotKey& key, uint64_t block_bytes, bool check_lengths,
-              std::atomic<uint64_t>* scanned, FileScan* out) {
-  const io::TraceLayout& l = file.layout();
-  out->keys.reserve(end - begin);
-  out->offsets.reserve(end - begin);
+// Headers are parsed a batch at a time into plain arrays (inside a mapping's SIGBUS guard
+// nothing may be allocated), then appended to the unit's runs.
+constexpr uint64_t kBatch = 1024;
+struct Batch {
+  uint64_t n = 0;
+  int32_t keys[kBatch];
+  double xs[kBatch], ys[kBatch];
+  uint64_t mismatches = 0;
+  uint64_t first_mismatch = 0;  // index in the batch
+  uint32_t first_mismatch_ns = 0;
+};
+
+// Parses the headers at `p`, `p + stride`, ... into `b` (b->n of them).
+void ParseHeaders(const uint8_t* p, uint64_t stride, const io::TraceLayout& l, const ShotKey& key,
+                  bool check_lengths, Batch* b) {
   static const HeaderSelector kSourceX = *ResolveHeader("source_x");
   static const HeaderSelector kSourceY = *ResolveHeader("source_y");
-  auto take = [&](const uint8_t* header, uint64_t trace) {
+  b->mismatches = 0;
+  for (uint64_t i = 0; i < b->n; ++i, p += stride) {
     if (key.source_xy) {
-      out->positions.emplace_back(HeaderValue(kSourceX, header, l.byte_order),
-                                  HeaderValue(kSourceY, header, l.byte_order));
+      b->xs[i] = HeaderValue(kSourceX, p, l.byte_order);
+      b->ys[i] = HeaderValue(kSourceY, p, l.byte_order);
     } else {
-      out->keys.push_back(ReadHeaderInt(header, key.byte, 4, l.byte_order));
+      b->keys[i] = static_cast<int32_t>(ReadHeaderInt(p, key.byte, 4, l.byte_order));
     }
-    out->offsets.push_back(l.TraceOffset(trace));
-    const uint32_t ns =
-        static_cast<uint16_t>(ReadHeaderInt(header, 115, 2, l.byte_order));
-    if (ns != (l.n_samples & 0xffff)) {
-      // A header count of 0 is common and says nothing; others are reported (once per
-      // dataset), or refused in strict mode.
-      const bool say = ns != 0 || check_lengths;
-      if (say && out->length_mismatches++ == 0) {
-        out->first_mismatch = absl::StrCat(
-            file.path(), ": trace ", trace, " (byte ", l.TraceOffset(trace) + 115,
-            "): its header says ", ns, " samples but the file's traces have ", l.n_samples);
-      }
-      if (check_lengths && ns != 0 && out->status.ok()) {
+    const uint32_t ns = static_cast<uint16_t>(ReadHeaderInt(p, 115, 2, l.byte_order));
+    // A header count of 0 is common and says nothing; others are reported (once per
+    // dataset), or refused in strict mode.
+    if (ns != (l.n_samples & 0xffff) && (ns != 0 || check_lengths) && b->mismatches++ == 0) {
+      b->first_mismatch = i;
+      b->first_mismatch_ns = ns;
+    }
+  }
+}
+
+// Appends batch `b` (traces from `first`) to the unit's runs, and its mismatches.
+void Append(const io::TraceFile& file, const Batch& b, uint64_t first, const ShotKey& key,
+            bool check_lengths, UnitScan* out) {
+  const io::TraceLayout& l = file.layout();
+  if (b.mismatches > 0) {
+    if (out->length_mismatches == 0) {
+      const uint64_t trace = first + b.first_mismatch;
+      out->first_mismatch = absl::StrCat(
+          file.path(), ": trace ", trace, " (byte ", l.TraceOffset(trace) + 115,
+          "): its header says ", b.first_mismatch_ns, " samples but the file's traces have ",
+          l.n_samples);
+      if (check_lengths && b.first_mismatch_ns != 0) {
         out->status = absl::InvalidArgumentError(absl::StrCat(
             out->first_mismatch, "; variable-length traces are not supported "
             "(check_trace_lengths is on: turn it off to read the traces at the length the "
             "binary header and the file size give)"));
       }
     }
-  };
+    out->length_mismatches += b.mismatches;
+  }
+  for (uint64_t i = 0; i < b.n; ++i) {
+    if (key.source_xy) {
+      if (!out->xy_runs.empty() && out->xy_runs.back().x == b.xs[i] &&
+          out->xy_runs.back().y == b.ys[i]) {
+        ++out->xy_runs.back().count;
+      } else {
+        out->xy_runs.push_back({b.xs[i], b.ys[i], 1});
+      }
+      continue;
+    }
+    const uint64_t bits = static_cast<uint32_t>(b.keys[i]);
+    if (!out->runs.empty() && (out->runs.back() & 0xffffffffu) == bits &&
+        (out->runs.back() >> 32) < UINT32_MAX) {
+      out->runs.back() += uint64_t{1} << 32;
+    } else {
+      out->runs.push_back(bits | (uint64_t{1} << 32));
+    }
+  }
+}
+
+// Scans traces [begin, end) of one file.
+void ScanFile(const io::TraceFile& file, uint64_t begin, uint64_t end,
+              const ShotKey& key, uint64_t block_bytes, bool check_lengths,
+              std::atomic<uint64_t>* scanned, UnitScan* out) {
+  const io::TraceLayout& l = file.layout();
+  Batch b;
   uint64_t t = begin;
   if (l.trace_bytes > kStridedScanMinTraceBytes) {
     // Long traces: read only the 240 header bytes of each (far less I/O than whole
@@ -71,6 +121,7 @@ void ScanFile(const io::TraceFile& file, uint64_t begin, uint64_t end,
     uint8_t header[kTraceHeaderBytes];
     constexpr uint64_t kProbe = 16;
     const auto start = std::chrono::steady_clock::now();
+    b.n = 1;
     for (; t < end; ++t) {
       if (t == begin + kProbe) {
         const double per_read =
@@ -80,7 +131,8 @@ void ScanFile(const io::TraceFile& file, uint64_t begin, uint64_t end,
       }
       out->status = file.ReadAt(l.TraceOffset(t), sizeof(header), header);
       if (!out->status.ok()) return;
-      take(header, t);
+      ParseHeaders(header, 0, l, key, check_lengths, &b);
+      Append(file, b, t, key, check_lengths, out);
       if (!out->status.ok()) return;
       if (((t - begin) & 1023) == 1023) scanned->fetch_add(1024, std::memory_order_relaxed);
     }
@@ -88,6 +140,20 @@ void ScanFile(const io::TraceFile& file, uint64_t begin, uint64_t end,
     if (t == end) return;
   }
   const uint64_t per_block = std::max<uint64_t>(1, block_bytes / l.trace_bytes);
+  if (file.mapped()) {
+    // In place, a batch under the guard at a time: no copy, no buffer.
+    for (; t < end; t += b.n) {
+      b.n = std::min({kBatch, per_block, end - t});
+      out->status = file.ReadMapped(
+          l.TraceOffset(t), (b.n - 1) * l.trace_bytes + kTraceHeaderBytes,
+          [&](const uint8_t* p) { ParseHeaders(p, l.trace_bytes, l, key, check_lengths, &b); });
+      if (!out->status.ok()) return;
+      Append(file, b, t, key, check_lengths, out);
+      if (!out->status.ok()) return;
+      scanned->fetch_add(b.n, std::memory_order_relaxed);
+    }
+    return;
+  }
   std::vector<uint8_t> block;
   for (; t < end; t += per_block) {
     const uint64_t n = std::min(per_block, end - t);
@@ -96,8 +162,12 @@ void ScanFile(const io::TraceFile& file, uint64_t begin, uint64_t end,
     block.resize(length);
     out->status = file.ReadAt(l.TraceOffset(t), length, block.data());
     if (!out->status.ok()) return;
-    for (uint64_t i = 0; i < n; ++i) take(block.data() + i * l.trace_bytes, t + i);
-    if (!out->status.ok()) return;
+    for (uint64_t i = 0; i < n; i += b.n) {
+      b.n = std::min(kBatch, n - i);
+      ParseHeaders(block.data() + i * l.trace_bytes, l.trace_bytes, l, key, check_lengths, &b);
+      Append(file, b, t + i, key, check_lengths, out);
+      if (!out->status.ok()) return;
+    }
     scanned->fetch_add(n, std::memory_order_relaxed);
   }
 }
@@ -125,7 +195,7 @@ absl::StatusOr<catalog::Catalog> ScanCatalog(absl::Span<const io::TraceFile* con
       units.push_back({f, b, std::min(n, b + step)});
     }
   }
-  std::vector<FileScan> scans(units.size());
+  std::vector<UnitScan> scans(units.size());
   std::atomic<uint64_t> scanned{0};
   std::atomic<size_t> next_unit{0};
   const size_t workers = std::max<size_t>(
@@ -138,6 +208,8 @@ absl::StatusOr<catalog::Catalog> ScanCatalog(absl::Span<const io::TraceFile* con
       for (size_t u = next_unit++; u < units.size(); u = next_unit++) {
         ScanFile(*files[units[u].file], units[u].begin, units[u].end, key, scan_block_bytes,
                  check_trace_lengths, &scanned, &scans[u]);
+        scans[u].runs.shrink_to_fit();
+        scans[u].xy_runs.shrink_to_fit();
       }
       absl::MutexLock lock(&mu);
       ++finished;
@@ -151,10 +223,10 @@ absl::StatusOr<catalog::Catalog> ScanCatalog(absl::Span<const io::TraceFile* con
     }
   }
   for (std::thread& t : threads) t.join();
-  for (const FileScan& s : scans) SS_RETURN_IF_ERROR(s.status);
+  for (const UnitScan& s : scans) SS_RETURN_IF_ERROR(s.status);
   if (report != nullptr) {
     *report = ScanReport();
-    for (const FileScan& s : scans) {
+    for (const UnitScan& s : scans) {
       if (s.length_mismatches > 0 && report->trace_length_mismatches == 0) {
         report->first_trace_length_mismatch = s.first_mismatch;
       }
@@ -163,38 +235,29 @@ absl::StatusOr<catalog::Catalog> ScanCatalog(absl::Span<const io::TraceFile* con
   }
   if (progress) progress(total, total);
 
-  std::vector<int64_t> keys;
-  std::vector<io::TraceRef> refs;
-  keys.reserve(total);
-  refs.reserve(total);
+  std::vector<catalog::FileGeometry> geometry;
+  for (const io::TraceFile* f : files) {
+    geometry.push_back({f->layout().first_trace_offset, f->layout().trace_bytes});
+  }
+  catalog::CatalogBuilder builder(std::move(geometry));
   std::map<std::pair<double, double>, int64_t> ids;  // source_xy: position -> shot id
   std::vector<catalog::SourcePosition> positions;
   for (size_t u = 0; u < scans.size(); ++u) {
-    keys.insert(keys.end(), scans[u].keys.begin(), scans[u].keys.end());
-    for (const auto& xy : scans[u].positions) {  // in file order: ids by first appearance
-      auto [it, added] = ids.emplace(xy, static_cast<int64_t>(ids.size()) + 1);
-      if (added) positions.push_back({it->second, xy.first, xy.second});
-      keys.push_back(it->second);
+    uint64_t trace = units[u].begin;
+    for (uint64_t run : scans[u].runs) {
+      const uint64_t n = run >> 32;
+      builder.Add(static_cast<int32_t>(static_cast<uint32_t>(run)), units[u].file, trace, n);
+      trace += n;
     }
-    for (uint64_t off : scans[u].offsets) refs.push_back({units[u].file, off});
-    scans[u] = FileScan();
+    for (const XyRun& r : scans[u].xy_runs) {  // in file order: ids by first appearance
+      auto [it, added] = ids.emplace(std::make_pair(r.x, r.y), static_cast<int64_t>(ids.size()) + 1);
+      if (added) positions.push_back({it->second, r.x, r.y});
+      builder.Add(it->second, units[u].file, trace, r.count);
+      trace += r.count;
+    }
+    scans[u] = UnitScan();
   }
-  std::vector<uint64_t> order(keys.size());
-  std::iota(order.begin(), order.end(), uint64_t{0});
-  std::stable_sort(order.begin(), order.end(),
-                   [&](uint64_t a, uint64_t b) { return keys[a] < keys[b]; });
-  std::vector<catalog::ShotEntry> shots;
-  std::vector<io::TraceRef> traces;
-  traces.reserve(order.size());
-  for (uint64_t i = 0; i < order.size(); ++i) {
-    const int64_t k = keys[order[i]];
-    if (shots.empty() || shots.back().shot_id != k) shots.push_back({k, i, 0});
-    ++shots.back().n_traces;
-    traces.push_back(refs[order[i]]);
-  }
-  return catalog::Catalog::FromColumns(std::move(shots), std::move(traces),
-                                       std::move(positions));
+  return std::move(builder).Finish(std::move(positions));
 }
-
 
 }  // namespace shotstream::segy

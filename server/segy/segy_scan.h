@@ -34,8 +34,10 @@ struct ScanReport {
 // Scans every trace header of `files` (file id = position) and groups traces by the
 // 4-byte shot key (or source_xy: a shot per position, ids by first appearance). A shot's
 // traces stay in file order (file id, then offset). Header scans read whole regions of
-// up to `scan_block_bytes` (at least one trace), or one header at a time for traces longer
-// than kStridedScanMinTraceBytes. Trace header sample counts (bytes 115-116) are
+// up to `scan_block_bytes` (at least one trace; mapped files in place, in batches of up
+// to 1024 traces, without copying), or one header at a time for traces longer than
+// kStridedScanMinTraceBytes. Memory: the keys are kept run-length coded while scanning
+// (8 bytes a run of one shot's traces) and the catalog is compact (catalog.h). Trace header sample counts (bytes 115-116) are
 // informational: traces are as long as the binary header and the file size say, and
 // disagreeing headers are counted in `report`. With check_trace_lengths (strict, opt-in),
 // a nonzero count other than the file's is an error naming the file, the trace and the byte.

@@ -215,7 +215,7 @@ TEST(SegyScanTest, PiecesOfOneFileScannedInParallelGiveTheSameCatalog) {
   auto whole = ScanCatalog(files, key);
   auto pieces = ScanCatalog(files, key, nullptr, catalog::kDefaultScanBlockBytes, true, 7);
   ASSERT_TRUE(whole.ok() && pieces.ok());
-  EXPECT_EQ(whole->traces(), pieces->traces());
+  EXPECT_EQ(whole->AllTraces(), pieces->AllTraces());
   ASSERT_EQ(whole->shots().size(), pieces->shots().size());
   for (size_t i = 0; i < whole->shots().size(); ++i) {
     EXPECT_EQ(whole->shots()[i].shot_id, pieces->shots()[i].shot_id);

@@ -81,7 +81,7 @@ TEST(SegySourceTest, CatalogInfoAndTheShotKeyReadsCheck) {
   // Mixed formats: no common stored form; one file's traces have one.
   const auto traces = (*s)->catalog().TracesOf(*(*s)->catalog().Find(2));
   EXPECT_FALSE((*s)->FormOf(traces).has_value());
-  auto ieee = (*s)->FormOf(traces.subspan(4));
+  auto ieee = (*s)->FormOf(absl::MakeConstSpan(traces).subspan(4));
   ASSERT_TRUE(ieee.has_value());
   EXPECT_EQ(ieee->format, SampleFormat::kIeeeFloat32);
   EXPECT_TRUE(ieee->mapped);
@@ -114,7 +114,7 @@ TEST(SegySourceTest, ReadsDecodedStoredAndLocatedWithTheStoredHeaders) {
   r->headers->BigEndianHeader(5, big);
   EXPECT_EQ(ReadHeaderInt(big, 37, 4, ByteOrder::kBigEndian), 125);  // offset, swapped
   // The IEEE file's traces located in its mapping.
-  read.traces = traces.subspan(4);
+  read.traces = absl::MakeConstSpan(traces).subspan(4);
   read.form = source::SampleForm::kLocate;
   auto located = (*s)->Read(read);
   ASSERT_TRUE(located.ok()) << located.status();
@@ -142,7 +142,7 @@ TEST(SegySourceTest, CatalogBuiltOnceThenReusedWithoutReadingTraceHeaders) {
   // Per file: the file header and the first trace header at open, then the three
   // fingerprint reads. Nothing grows with the number of traces.
   EXPECT_EQ(TotalReads(**second), 5u * 2);
-  EXPECT_EQ((*second)->catalog().traces(), (*first)->catalog().traces());
+  EXPECT_EQ((*second)->catalog().AllTraces(), (*first)->catalog().AllTraces());
   // Appending to a file makes the catalog stale: rebuilt, with the reason.
   TestFileSpec more;
   more.format = 5;

@@ -77,20 +77,13 @@ void FakeSource::SetStoredKey(int64_t shot_id, size_t i, double value) {
 }
 
 void FakeSource::Finish() {
-  std::vector<std::pair<int64_t, io::TraceRef>> rows;
+  uint32_t n_files = 0;
+  for (const auto& [file, traces] : files_) n_files = std::max(n_files, file + 1);
+  catalog::CatalogBuilder builder{std::vector<catalog::FileGeometry>(n_files)};
   for (const auto& [file, traces] : files_) {
-    for (uint64_t i = 0; i < traces.size(); ++i) rows.push_back({traces[i].shot_id, {file, i}});
+    for (uint64_t i = 0; i < traces.size(); ++i) builder.Add(traces[i].shot_id, file, i);
   }
-  std::stable_sort(rows.begin(), rows.end(),
-                   [](const auto& a, const auto& b) { return a.first < b.first; });
-  std::vector<catalog::ShotEntry> shots;
-  std::vector<io::TraceRef> refs;
-  for (size_t i = 0; i < rows.size(); ++i) {
-    if (shots.empty() || shots.back().shot_id != rows[i].first) shots.push_back({rows[i].first, i, 0});
-    ++shots.back().n_traces;
-    refs.push_back(rows[i].second);
-  }
-  catalog_ = catalog::Catalog::FromColumns(std::move(shots), std::move(refs));
+  catalog_ = std::move(builder).Finish();
   info_.n_files = files_.size();
   for (const auto& [file, traces] : files_) paths_[file] = absl::StrCat("file ", file);
   info_.catalog_origin = "built from memory";

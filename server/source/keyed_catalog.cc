@@ -9,19 +9,12 @@
 
 namespace shotstream::source {
 
-catalog::Catalog CatalogByKey(std::vector<KeyedTrace> rows) {
-  std::stable_sort(rows.begin(), rows.end(),
-                   [](const KeyedTrace& a, const KeyedTrace& b) { return a.shot_id < b.shot_id; });
-  std::vector<catalog::ShotEntry> shots;
-  std::vector<io::TraceRef> traces;
-  traces.reserve(rows.size());
-  for (size_t i = 0; i < rows.size();) {
-    size_t j = i;
-    while (j < rows.size() && rows[j].shot_id == rows[i].shot_id) traces.push_back(rows[j++].trace);
-    shots.push_back({rows[i].shot_id, i, static_cast<uint32_t>(j - i)});
-    i = j;
-  }
-  return catalog::Catalog::FromColumns(std::move(shots), std::move(traces));
+catalog::Catalog CatalogByKey(const std::vector<KeyedTrace>& rows) {
+  uint32_t n_files = 0;
+  for (const KeyedTrace& r : rows) n_files = std::max(n_files, r.trace.file_id + 1);
+  catalog::CatalogBuilder builder{std::vector<catalog::FileGeometry>(n_files)};
+  for (const KeyedTrace& r : rows) builder.Add(r.shot_id, r.trace.file_id, r.trace.offset);
+  return std::move(builder).Finish();
 }
 
 absl::StatusOr<int64_t> ShotIdOf(double v, const std::string& where) {

@@ -22,8 +22,9 @@ struct KeyedTrace {
   io::TraceRef trace;
 };
 
-// Shots sorted by id, each shot's traces in the order given (stable).
-catalog::Catalog CatalogByKey(std::vector<KeyedTrace> traces);
+// Shots sorted by id, each shot's traces in the order given; a trace's offset is its
+// index in its array.
+catalog::Catalog CatalogByKey(const std::vector<KeyedTrace>& traces);
 
 // A header value as a shot id; INVALID_ARGUMENT naming `where` when it is not an integer.
 absl::StatusOr<int64_t> ShotIdOf(double v, const std::string& where);

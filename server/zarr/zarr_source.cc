@@ -621,27 +621,29 @@ class ZarrSource final : public source::Source {
     }
     std::stable_sort(shots.begin(), shots.end(),
                      [](const Shot& a, const Shot& b) { return a.id < b.id; });
-    std::vector<catalog::ShotEntry> entries;
-    std::vector<io::TraceRef> traces;
+    catalog::CatalogBuilder builder(std::vector<catalog::FileGeometry>(stores_.size()));
     uint64_t dead = 0;
-    for (const Shot& shot : shots) {
-      if (!entries.empty() && entries.back().shot_id == shot.id) {
+    for (size_t i = 0; i < shots.size(); ++i) {
+      const Shot& shot = shots[i];
+      if (i > 0 && shots[i - 1].id == shot.id) {
         return absl::FailedPreconditionError(absl::StrCat(
             "shot id ", shot.id, " is given to two shots (", stores_[shot.store].path, ")"));
       }
       const Store& s = stores_[shot.store];
-      const uint64_t first = traces.size();
-      for (uint64_t t = 0; t < s.traces_per_shot; ++t) {
-        const uint64_t flat = shot.index * s.traces_per_shot + t;
-        if (!s.live.empty() && s.live[flat] == 0) {
-          ++dead;
-          continue;
-        }
-        traces.push_back({shot.store, flat});
+      const uint64_t first = shot.index * s.traces_per_shot;
+      if (s.live.empty()) {
+        builder.Add(shot.id, shot.store, first, s.traces_per_shot);
+        continue;
       }
-      entries.push_back({shot.id, first, static_cast<uint32_t>(traces.size() - first)});
+      for (uint64_t flat = first; flat < first + s.traces_per_shot; ++flat) {
+        if (s.live[flat] == 0) {
+          ++dead;
+        } else {
+          builder.Add(shot.id, shot.store, flat);
+        }
+      }
     }
-    catalog_ = catalog::Catalog::FromColumns(std::move(entries), std::move(traces));
+    catalog_ = std::move(builder).Finish();
     const Store& s0 = stores_[0];
     info_.catalog_origin =
         absl::StrCat("built from the shape", s0.ids_from.empty() ? "" : " and " + s0.ids_from,
@@ -678,7 +680,7 @@ class ZarrSource final : public source::Source {
         rows.push_back({id, {f, r}});
       }
     }
-    catalog_ = source::CatalogByKey(std::move(rows));
+    catalog_ = source::CatalogByKey(rows);
     info_.catalog_origin = absl::StrCat("built from headers/", key);
     return absl::OkStatus();
   }

@@ -27,16 +27,18 @@ def segy(fmt=5, ns=8, traces=3, little=False):
 
 
 def catalog():
-    b = b"SSCATLG\0" + struct.pack("<I", 2)
+    """A version-3 catalog (server/catalog/catalog_store.h): shot 10 as a run of two
+    traces, shot 11 as a list of one, in a file of 400-byte traces from byte 3600."""
+    b = b"SSCATLG\0" + struct.pack("<I", 3)
     key = b"field_record"
     b += struct.pack("<I", len(key)) + key + struct.pack("<I", 1)
     p = b"a.sgy"
     b += struct.pack("<I", len(p)) + p + struct.pack("<QqI", 1000000, 1, 2)
-    b += struct.pack("<QQ", 2, 3)
-    b += struct.pack("<qQII", 10, 0, 2, 0) + struct.pack("<qQII", 11, 2, 1, 0)
-    for off in (3600, 4000, 4400):
-        b += struct.pack("<IIQ", 0, 0, off)
-    b += struct.pack("<Q", 0)  # no source positions
+    b += struct.pack("<QQQQQ", 2, 2, 1, 1, 0)  # shots, segments, list, files, positions
+    b += struct.pack("<qQII", 10, 0, 2, 1) + struct.pack("<qQII", 11, 1, 1, 1)
+    b += struct.pack("<QII", 0, 0, 2) + struct.pack("<QII", 0, 0, 1 | 0x80000000)
+    b += struct.pack("<I", 2)  # the list: trace index 2
+    b += struct.pack("<QQ", 3600, 400)  # the file's geometry
     return b + struct.pack("<I", zlib.crc32(b))
 
 
