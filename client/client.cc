@@ -1017,6 +1017,51 @@ absl::StatusOr<DatasetSummary> Client::GetDataset(const std::string& name) {
   return *merged;
 }
 
+absl::StatusOr<DatasetSummary> Client::GetDatasetPage(const std::string& name,
+                                                      uint32_t page_size,
+                                                      std::string* page_token) {
+  // Our token: "TARGET/SERVER_TOKEN", the target being paged and its server's own token.
+  size_t t = 0;
+  std::string inner;
+  const bool first = page_token->empty();
+  if (!first) {
+    const size_t slash = page_token->find('/');
+    if (slash == std::string::npos || !absl::SimpleAtoi(page_token->substr(0, slash), &t) ||
+        t >= impl_->targets.size()) {
+      return absl::InvalidArgumentError(absl::StrCat("page token '", *page_token,
+                                                     "' is not one GetDatasetPage gave"));
+    }
+    inner = page_token->substr(slash + 1);
+  }
+  absl::Status last = absl::NotFoundError(absl::StrCat("no server has dataset '", name, "'"));
+  for (; t < impl_->targets.size(); ++t, inner.clear()) {
+    SS_RETURN_IF_ERROR(impl_->Reach(t));
+    grpc::ClientContext ctx;
+    impl_->Prepare(&ctx);
+    v1::GetDatasetRequest request;
+    request.set_name(name);
+    request.set_page_size(std::max<uint32_t>(1, page_size));
+    request.set_page_token(inner);
+    v1::DatasetInfo page;
+    const grpc::Status s = impl_->targets[t].stub->GetDataset(&ctx, request, &page);
+    if (s.error_code() == grpc::StatusCode::NOT_FOUND) {
+      last = FromGrpc(s);
+      continue;  // not on this target: the next one
+    }
+    if (!s.ok()) return FromGrpc(s);
+    DatasetSummary summary = ToSummary(page);
+    *page_token = !page.next_page_token().empty() ? absl::StrCat(t, "/", page.next_page_token())
+                  : t + 1 < impl_->targets.size() ? absl::StrCat(t + 1, "/")
+                                                  : std::string();
+    return summary;
+  }
+  if (first) return last;
+  page_token->clear();  // the targets after the last that had it do not: no more pages
+  DatasetSummary none;
+  none.name = name;
+  return none;
+}
+
 std::unique_ptr<ShotReader> Client::Stream(const std::string& dataset,
                                            std::vector<int64_t> shot_ids,
                                            const StreamOptions& options) {

@@ -174,6 +174,13 @@ class Client {
   absl::StatusOr<std::vector<DatasetSummary>> ListDatasets();
   // The dataset; with several targets, the union of their shots.
   absl::StatusOr<DatasetSummary> GetDataset(const std::string& name);
+  // One page of the dataset's shots, for datasets too large to hold every id at once: the
+  // summary with up to `page_size` shots (ids and trace counts) from `*page_token` (empty:
+  // the first page); *page_token becomes the next page's, empty after the last. With
+  // several targets the pages go through each target in turn (a shot that several targets
+  // hold comes once per target). NOT_FOUND when no target has the dataset.
+  absl::StatusOr<DatasetSummary> GetDatasetPage(const std::string& name, uint32_t page_size,
+                                                std::string* page_token);
   std::unique_ptr<ShotReader> Stream(const std::string& dataset, std::vector<int64_t> shot_ids,
                                      const StreamOptions& options);
   // One consumer of a job shared by every consumer of (dataset, job, epoch): the epoch's

@@ -65,6 +65,25 @@ TEST(ClientTest, StreamsShotsInRequestOrderWithTheirValuesAndHeaders) {
   EXPECT_NE(std::find(info->header_fields.begin(), info->header_fields.end(), "offset"),
             info->header_fields.end());
   EXPECT_TRUE(info->source_positions.empty());
+  // The same shots a page at a time, holding one page.
+  std::string token;
+  std::vector<int64_t> paged;
+  std::vector<size_t> sizes;
+  do {
+    auto page = (*client)->GetDatasetPage("d", 3, &token);
+    ASSERT_TRUE(page.ok()) << page.status();
+    EXPECT_EQ(page->n_shots, static_cast<uint64_t>(kShots));
+    sizes.push_back(page->shot_ids.size());
+    paged.insert(paged.end(), page->shot_ids.begin(), page->shot_ids.end());
+  } while (!token.empty());
+  EXPECT_EQ(paged, info->shot_ids);
+  EXPECT_EQ(sizes, (std::vector<size_t>{3, 1}));
+  std::string none;
+  EXPECT_EQ((*client)->GetDatasetPage("nope", 3, &none).status().code(),
+            absl::StatusCode::kNotFound);
+  std::string bad = "x";
+  EXPECT_EQ((*client)->GetDatasetPage("d", 3, &bad).status().code(),
+            absl::StatusCode::kInvalidArgument);
 
   StreamOptions so;
   so.headers = {"offset"};

@@ -140,11 +140,20 @@ def preload_env(shim, **extra):
 class Server:
     """A shotstream_server process; `target` is HOST:PORT once it printed its line."""
 
-    def __init__(self, args, timeout=120, env=None, binary=None):
-        """`binary`: another server executable (an installed one) instead of the build's."""
+    def __init__(self, args, timeout=120, env=None, binary=None, nofile=None, started=None):
+        """`binary`: another server executable (an installed one) instead of the build's;
+        `nofile`: the process's descriptor limit (soft and hard), as `ulimit -n` sets it;
+        `started`: called with the process as soon as it exists (before it listens)."""
         self.args = [binary or runfile(SERVER), "--listen=127.0.0.1:0", "--drain_delay=0s"] + list(args)
+
+        def limit():
+            import resource
+            resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
+
         self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     text=True, env=env)
+                                     text=True, env=env, preexec_fn=limit if nofile else None)
+        if started is not None:
+            started(self.proc)
         self.stderr_lines = []
         lines = queue.Queue()
         threading.Thread(target=lambda: [lines.put(l) for l in self.proc.stdout] and None,

@@ -99,7 +99,7 @@ class CeilingReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
     }
     // One slice over the shot's bytes, as the server sends a stored trace.
     const uint8_t* base = reinterpret_cast<const uint8_t*>(shot_->samples.data()) + offset_;
-    msg_ = shotstream::wire::EncodeStoredChunk(meta, {&base, 1}, n);
+    msg_ = shotstream::wire::EncodeStoredChunk(meta, {&base, 1}, n, nullptr);
     offset_ = last ? 0 : offset_ + n;
     index_ += last;
     StartWrite(&msg_);

@@ -1,6 +1,7 @@
 #include "wire/chunk_codec.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <vector>
 
@@ -99,12 +100,32 @@ grpc::ByteBuffer EncodeShotChunk(const v1::ShotChunk& meta, SampleBuffer samples
   return grpc::ByteBuffer(slices, 2);
 }
 
+namespace {
+
+// What a chunk's stored slices hold: the memory's owner, released with the last slice.
+struct SliceKeeper {
+  std::shared_ptr<const void> keep;
+  std::atomic<size_t> slices;
+  static void Release(void* p) {
+    auto* k = static_cast<SliceKeeper*>(p);
+    if (k->slices.fetch_sub(1, std::memory_order_acq_rel) == 1) delete k;
+  }
+};
+
+}  // namespace
+
 grpc::ByteBuffer EncodeStoredChunk(const v1::ShotChunk& meta,
-                                   absl::Span<const uint8_t* const> traces, size_t trace_bytes) {
+                                   absl::Span<const uint8_t* const> traces, size_t trace_bytes,
+                                   std::shared_ptr<const void> keep) {
   std::vector<grpc::Slice> slices;
   slices.reserve(traces.size() + 1);
   slices.emplace_back(Prefix(meta, uint64_t{trace_bytes} * traces.size()));
-  for (const uint8_t* t : traces) slices.emplace_back(t, trace_bytes, grpc::Slice::STATIC_SLICE);
+  if (!traces.empty()) {
+    auto* keeper = new SliceKeeper{std::move(keep), {traces.size()}};
+    for (const uint8_t* t : traces) {
+      slices.emplace_back(const_cast<uint8_t*>(t), trace_bytes, &SliceKeeper::Release, keeper);
+    }
+  }
   return grpc::ByteBuffer(slices.data(), slices.size());
 }
 

@@ -14,6 +14,7 @@
 #define SHOTSTREAM_WIRE_CHUNK_CODEC_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -30,10 +31,12 @@ namespace shotstream::wire {
 grpc::ByteBuffer EncodeShotChunk(const v1::ShotChunk& meta, SampleBuffer samples);
 
 // The same, with the samples of `traces` (each `trace_bytes` long, in order) sent from
-// where they are, one slice per trace and no copy: the memory must outlive the message
-// (file mappings, which live as long as their dataset).
+// where they are, one slice per trace and no copy. `keep` holds the memory (file mappings
+// that may be closed once no one holds them): the slices hold it until gRPC has written
+// the last of them, which can be after the write's completion.
 grpc::ByteBuffer EncodeStoredChunk(const v1::ShotChunk& meta,
-                                   absl::Span<const uint8_t* const> traces, size_t trace_bytes);
+                                   absl::Span<const uint8_t* const> traces, size_t trace_bytes,
+                                   std::shared_ptr<const void> keep);
 
 // A received ShotChunk, read straight from gRPC's slices.
 class ReceivedChunk {

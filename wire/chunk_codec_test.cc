@@ -117,10 +117,23 @@ TEST(ChunkDecodeTest, BigEndianSamplesAreSwappedAcrossAnySliceSplit) {
   meta.set_big_endian(true);
   std::vector<const uint8_t*> traces;
   for (const std::string& t : file_traces) traces.push_back(reinterpret_cast<const uint8_t*>(t.data()));
-  grpc::ByteBuffer sent = EncodeStoredChunk(meta, traces, kSamples * 4);
+  // The owner of the traces' memory is held by the slices until the last goes.
+  auto owner = std::make_shared<int>(0);
+  std::weak_ptr<int> watch = owner;
+  auto sent = std::make_unique<grpc::ByteBuffer>(
+      EncodeStoredChunk(meta, traces, kSamples * 4, std::move(owner)));
   // What protobuf sees: the samples of every trace, in order, as stored.
   std::vector<grpc::Slice> parts;
-  ASSERT_TRUE(sent.Dump(&parts).ok());
+  ASSERT_TRUE(sent->Dump(&parts).ok());
+  sent.reset();
+  EXPECT_FALSE(watch.expired());  // `parts` still refer to the traces
+  parts.pop_back();
+  EXPECT_FALSE(watch.expired());
+  std::vector<grpc::Slice> kept = std::move(parts);
+  kept.clear();
+  EXPECT_TRUE(watch.expired());
+  sent = std::make_unique<grpc::ByteBuffer>(EncodeStoredChunk(meta, traces, kSamples * 4, nullptr));
+  ASSERT_TRUE(sent->Dump(&parts).ok());
   ASSERT_EQ(parts.size(), kTraces + 1u);
   std::string bytes;
   for (const grpc::Slice& p : parts) bytes.append(reinterpret_cast<const char*>(p.begin()), p.size());

@@ -21,9 +21,11 @@
 #include "grpcpp/health_check_service_interface.h"
 #include "server/write/dataset_writer.h"
 #include "grpcpp/impl/codegen/service_type.h"
+#include "server/common/fd_limit.h"
 #include "server/common/heap_trimmer.h"
 #include "server/common/listen_probe.h"
 #include "server/dataset/dataset.h"
+#include "server/io/open_file_cache.h"
 #include "server/metrics/metrics.h"
 #include "server/source/formats.h"
 #include "server/service/shot_stream_service.h"
@@ -132,13 +134,15 @@ void LoadDataset(const DatasetConfig& dc, const std::string& catalog_dir, bool p
     const std::shared_ptr<const dataset::Dataset> d = entry->dataset();
     const size_t n_files = d->n_files();
     const std::string& io = d->info().read_by;
+    const uint64_t n_traces = d->catalog().n_traces();
+    const uint64_t resident = d->catalog().ResidentBytes();
     std::fprintf(stderr,
                  "dataset %s: %zu files (read by %s), %llu traces, %zu shots; catalog %s "
-                 "(%.2f s)\n",
-                 spec.name.c_str(), n_files, io.c_str(),
-                 static_cast<unsigned long long>(d->catalog().n_traces()),
+                 "(%.2f s; %.1f MB in memory, %.2f bytes a trace)\n",
+                 spec.name.c_str(), n_files, io.c_str(), static_cast<unsigned long long>(n_traces),
                  d->catalog().shots().size(), d->catalog_origin().c_str(),
-                 absl::ToDoubleSeconds(absl::Now() - start));
+                 absl::ToDoubleSeconds(absl::Now() - start), resident / 1e6,
+                 n_traces > 0 ? static_cast<double>(resident) / n_traces : 0.0);
     for (const std::string& note : d->notes()) {
       std::fprintf(stderr, "dataset %s: note: %s\n", spec.name.c_str(), note.c_str());
     }
@@ -247,11 +251,28 @@ absl::Status CheckConfig(const ServerConfig& config) {
   return CheckDatasetFiles(config);
 }
 
+// Raises the descriptor limit to the hard one and sizes the open-file cache from it (or
+// from open_files), saying both on stderr.
+static void SetUpOpenFiles(const ServerConfig& cfg) {
+  const FdLimit limit = RaiseFdLimit();
+  const size_t open = cfg.open_files > 0 ? static_cast<size_t>(cfg.open_files)
+                                         : io::OpenFileCache::DefaultCapacity();
+  io::OpenFileCache::Default().SetCapacity(open);
+  std::fprintf(stderr, "open files: %s; up to %zu data files held open%s\n",
+               limit.Describe().c_str(), open,
+               cfg.open_files == 0 ? "" : open >= limit.now ? " (open_files, at or above the "
+                                                              "descriptor limit: reads will "
+                                                              "fail UNAVAILABLE when none are "
+                                                              "left)"
+                                                            : " (open_files)");
+}
+
 bool ShotStreamServer::IndexOnly(const ServerConfig& config) {
   if (absl::Status s = CheckFormats(config); !s.ok()) {
     std::fprintf(stderr, "shotstream_server: %s\n", std::string(s.message()).c_str());
     return false;
   }
+  SetUpOpenFiles(config);
   if (!config.catalog_dir.empty()) ::mkdir(config.catalog_dir.c_str(), 0755);
   dataset::DatasetRegistry datasets(config.datasets.size());
   bool all = true;
@@ -265,6 +286,7 @@ bool ShotStreamServer::IndexOnly(const ServerConfig& config) {
 absl::StatusOr<std::unique_ptr<ShotStreamServer>> ShotStreamServer::Start(
     const ServerConfig& cfg, const RunOptions& run) {
   if (absl::Status formats = CheckFormats(cfg); !formats.ok()) return formats;
+  SetUpOpenFiles(cfg);
   std::unique_ptr<ShotStreamServer> s(new ShotStreamServer());
   s->config_ = cfg;
   s->options_ = run;

@@ -22,7 +22,10 @@ absl::Status FileIdentity::CheckUnchanged(const std::string& path) const {
     return absl::DataLossError(absl::StrCat(path, ": gone since its catalog was built (",
                                             std::strerror(errno), ")"));
   }
-  const FileIdentity now = Of(st);
+  return Matches(Of(st), path);
+}
+
+absl::Status FileIdentity::Matches(const FileIdentity& now, const std::string& path) const {
   std::string what;
   if (now.device != device || now.inode != inode) {
     what = "replaced by another file";

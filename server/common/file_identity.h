@@ -23,6 +23,9 @@ struct FileIdentity {
   // OK while `path` is this file, as it was; otherwise DATA_LOSS naming the file and what
   // changed (rewritten in place, replaced, truncated, removed). One stat(2).
   absl::Status CheckUnchanged(const std::string& path) const;
+  // The same check against `now`, what a stat of `path` (or of a descriptor reopened on
+  // it) found.
+  absl::Status Matches(const FileIdentity& now, const std::string& path) const;
 };
 
 }  // namespace shotstream

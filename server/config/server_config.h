@@ -55,6 +55,9 @@ struct ServerConfig {
   uint32_t max_streams = defaults::kMaxStreams;                   // all peers
   uint32_t max_streams_per_peer = defaults::kMaxStreamsPerPeer;   // one peer address
   uint64_t max_inflight_bytes = defaults::kMaxInflightBytes;      // decoded, all streams
+  // Data files (SEG-Y, SU, .npy) held open at once, least recently used closed first;
+  // 0: half the descriptor limit (raised to the hard limit at start), 16..32768.
+  uint64_t open_files = 0;
   absl::Duration grace_period = absl::Seconds(30);
   // On SIGTERM: how long health says NOT_SERVING (and new streams are refused) before
   // the listener closes, so that load balancers move on first.

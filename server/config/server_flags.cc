@@ -57,6 +57,9 @@ ABSL_FLAG(int64_t, max_streams, -1, "concurrent streams, all peers (256)");
 ABSL_FLAG(int64_t, max_streams_per_peer, -1, "concurrent streams from one address (64)");
 ABSL_FLAG(int64_t, max_shots_per_request, -1, "shot ids in one request (1000000)");
 ABSL_FLAG(int64_t, max_inflight_bytes, -1, "decoded shot bytes all streams may hold (1 GiB)");
+ABSL_FLAG(int64_t, open_files, -1,
+          "data files held open at once, least recently used closed first (0: half the "
+          "descriptor limit)");
 ABSL_FLAG(std::string, grace_period, "", "on SIGTERM, how long running streams may take (30s)");
 ABSL_FLAG(std::string, drain_delay, "", "on SIGTERM, NOT_SERVING this long before closing (1s)");
 ABSL_FLAG(std::string, stall_timeout, "", "a stream whose consumer takes nothing this long "
@@ -137,6 +140,7 @@ absl::StatusOr<ServerConfig> BuildConfig(const std::vector<std::string>& dataset
   OverrideIfSet(absl::GetFlag(FLAGS_max_streams_per_peer), &c.max_streams_per_peer);
   OverrideIfSet(absl::GetFlag(FLAGS_max_shots_per_request), &c.max_shots_per_request);
   OverrideIfSet(absl::GetFlag(FLAGS_max_inflight_bytes), &c.max_inflight_bytes);
+  OverrideIfSet(absl::GetFlag(FLAGS_open_files), &c.open_files);
   SS_RETURN_IF_ERROR(
       OverrideDuration("grace_period", absl::GetFlag(FLAGS_grace_period), &c.grace_period));
   SS_RETURN_IF_ERROR(

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <numeric>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "common/crc32.h"
 #include "common/status_macros.h"
@@ -60,20 +62,45 @@ namespace {
 // range once: in place for mapped files (under the SIGBUS guard), else into a per-thread
 // scratch buffer. A whole-trace range reads each trace as one piece; a window reads the
 // header and the window as two.
+// The handles a read holds open (TraceFile::Acquire): for a copy, only the file being
+// read (the reads of a plan go file by file); for zero copy, every file the traces are
+// in, kept by the StoredTraces that point into them.
+class Pins {
+ public:
+  explicit Pins(bool keep_all) : keep_all_(keep_all) {}
+  absl::StatusOr<const TraceFile::Handle*> Get(const TraceFile& file, uint32_t file_id) {
+    auto it = held_.find(file_id);
+    if (it != held_.end()) return it->second.get();
+    if (!keep_all_) held_.clear();
+    SS_ASSIGN_OR_RETURN(std::shared_ptr<const TraceFile::Handle> h, file.Acquire());
+    return held_.emplace(file_id, std::move(h)).first->second.get();
+  }
+  const TraceFile::Handle* Find(uint32_t file_id) const {
+    auto it = held_.find(file_id);
+    return it == held_.end() ? nullptr : it->second.get();
+  }
+
+ private:
+  const bool keep_all_;
+  absl::flat_hash_map<uint32_t, std::shared_ptr<const TraceFile::Handle>> held_;
+};
+
 template <typename OnHeader, typename OnSamples>
 absl::Status VisitTraces(absl::Span<const TraceFile* const> files,
                          absl::Span<const TraceRef> traces, const CoalesceOptions& options,
-                         ReadStats* stats, SampleRange range, const OnHeader& on_header,
-                         const OnSamples& on_samples) {
+                         ReadStats* stats, SampleRange range, Pins* pins,
+                         const OnHeader& on_header, const OnSamples& on_samples) {
   if (traces.empty()) return absl::OkStatus();
+  bool whole = true;
+  uint32_t last = UINT32_MAX;
   for (const TraceRef& t : traces) {
     if (t.file_id >= files.size()) {
       return absl::InternalError(absl::StrCat("trace refers to file id ", t.file_id, " of ",
                                               files.size()));
     }
-  }
-  bool whole = true;
-  for (const io::TraceFile* f : files) {
+    if (t.file_id == last) continue;  // the files of the traces, not of the dataset
+    last = t.file_id;
+    const TraceFile* f = files[t.file_id];
     const TraceLayout& l = f->layout();
     if (range.count != 0 && (range.start != 0 || range.count != l.n_samples)) whole = false;
     if (uint64_t{range.start} + range.count > l.n_samples) {
@@ -123,11 +150,12 @@ absl::Status VisitTraces(absl::Span<const TraceFile* const> files,
       }
     }
     // Memory-mapped files are decoded in place; others are read into the scratch buffer.
+    SS_ASSIGN_OR_RETURN(const TraceFile::Handle* handle, pins->Get(file, r.file_id));
     if (file.mapped()) {
-      SS_RETURN_IF_ERROR(file.ReadMapped(r.offset, r.length, each));
+      SS_RETURN_IF_ERROR(handle->ReadMapped(r.offset, r.length, each));
     } else {
       if (scratch.size() < r.length) scratch.resize(r.length);
-      SS_RETURN_IF_ERROR(file.ReadAt(r.offset, r.length, scratch.data()));
+      SS_RETURN_IF_ERROR(handle->ReadAt(r.offset, r.length, scratch.data()));
       each(scratch.data());
     }
   }
@@ -152,8 +180,9 @@ absl::Status ReadTraces(absl::Span<const TraceFile* const> files,
                         absl::Span<const TraceRef> traces, const CoalesceOptions& options,
                         float* const* sample_dst, uint8_t* header_dst, ReadStats* stats,
                         uint32_t* trace_crc, SampleRange range) {
+  Pins pins(/*keep_all=*/false);
   return VisitTraces(
-      files, traces, options, stats, range,
+      files, traces, options, stats, range, &pins,
       CopyHeaderTo(header_dst),
       [&](size_t i, const uint8_t* samples) {
         const TraceLayout& layout = files[traces[i].file_id]->layout();
@@ -168,8 +197,9 @@ absl::Status CopyStoredTraces(absl::Span<const TraceFile* const> files,
                               uint8_t* const* raw_dst, uint8_t* header_dst, ReadStats* stats,
                               uint32_t* trace_crc, SampleRange range) {
   thread_local std::vector<float> decoded;
+  Pins pins(/*keep_all=*/false);
   return VisitTraces(
-      files, traces, options, stats, range,
+      files, traces, options, stats, range, &pins,
       CopyHeaderTo(header_dst),
       [&](size_t i, const uint8_t* samples) {
         const TraceLayout& layout = files[traces[i].file_id]->layout();
@@ -182,21 +212,27 @@ absl::Status CopyStoredTraces(absl::Span<const TraceFile* const> files,
       });
 }
 
+namespace {
+
+// Points sample_src[i] at trace i's stored samples inside its file's mapping, held by
+// `pins` (which must be keep_all), and copies headers as ReadTraces does.
 absl::Status LocateTraces(absl::Span<const TraceFile* const> files,
                           absl::Span<const TraceRef> traces, const CoalesceOptions& options,
                           const uint8_t** sample_src, uint8_t* header_dst, ReadStats* stats,
-                          SampleRange range) {
-  for (const io::TraceFile* f : files) {
-    if (!f->mapped()) {
-      return absl::InternalError(
-          absl::StrCat(f->path(), ": not mapped; its traces cannot be sent as stored"));
+                          SampleRange range, Pins* pins) {
+  for (const TraceRef& t : traces) {
+    if (t.file_id < files.size() && !files[t.file_id]->mapped()) {
+      return absl::InternalError(absl::StrCat(files[t.file_id]->path(),
+                                              ": not mapped; its traces cannot be sent as stored"));
     }
   }
   return VisitTraces(
-      files, traces, options, stats, range,
+      files, traces, options, stats, range, pins,
       CopyHeaderTo(header_dst),
       [&](size_t i, const uint8_t* samples) { sample_src[i] = samples; });
 }
+
+}  // namespace
 
 namespace {
 
@@ -206,9 +242,10 @@ class MappedTraces final : public StoredTraces {
  public:
   MappedTraces(absl::Span<const TraceFile* const> files, std::vector<const uint8_t*> traces,
                std::vector<uint32_t> file_of, size_t trace_bytes, bool big_endian,
-               int64_t shot_id)
+               int64_t shot_id, Pins pins)
       : StoredTraces(std::move(traces), trace_bytes, big_endian),
         files_(files.begin(), files.end()),
+        pins_(std::move(pins)),
         file_of_(std::move(file_of)),
         shot_id_(shot_id) {}
 
@@ -253,7 +290,8 @@ class MappedTraces final : public StoredTraces {
       const size_t span = (j - i - 1) * step + trace_bytes();
       if (!RunGuardingMapping(traces_[i], span, [&] { run(i, j - i, span); })) {
         return absl::DataLossError(absl::StrCat(
-            file.path(), ": ", span, " bytes at byte offset ", file.MappedOffset(traces_[i]),
+            file.path(), ": ", span, " bytes at byte offset ",
+            pins_.Find(file_of_[i])->MappedOffset(traces_[i]),
             " (shot ", shot_id_, ") vanished while being sent (file truncated or replaced "
             "while serving)"));
       }
@@ -263,6 +301,7 @@ class MappedTraces final : public StoredTraces {
   }
 
   const std::vector<const TraceFile*> files_;
+  const Pins pins_;  // the mappings traces_ point into, open while this lives
   std::vector<uint32_t> file_of_;
   const int64_t shot_id_;
 };
@@ -274,15 +313,17 @@ absl::StatusOr<std::unique_ptr<StoredTraces>> LocateStoredTraces(
     const CoalesceOptions& options, uint8_t* header_dst, ReadStats* stats, SampleRange range,
     int64_t shot_id) {
   std::vector<const uint8_t*> located(traces.size());
+  Pins pins(/*keep_all=*/true);
   SS_RETURN_IF_ERROR(
-      LocateTraces(files, traces, options, located.data(), header_dst, stats, range));
+      LocateTraces(files, traces, options, located.data(), header_dst, stats, range, &pins));
   std::vector<uint32_t> file_of(traces.size());
   for (size_t i = 0; i < traces.size(); ++i) file_of[i] = traces[i].file_id;
   const std::optional<StoredForm> form = FormOf(files, traces);
   const bool big_endian = form.has_value() && form->byte_order == segy::ByteOrder::kBigEndian;
   const uint32_t n = traces.empty() ? 0 : Count(range, files[traces[0].file_id]->layout());
   return std::make_unique<MappedTraces>(files, std::move(located), std::move(file_of),
-                                        size_t{n} * sizeof(float), big_endian, shot_id);
+                                        size_t{n} * sizeof(float), big_endian, shot_id,
+                                        std::move(pins));
 }
 
 std::optional<StoredForm> FormOf(absl::Span<const TraceFile* const> files,

@@ -97,18 +97,11 @@ absl::Status CopyStoredTraces(absl::Span<const TraceFile* const> files,
                               uint8_t* const* raw_dst, uint8_t* header_dst, ReadStats* stats,
                               uint32_t* trace_crc, SampleRange range = {});
 
-// For sending traces as they are stored (zero copy); every file must be mapped. Points
-// sample_src[i] at trace i's stored sample bytes inside its file's mapping (valid while
-// the file is open) and copies headers as ReadTraces does. The samples themselves are
-// not touched here: whoever sends them reads them (under the mapping's SIGBUS guard).
-absl::Status LocateTraces(absl::Span<const TraceFile* const> files,
-                          absl::Span<const TraceRef> traces, const CoalesceOptions& options,
-                          const uint8_t** sample_src, uint8_t* header_dst,
-                          ReadStats* stats = nullptr, SampleRange range = {});
-
-// LocateTraces, the traces returned as StoredTraces over the files' mappings (the files
-// must outlive them): their Touch and Crc run under the SIGBUS guard, and a file truncated
-// under them is DATA_LOSS naming the file, the byte offset and `shot_id`.
+// For sending traces as they are stored (zero copy; every file of `traces` mapped): the
+// traces located in their files' mappings, returned as StoredTraces that hold those
+// mappings open (the TraceFiles must outlive them) and copy headers as ReadTraces does.
+// The samples are not touched here: their Touch and Crc run under the SIGBUS guard, and
+// a file truncated under them is DATA_LOSS naming the file, the byte offset and `shot_id`.
 absl::StatusOr<std::unique_ptr<StoredTraces>> LocateStoredTraces(
     absl::Span<const TraceFile* const> files, absl::Span<const TraceRef> traces,
     const CoalesceOptions& options, uint8_t* header_dst, ReadStats* stats, SampleRange range,

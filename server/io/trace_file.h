@@ -3,7 +3,8 @@
 // memory map. SEG-Y/SU (server/segy) and NumPy .npy (server/npy) files are TraceFiles; the
 // coalescing reader reads them all alike.
 //
-// Thread-safe after Open: reads use pread on a read-only descriptor, or the mapping.
+// Thread-safe after Open: reads use pread on a read-only descriptor, or the mapping, held
+// open by the process's OpenFileCache (closed when it evicts them, reopened on use).
 #ifndef SHOTSTREAM_SERVER_IO_TRACE_FILE_H_
 #define SHOTSTREAM_SERVER_IO_TRACE_FILE_H_
 
@@ -14,13 +15,16 @@
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
 #include "segy/sample_format.h"
 #include "server/common/file_identity.h"
 #include "server/io/io_mode.h"
+#include "server/io/open_file_cache.h"
 
 namespace shotstream::io {
 
@@ -54,16 +58,42 @@ using LayoutParser = std::function<absl::StatusOr<TraceLayout>(
     const std::string& path, const uint8_t* head, size_t head_size, uint64_t file_size,
     const ReadFn& read_at)>;
 
-class TraceFile {
+class TraceFile final : public CachedFile {
  public:
+  // An open descriptor of the file (and its mapping, for mapped files). Reads through a
+  // handle stay valid while it is held, even after the cache closed the file for others:
+  // zero-copy traces hold the handles of the files they point into. Thread-safe.
+  class Handle {
+   public:
+    ~Handle();
+    Handle(const Handle&) = delete;
+    Handle& operator=(const Handle&) = delete;
+    // As TraceFile's ReadAt and ReadMapped, through this descriptor and mapping.
+    absl::Status ReadAt(uint64_t offset, uint64_t length, uint8_t* dst) const;
+    absl::Status ReadMapped(uint64_t offset, uint64_t length,
+                            absl::FunctionRef<void(const uint8_t*)> use) const;
+    // Mapped files only: the byte offset in the file of `p`, a pointer into the mapping.
+    uint64_t MappedOffset(const uint8_t* p) const { return static_cast<uint64_t>(p - map_); }
+
+   private:
+    friend class TraceFile;
+    Handle(const TraceFile* file, int fd) : file_(file), fd_(fd) {}
+    const TraceFile* file_;
+    int fd_;
+    const uint8_t* map_ = nullptr;  // whole file, when mapped
+    uint64_t map_size_ = 0;
+  };
+
   // Opens `path` read-only, reads its first `head_bytes` bytes, parses them with `parse`
-  // and maps the file when `io` says so. NOT_FOUND for a missing file, PERMISSION_DENIED
-  // for one that cannot be opened, INVALID_ARGUMENT for one that is not a regular file or
-  // does not parse.
+  // and maps the file when `io` says so; the file then stays open until `cache` (the
+  // process's by default) closes it, and reopens when next read. NOT_FOUND for a missing
+  // file, PERMISSION_DENIED for one that cannot be opened, INVALID_ARGUMENT for one that
+  // is not a regular file or does not parse.
   static absl::StatusOr<std::unique_ptr<TraceFile>> Open(const std::string& path, IoMode io,
                                                          size_t head_bytes,
-                                                         const LayoutParser& parse);
-  ~TraceFile();
+                                                         const LayoutParser& parse,
+                                                         OpenFileCache* cache = nullptr);
+  ~TraceFile() override;
   TraceFile(const TraceFile&) = delete;
   TraceFile& operator=(const TraceFile&) = delete;
 
@@ -77,13 +107,18 @@ class TraceFile {
   // place, replaced, truncated, removed). One stat(2).
   absl::Status CheckUnchanged() const { return identity_.CheckUnchanged(path_); }
 
+  // The file open, for reads that must hold it (the same handle while the cache keeps the
+  // file open). Reopening a closed file checks that it is the one opened first, unchanged:
+  // DATA_LOSS naming what changed; UNAVAILABLE when no descriptor is left.
+  absl::StatusOr<std::shared_ptr<const Handle>> Acquire() const ABSL_LOCKS_EXCLUDED(mu_);
+
   // Reads exactly `length` bytes at `offset`, or an error naming the file and offset
   // (DATA_LOSS when the file is shorter than expected, UNAVAILABLE on I/O errors).
   absl::Status ReadAt(uint64_t offset, uint64_t length, uint8_t* dst) const;
 
   // Whether the file is read through a memory map (IoMode::kMmap, or kAuto on a local
   // filesystem).
-  bool mapped() const { return map_ != nullptr; }
+  bool mapped() const { return mapped_; }
 
   // Mapped files only: calls use() with the `length` bytes at `offset` in place, inside
   // the mapping, after the same size check as ReadAt. DATA_LOSS past the current end, or
@@ -92,23 +127,30 @@ class TraceFile {
   absl::Status ReadMapped(uint64_t offset, uint64_t length,
                           absl::FunctionRef<void(const uint8_t*)> use) const;
 
-  // Mapped files only: the byte offset in the file of `p`, a pointer into the mapping.
-  uint64_t MappedOffset(const uint8_t* p) const { return static_cast<uint64_t>(p - map_); }
+  // Whether the file is held open now (not closed by the cache).
+  bool is_open() const ABSL_LOCKS_EXCLUDED(mu_);
 
   // How many ReadAt calls this file has served (for tests and metrics).
   uint64_t read_calls() const { return read_calls_.load(std::memory_order_relaxed); }
 
- private:
-  TraceFile(std::string path, int fd, FileIdentity identity)
-      : path_(std::move(path)), fd_(fd), identity_(identity) {}
+  // CachedFile: drops this file's handle (closed once no read holds it).
+  void Close() override ABSL_LOCKS_EXCLUDED(mu_);
 
-  std::string path_;
-  int fd_;
-  FileIdentity identity_;
+ private:
+  TraceFile(std::string path, FileIdentity identity, OpenFileCache* cache)
+      : path_(std::move(path)), identity_(identity), cache_(cache) {}
+  // Opens path() again, checks its identity and maps it.
+  absl::StatusOr<std::shared_ptr<Handle>> Reopen() const;
+
+  const std::string path_;
+  const FileIdentity identity_;
+  OpenFileCache* const cache_;
   TraceLayout layout_;
+  bool mapped_ = false;
   mutable std::atomic<uint64_t> read_calls_{0};
-  const uint8_t* map_ = nullptr;  // whole file, when mapped()
-  uint64_t map_size_ = 0;
+  mutable absl::Mutex mu_;
+  // The open file, while the cache keeps it; null once closed.
+  mutable std::shared_ptr<const Handle> open_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace shotstream::io

@@ -2,12 +2,15 @@
 // header, then traces of an 8-byte header and 4 float32 samples), read by pread and mmap.
 #include "server/io/trace_file.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -65,8 +68,10 @@ TEST(TraceFileTest, OpensWithTheParsersLayoutAndReadsByPreadAndMmapAlike) {
   ASSERT_TRUE((*m)->ReadAt(20, 40, y.data()).ok());
   EXPECT_EQ(x, y);
   EXPECT_EQ(x[0], 20);
+  auto handle = (*m)->Acquire();
+  ASSERT_TRUE(handle.ok());
   ASSERT_TRUE((*m)->ReadMapped(20, 4, [&](const uint8_t* at) {
-    EXPECT_EQ((*m)->MappedOffset(at), 20u);
+    EXPECT_EQ((*handle)->MappedOffset(at), 20u);
     EXPECT_EQ(at[3], 23);
   }).ok());
   EXPECT_TRUE((*p)->CheckUnchanged().ok());
@@ -127,6 +132,75 @@ TEST(TraceFileTest, AutoMapsFilesOnLocalFilesystemsOnly) {
   EXPECT_EQ(*ParseIoMode("pread"), IoMode::kPread);
   EXPECT_EQ(*ParseIoMode("mmap"), IoMode::kMmap);
   EXPECT_EQ(ParseIoMode("mmapp").status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+int OpenDescriptors() {
+  int n = 0;
+  for (int fd = 0; fd < 4096; ++fd) n += fcntl(fd, F_GETFD) != -1;
+  return n;
+}
+
+TEST(TraceFileTest, TheCacheClosesFilesBeyondItsCapacityAndReadsReopenThem) {
+  for (IoMode io : {IoMode::kPread, IoMode::kMmap}) {
+    OpenFileCache cache(3);
+    const int before = OpenDescriptors();
+    std::vector<std::unique_ptr<TraceFile>> files;
+    for (int i = 0; i < 20; ++i) {
+      auto f = TraceFile::Open(WriteFile(absl::StrCat("c", i, ".bin"), 3), io, 64, Parse, &cache);
+      ASSERT_TRUE(f.ok()) << f.status();
+      files.push_back(*std::move(f));
+    }
+    EXPECT_EQ(cache.open_files(), 3u);
+    EXPECT_EQ(OpenDescriptors() - before, 3);
+    for (int round = 0; round < 2; ++round) {
+      for (const auto& f : files) {
+        uint8_t b[4];
+        ASSERT_TRUE(f->ReadAt(kFileHeader + 1, 4, b).ok());
+        EXPECT_EQ(b[0], kFileHeader + 1);
+      }
+    }
+    EXPECT_EQ(OpenDescriptors() - before, 3);
+    EXPECT_TRUE(files.back()->is_open());
+    EXPECT_FALSE(files.front()->is_open());
+    EXPECT_EQ(cache.opens(), 20u + 40u);
+  }
+}
+
+TEST(TraceFileTest, AHeldHandleOutlivesEvictionAndAFileChangedWhileClosedIsDataLoss) {
+  OpenFileCache cache(1);
+  const std::string a = WriteFile("held_a.bin", 4), b = WriteFile("held_b.bin", 4);
+  auto fa = TraceFile::Open(a, IoMode::kMmap, 64, Parse, &cache);
+  ASSERT_TRUE(fa.ok());
+  auto held = (*fa)->Acquire();
+  ASSERT_TRUE(held.ok());
+  auto fb = TraceFile::Open(b, IoMode::kMmap, 64, Parse, &cache);  // evicts a
+  ASSERT_TRUE(fb.ok());
+  EXPECT_FALSE((*fa)->is_open());
+  ASSERT_TRUE((*held)->ReadMapped(kFileHeader, 4, [&](const uint8_t* p) {
+    EXPECT_EQ(p[0], kFileHeader);  // the mapping is still there
+  }).ok());
+  held->reset();
+  // Rewritten while closed (same size, new mtime): the reopen notices.
+  const std::string bytes(kFileHeader + 4 * kTraceBytes, 'x');
+  std::FILE* f = std::fopen(a.c_str(), "r+b");
+  std::fwrite(bytes.data(), 1, bytes.size(), f);
+  std::fclose(f);
+  struct timespec times[2] = {{0, UTIME_NOW}, {1, 0}};  // an mtime surely different
+  ASSERT_EQ(utimensat(AT_FDCWD, a.c_str(), times, 0), 0);
+  uint8_t buf[4];
+  absl::Status s = (*fa)->ReadAt(kFileHeader, 4, buf);
+  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << s;
+  EXPECT_NE(s.message().find(a), absl::string_view::npos) << s;
+  // Replaced (another inode) and removed.
+  ASSERT_TRUE((*fb)->ReadAt(kFileHeader, 4, buf).ok());
+  const std::string c = WriteFile("held_c.bin", 4);
+  ASSERT_EQ(std::rename(c.c_str(), a.c_str()), 0);
+  s = (*fa)->ReadAt(kFileHeader, 4, buf);
+  EXPECT_NE(s.message().find("replaced"), absl::string_view::npos) << s;
+  ASSERT_EQ(unlink(a.c_str()), 0);
+  s = (*fa)->ReadAt(kFileHeader, 4, buf);
+  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << s;
+  EXPECT_NE(s.message().find("gone"), absl::string_view::npos) << s;
 }
 
 }  // namespace

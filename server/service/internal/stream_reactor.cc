@@ -50,7 +50,8 @@ WriteTurn::Step WriteTurn::Next(stream::ShotWindow* window, grpc::ByteBuffer* ms
   // This call set writing_: it alone owns *msg until WriteDone.
   *msg = chunk.stored.empty()
              ? wire::EncodeShotChunk(chunk.meta, std::move(chunk.samples))
-             : wire::EncodeStoredChunk(chunk.meta, chunk.stored, chunk.trace_bytes);
+             : wire::EncodeStoredChunk(chunk.meta, chunk.stored, chunk.trace_bytes,
+                                                 chunk.stored_set);
   return Step::kWrite;
 }
 

@@ -461,6 +461,32 @@ class Client:
         merged.n_traces = sum(i.n_traces for i in present)
         return DatasetInfo.from_message(merged)
 
+    def dataset_pages(self, name: str, page_size: int = 100_000) -> Iterator[DatasetInfo]:
+        """The dataset's info a page at a time, for datasets too large to hold every shot
+        id at once: each page's shot_ids and shot_trace_counts are up to `page_size` of its
+        shots (the other fields are the dataset's). With several targets, each target's
+        pages in turn (a shot several targets hold comes once per target)."""
+        found = False
+        for t, stub in enumerate(self._stubs):
+            self._reach(t)
+            token = ""
+            while True:
+                try:
+                    page = stub.GetDataset(pb.GetDatasetRequest(name=name, page_size=max(1, page_size),
+                                                                page_token=token),
+                                           metadata=self._metadata, timeout=self._timeout)
+                except grpc.RpcError as e:
+                    if e.code() == grpc.StatusCode.NOT_FOUND:
+                        break  # not on this target
+                    raise _error(e) from None
+                found = True
+                token = page.next_page_token
+                yield DatasetInfo.from_message(page)
+                if not token:
+                    break
+        if not found:
+            raise ShotstreamError(grpc.StatusCode.NOT_FOUND, f"no server has dataset '{name}'")
+
     def _route(self, name, shot_ids):
         """See routing.route; one target holds everything."""
         if len(self._stubs) == 1:

@@ -12,8 +12,8 @@ __all__ = ["DatasetInfo", "Shot"]
 
 @dataclass
 class DatasetInfo:
-    """What the server says of one dataset (shot_ids only from Client.dataset and
-    Client.write)."""
+    """What the server says of one dataset (shot_ids only from Client.dataset, a page of
+    them from Client.dataset_pages, and from Client.write)."""
 
     name: str
     state: str  # READY, FAILED or REBUILDING
