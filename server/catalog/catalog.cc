@@ -9,12 +9,48 @@
 namespace shotstream::catalog {
 namespace {
 
-// The builder's log, one 32-bit word at a time, in the order traces were added:
-//   w < kRun              one trace of shot ordinal w, at the cursor (which moves on by 1)
-//   kRun, ordinal, count  `count` traces of the shot from the cursor
-//   kSeek, file, lo, hi   the cursor moves to trace index hi:lo of file `file`
-constexpr uint32_t kRun = 0x80000001u;
-constexpr uint32_t kSeek = 0x80000002u;
+// The builder's log, in the order traces were added, in words of W bits (16 while every
+// shot ordinal fits in 15 bits, so that a scattered file costs 2 bytes a trace; then 32):
+//   w < kTop                     one trace of shot ordinal w at the cursor (which moves on)
+//   kRun, ordinal:32, count:32   `count` traces of the shot from the cursor
+//   kSeek, file:32, index:64     the cursor moves to trace `index` of file `file`
+// (a field of N bits takes N / W words, least significant first).
+template <typename W>
+struct Log {
+  static constexpr W kTop = static_cast<W>(W{1} << (sizeof(W) * 8 - 1));
+  static constexpr W kRun = kTop | 1;
+  static constexpr W kSeek = kTop | 2;
+  static void Put(std::vector<W>* log, uint64_t v, int bits) {
+    for (int b = 0; b < bits; b += sizeof(W) * 8) log->push_back(static_cast<W>(v >> b));
+  }
+  static uint64_t Get(const std::vector<W>& log, size_t* i, int bits) {
+    uint64_t v = 0;
+    for (int b = 0; b < bits; b += sizeof(W) * 8) v |= uint64_t{log[(*i)++]} << b;
+    return v;
+  }
+  // Appends `count` traces of shot `ordinal` from trace `first` of `file`, after a seek
+  // when they do not start at the cursor.
+  static void Add(std::vector<W>* log, uint32_t ordinal, uint32_t file, uint64_t first,
+                  uint64_t count, bool seek) {
+    if (seek) {
+      log->push_back(kSeek);
+      Put(log, file, 32);
+      Put(log, first, 64);
+    }
+    if (count == 1 && ordinal < kTop) {
+      log->push_back(static_cast<W>(ordinal));
+      return;
+    }
+    while (count > 0) {
+      const uint64_t n = std::min<uint64_t>(count, UINT32_MAX);
+      log->push_back(kRun);
+      Put(log, ordinal, 32);
+      Put(log, n, 32);
+      count -= n;
+    }
+  }
+};
+
 constexpr uint32_t kMaxCount = 0x7fffffffu;  // traces in one segment
 constexpr uint64_t kMaxListIndex = UINT32_MAX;
 constexpr uint32_t kMaxListGroup = 4;  // consecutive traces appended to a list, not a new run
@@ -65,26 +101,34 @@ void Place(SegmentState& s, uint32_t file, uint64_t first, uint64_t count, Out& 
   }
 }
 
-// Replays the log: each(ordinal, file, first trace index, count).
-template <typename Each>
-void Replay(const std::vector<uint32_t>& log, Each each) {
+// Replays the log: each(ordinal, file, first trace index, count, seek: whether the cursor
+// moved there).
+template <typename W, typename Each>
+void Replay(const std::vector<W>& log, Each each) {
+  using L = Log<W>;
   uint32_t file = 0;
   uint64_t next = 0;
+  bool seek = false;
   for (size_t i = 0; i < log.size();) {
-    const uint32_t w = log[i];
-    if (w < kRun) {
-      each(w, file, next, 1);
+    const W w = log[i];
+    if (w < L::kTop) {
+      each(static_cast<uint32_t>(w), file, next, uint64_t{1}, seek);
       ++next;
       ++i;
-    } else if (w == kRun) {
-      each(log[i + 1], file, next, log[i + 2]);
-      next += log[i + 2];
-      i += 3;
+    } else if (w == L::kRun) {
+      ++i;
+      const uint32_t ordinal = static_cast<uint32_t>(L::Get(log, &i, 32));
+      const uint64_t count = L::Get(log, &i, 32);
+      each(ordinal, file, next, count, seek);
+      next += count;
     } else {
-      file = log[i + 1];
-      next = log[i + 2] | (uint64_t{log[i + 3]} << 32);
-      i += 4;
+      ++i;
+      file = static_cast<uint32_t>(L::Get(log, &i, 32));
+      next = L::Get(log, &i, 64);
+      seek = true;
+      continue;
     }
+    seek = false;
   }
 }
 
@@ -97,6 +141,7 @@ const ShotEntry* Catalog::Find(int64_t shot_id) const {
 }
 
 std::vector<io::TraceRef> Catalog::TracesOf(const ShotEntry& shot) const {
+  const absl::Span<const uint32_t> list = list_.span();
   std::vector<io::TraceRef> out;
   out.reserve(shot.n_traces);
   for (uint64_t s = shot.first_segment; s < shot.first_segment + shot.n_segments; ++s) {
@@ -105,7 +150,7 @@ std::vector<io::TraceRef> Catalog::TracesOf(const ShotEntry& shot) const {
     const uint32_t n = seg.count();
     if (seg.is_list()) {
       for (uint32_t k = 0; k < n; ++k) {
-        out.push_back({seg.file_id, g.first_offset + list_[seg.first + k] * g.stride});
+        out.push_back({seg.file_id, g.first_offset + uint64_t{list[seg.first + k]} * g.stride});
       }
     } else {
       for (uint32_t k = 0; k < n; ++k) {
@@ -128,13 +173,13 @@ std::vector<io::TraceRef> Catalog::AllTraces() const {
 
 uint64_t Catalog::ResidentBytes() const {
   return shots_.capacity() * sizeof(ShotEntry) + segments_.capacity() * sizeof(Segment) +
-         list_.capacity() * sizeof(uint32_t) + files_.capacity() * sizeof(FileGeometry) +
+         list_.held_bytes() + files_.capacity() * sizeof(FileGeometry) +
          positions_.capacity() * sizeof(SourcePosition);
 }
 
 absl::StatusOr<Catalog> Catalog::FromParts(std::vector<ShotEntry> shots,
                                            std::vector<Segment> segments,
-                                           std::vector<uint32_t> list,
+                                           TraceList list,
                                            std::vector<FileGeometry> files,
                                            std::vector<SourcePosition> positions) {
   Catalog c;
@@ -191,24 +236,36 @@ uint32_t CatalogBuilder::OrdinalOf(int64_t shot_id) {
   return it->second;
 }
 
+void CatalogBuilder::Reserve(uint64_t traces) {
+  reserve_ = traces;
+  if (wide_) {
+    wide_log_.reserve(traces + 16);
+  } else {
+    narrow_log_.reserve(traces + 16);
+  }
+}
+
 void CatalogBuilder::Add(int64_t shot_id, uint32_t file_id, uint64_t first, uint64_t count) {
   if (count == 0) return;
   const uint32_t ordinal = OrdinalOf(shot_id);
-  if (file_id != file_ || first != next_) {
-    log_.insert(log_.end(), {kSeek, file_id, static_cast<uint32_t>(first),
-                             static_cast<uint32_t>(first >> 32)});
-  }
+  const bool seek = file_id != file_ || first != next_;
   file_ = file_id;
   next_ = first + count;
   n_traces_ += count;
-  if (count == 1 && ordinal < kRun) {
-    log_.push_back(ordinal);
-    return;
+  if (!wide_ && ordinal >= Log<uint16_t>::kTop) {
+    // An ordinal beyond 15 bits: the log goes on in 32-bit words, the 16-bit ones
+    // rewritten once.
+    wide_log_.reserve(std::max<uint64_t>(reserve_ + 16, narrow_log_.size() + 16));
+    Replay(narrow_log_, [&](uint32_t o, uint32_t f, uint64_t at, uint64_t n, bool moved) {
+      Log<uint32_t>::Add(&wide_log_, o, f, at, n, moved);
+    });
+    narrow_log_ = {};
+    wide_ = true;
   }
-  while (count > 0) {
-    const uint32_t n = static_cast<uint32_t>(std::min<uint64_t>(count, UINT32_MAX));
-    log_.insert(log_.end(), {kRun, ordinal, n});
-    count -= n;
+  if (wide_) {
+    Log<uint32_t>::Add(&wide_log_, ordinal, file_id, first, count, seek);
+  } else {
+    Log<uint16_t>::Add(&narrow_log_, ordinal, file_id, first, count, seek);
   }
 }
 
@@ -230,7 +287,14 @@ Catalog CatalogBuilder::Finish(std::vector<SourcePosition> positions) && {
   };
   std::vector<SegmentState> state(n_shots);
   std::vector<Totals> totals(n_shots);
-  Replay(log_, [&](uint32_t o, uint32_t file, uint64_t first, uint64_t count) {
+  auto replay = [&](auto each) {
+    if (wide_) {
+      Replay(wide_log_, each);
+    } else {
+      Replay(narrow_log_, each);
+    }
+  };
+  replay([&](uint32_t o, uint32_t file, uint64_t first, uint64_t count, bool) {
     Counter c{&totals[o]};
     totals[o].traces += count;
     Place(state[o], file, first, count, c);
@@ -260,7 +324,7 @@ Catalog CatalogBuilder::Finish(std::vector<SourcePosition> positions) && {
   order = {};
   ids_ = {};
   c.segments_.resize(segments);
-  c.list_.resize(list);
+  c.list_.held().resize(list);
 
   // Second pass: the same decisions, written.
   struct Writer {
@@ -273,22 +337,23 @@ Catalog CatalogBuilder::Finish(std::vector<SourcePosition> positions) && {
       Segment& s = c->segments_[at->segment - 1];
       s.first = at->list;
       s.count_and_kind = 1 | Segment::kList;
-      c->list_[at->list++] = index;
+      c->list_.held()[at->list++] = index;
     }
     void Append(uint32_t index) {
       ++c->segments_[at->segment - 1].count_and_kind;
-      c->list_[at->list++] = index;
+      c->list_.held()[at->list++] = index;
     }
     void NewRun(uint32_t file, uint64_t first, uint32_t n) {
       c->segments_[at->segment++] = Segment{first, file, n};
     }
   };
   std::fill(state.begin(), state.end(), SegmentState());
-  Replay(log_, [&](uint32_t o, uint32_t file, uint64_t first, uint64_t count) {
+  replay([&](uint32_t o, uint32_t file, uint64_t first, uint64_t count, bool) {
     Writer w{&c, &cursor[o]};
     Place(state[o], file, first, count, w);
   });
-  log_ = {};
+  narrow_log_ = {};
+  wide_log_ = {};
   c.files_ = std::move(files_);
   c.positions_ = std::move(positions);
   c.n_traces_ = n_traces_;

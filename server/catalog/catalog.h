@@ -15,6 +15,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -57,6 +59,32 @@ struct FileGeometry {
   uint64_t stride = 1;
 };
 
+// The list segments' trace indices: held (a catalog built here), or a view of memory
+// another object keeps (a saved catalog's file mapping: page cache, not heap). A value.
+class TraceList {
+ public:
+  TraceList() = default;
+  TraceList(std::vector<uint32_t> held) : held_(std::move(held)) {}  // NOLINT: implicit
+  TraceList(std::initializer_list<uint32_t> held) : held_(held) {}
+  TraceList(absl::Span<const uint32_t> copied) : held_(copied.begin(), copied.end()) {}  // NOLINT
+  TraceList(std::shared_ptr<const void> keeper, const uint32_t* data, size_t size)
+      : keeper_(std::move(keeper)), data_(data), size_(size) {}
+
+  absl::Span<const uint32_t> span() const {
+    return keeper_ != nullptr ? absl::MakeConstSpan(data_, size_) : absl::MakeConstSpan(held_);
+  }
+  size_t size() const { return keeper_ != nullptr ? size_ : held_.size(); }
+  uint64_t held_bytes() const { return held_.capacity() * sizeof(uint32_t); }
+  uint64_t viewed_bytes() const { return keeper_ != nullptr ? size_ * sizeof(uint32_t) : 0; }
+  std::vector<uint32_t>& held() { return held_; }
+
+ private:
+  std::vector<uint32_t> held_;
+  std::shared_ptr<const void> keeper_;  // when viewing
+  const uint32_t* data_ = nullptr;
+  size_t size_ = 0;
+};
+
 // Called now and then during a scan with (traces scanned, traces in all).
 using ScanProgress = std::function<void(uint64_t, uint64_t)>;
 
@@ -83,17 +111,19 @@ class Catalog {
 
   // The compact columns, as CatalogStore saves them.
   const std::vector<Segment>& segments() const { return segments_; }
-  const std::vector<uint32_t>& list() const { return list_; }
+  absl::Span<const uint32_t> list() const { return list_.span(); }
   const std::vector<FileGeometry>& files() const { return files_; }
-  // Bytes the catalog holds in memory (its columns' capacities).
+  // Bytes the catalog holds in the heap (its columns' capacities), and those it reads from
+  // a saved catalog's mapping (the trace list of a reopened catalog: page cache).
   uint64_t ResidentBytes() const;
+  uint64_t MappedBytes() const { return list_.viewed_bytes(); }
 
   // A catalog from saved columns, checked for consistency: INVALID_ARGUMENT saying what
   // does not fit (a shot's segments outside the column, a list outside the list column,
   // a file id without geometry, shots not sorted by id).
   static absl::StatusOr<Catalog> FromParts(std::vector<ShotEntry> shots,
                                            std::vector<Segment> segments,
-                                           std::vector<uint32_t> list,
+                                           TraceList list,
                                            std::vector<FileGeometry> files,
                                            std::vector<SourcePosition> positions);
 
@@ -101,16 +131,17 @@ class Catalog {
   friend class CatalogBuilder;
   std::vector<ShotEntry> shots_;       // sorted by id
   std::vector<Segment> segments_;      // grouped by shot, in shot order
-  std::vector<uint32_t> list_;         // list segments' trace indices
+  TraceList list_;                     // list segments' trace indices
   std::vector<FileGeometry> files_;    // by file id
   std::vector<SourcePosition> positions_;  // source_xy only, sorted by id
   uint64_t n_traces_ = 0;
 };
 
 // Builds a Catalog from traces added one group at a time, in the order a shot's traces
-// should come back (file order). Memory while building: a 4-byte word per trace added
-// alone (12 bytes per group of consecutive traces of one shot) plus the catalog itself
-// at Finish, so a scan's peak stays within twice the catalog it makes.
+// should come back (file order). Memory while building: a 2-byte word per trace added
+// alone (4 bytes once there are over 32,767 shots; 10-20 bytes per group of consecutive
+// traces of one shot) plus the catalog itself at Finish, so a scan's peak stays within
+// twice the catalog it makes.
 //
 // Thread-compatible: one thread adds.
 class CatalogBuilder {
@@ -127,6 +158,9 @@ class CatalogBuilder {
     Add(shot_id, t.file_id, (t.offset - g.first_offset) / g.stride);
   }
   uint64_t n_traces() const { return n_traces_; }
+  // Room for about `traces` traces added one at a time, reserved now so that the log never
+  // moves while it grows (reserved pages cost nothing until written).
+  void Reserve(uint64_t traces);
 
   // The catalog: shots sorted by id (ids as added), and source positions when given.
   Catalog Finish(std::vector<SourcePosition> positions = {}) &&;
@@ -137,7 +171,12 @@ class CatalogBuilder {
   std::vector<FileGeometry> files_;
   absl::flat_hash_map<int64_t, uint32_t> ordinals_;
   std::vector<int64_t> ids_;  // by ordinal
-  std::vector<uint32_t> log_;  // the groups added, in order (see catalog.cc)
+  // The groups added, in order (see catalog.cc): 16-bit words while every shot ordinal
+  // fits in 15 bits, then 32-bit ones.
+  std::vector<uint16_t> narrow_log_;
+  std::vector<uint32_t> wide_log_;
+  bool wide_ = false;
+  uint64_t reserve_ = 0;
   uint32_t file_ = 0;          // where the next group is assumed to start
   uint64_t next_ = 0;
   uint64_t n_traces_ = 0;

@@ -1,11 +1,14 @@
 #include "server/catalog/catalog_store.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "common/crc32.h"
@@ -40,12 +43,18 @@ struct PackedPosition {
 static_assert(sizeof(PackedShot) == 24 && sizeof(PackedSegment) == 16 &&
               sizeof(PackedGeometry) == 16 && sizeof(PackedPosition) == 24);
 
-// Reads `n` packed records into `out` (one copy: the packed forms are the in-memory ones).
+// Reads `n` packed records into `out` (one copy: the packed forms are the in-memory ones;
+// the columns start at 8-byte boundaries of the file, so of its mapping).
 template <typename Packed, typename T>
 void CopyColumn(const char* from, uint64_t n, std::vector<T>* out) {
   static_assert(sizeof(Packed) == sizeof(T));
-  out->resize(n);
-  std::memcpy(out->data(), from, n * sizeof(T));
+  if (reinterpret_cast<uintptr_t>(from) % alignof(T) == 0) {
+    const T* first = reinterpret_cast<const T*>(from);
+    out->assign(first, first + n);
+  } else {
+    out->resize(n);
+    std::memcpy(out->data(), from, n * sizeof(T));
+  }
 }
 
 class Writer {
@@ -65,10 +74,10 @@ class Writer {
 
 class Reader {
  public:
-  Reader(const std::string& data, size_t end) : data_(data), end_(end) {}
+  Reader(const char* data, size_t end) : data_(data), end_(end) {}
   bool Bytes(void* p, size_t n) {
     if (n > end_ - pos_) return false;
-    std::memcpy(p, data_.data() + pos_, n);
+    std::memcpy(p, data_ + pos_, n);
     pos_ += n;
     return true;
   }
@@ -77,42 +86,62 @@ class Reader {
   bool Str(std::string* s) {
     uint32_t n;
     if (!Pod(&n) || n > end_ - pos_) return false;
-    s->assign(data_.data() + pos_, n);
+    s->assign(data_ + pos_, n);
     pos_ += n;
     return true;
   }
   size_t remaining() const { return end_ - pos_; }
-  const char* here() const { return data_.data() + pos_; }
+  size_t pos() const { return pos_; }
+  const char* here() const { return data_ + pos_; }
   void Skip(size_t n) { pos_ += n; }
 
  private:
-  const std::string& data_;
+  const char* data_;
   size_t end_;
   size_t pos_ = 0;
 };
 
-absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    return errno == ENOENT ? absl::NotFoundError(absl::StrCat(path, ": no catalog"))
-                           : absl::UnavailableError(absl::StrCat(path, ": ", std::strerror(errno)));
-  }
-  struct stat st;
-  std::string data;
-  if (::fstat(fd, &st) == 0) data.resize(static_cast<size_t>(st.st_size));
-  size_t done = 0;
-  while (done < data.size()) {
-    const ssize_t n = ::read(fd, data.data() + done, data.size() - done);
-    if (n <= 0) {
-      if (n < 0 && errno == EINTR) continue;
-      ::close(fd);
-      return absl::DataLossError(absl::StrCat(path, ": short read"));
+// A saved catalog mapped read-only (the page cache's pages, no copy), unmapped when it
+// goes.
+class MappedFile {
+ public:
+  static absl::StatusOr<std::shared_ptr<MappedFile>> Open(const std::string& path) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      return errno == ENOENT
+                 ? absl::NotFoundError(absl::StrCat(path, ": no catalog"))
+                 : absl::UnavailableError(absl::StrCat(path, ": ", std::strerror(errno)));
     }
-    done += static_cast<size_t>(n);
+    struct stat st;
+    if (::fstat(fd, &st) != 0) {
+      ::close(fd);
+      return absl::UnavailableError(absl::StrCat(path, ": ", std::strerror(errno)));
+    }
+    auto f = std::shared_ptr<MappedFile>(new MappedFile());
+    f->size_ = static_cast<size_t>(st.st_size);
+    if (f->size_ > 0) {
+      // Populated at once: one call maps every page, instead of a fault per page.
+      void* m = ::mmap(nullptr, f->size_, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+      if (m == MAP_FAILED) {
+        ::close(fd);
+        return absl::UnavailableError(absl::StrCat(path, ": mmap: ", std::strerror(errno)));
+      }
+      f->data_ = static_cast<const char*>(m);
+    }
+    ::close(fd);
+    return f;
   }
-  ::close(fd);
-  return data;
-}
+  ~MappedFile() {
+    if (data_ != nullptr) ::munmap(const_cast<char*>(data_), size_);
+  }
+  const char* data() const { return data_; }
+  size_t size() const { return size_; }
+
+ private:
+  MappedFile() = default;
+  const char* data_ = nullptr;
+  size_t size_ = 0;
+};
 
 }  // namespace
 
@@ -156,21 +185,23 @@ absl::Status SaveCatalog(const std::string& path, const CatalogSource& source,
   w.Pod<uint64_t>(catalog.list().size());
   w.Pod<uint64_t>(catalog.files().size());
   w.Pod<uint64_t>(catalog.source_positions().size());
-  w.out().reserve(w.out().size() + catalog.shots().size() * sizeof(PackedShot) +
-                  catalog.segments().size() * sizeof(PackedSegment) +
-                  catalog.list().size() * 4 + catalog.files().size() * sizeof(PackedGeometry) +
-                  catalog.source_positions().size() * sizeof(PackedPosition) + 4);
-  for (const ShotEntry& s : catalog.shots()) {
-    w.Pod(PackedShot{s.shot_id, s.first_segment, s.n_traces, s.n_segments});
-  }
-  for (const Segment& s : catalog.segments()) {
-    w.Pod(PackedSegment{s.first, s.file_id, s.count_and_kind});
-  }
-  w.Bytes(catalog.list().data(), catalog.list().size() * 4);
-  for (const FileGeometry& g : catalog.files()) w.Pod(PackedGeometry{g.first_offset, g.stride});
-  for (const SourcePosition& p : catalog.source_positions()) w.Pod(PackedPosition{p.shot_id, p.x, p.y});
-  const uint32_t crc = Crc32(0, w.out().data(), w.out().size());
-  w.Pod(crc);
+  while (w.out().size() % 8 != 0) w.Pod<uint8_t>(0);  // the columns start 8-byte aligned
+  static const uint32_t kZero = 0;
+  // The columns go to the file from where they are (their in-memory forms are the packed
+  // ones), the CRC-32 taken as they go: no second copy of the catalog.
+  static_assert(sizeof(ShotEntry) == sizeof(PackedShot) && sizeof(Segment) == sizeof(PackedSegment) &&
+                sizeof(FileGeometry) == sizeof(PackedGeometry) &&
+                sizeof(SourcePosition) == sizeof(PackedPosition));
+  const std::pair<const void*, size_t> parts[] = {
+      {w.out().data(), w.out().size()},
+      {catalog.shots().data(), catalog.shots().size() * sizeof(ShotEntry)},
+      {catalog.segments().data(), catalog.segments().size() * sizeof(Segment)},
+      {catalog.list().data(), catalog.list().size() * sizeof(uint32_t)},
+      {&kZero, catalog.list().size() % 2 * sizeof(uint32_t)},  // the next column aligned
+      {catalog.files().data(), catalog.files().size() * sizeof(FileGeometry)},
+      {catalog.source_positions().data(),
+       catalog.source_positions().size() * sizeof(SourcePosition)},
+  };
 
   // Write beside, then rename: a reader never sees half a catalog.
   const std::string tmp = absl::StrCat(path, ".tmp.", ::getpid());
@@ -179,18 +210,31 @@ absl::Status SaveCatalog(const std::string& path, const CatalogSource& source,
     return absl::UnavailableError(absl::StrCat(tmp, ": cannot write catalog: ",
                                                std::strerror(errno)));
   }
-  const std::string& data = w.out();
-  size_t done = 0;
-  while (done < data.size()) {
-    const ssize_t n = ::write(fd, data.data() + done, data.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      const std::string err = std::strerror(errno);
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return absl::UnavailableError(absl::StrCat(tmp, ": write failed: ", err));
+  auto write_all = [&](const void* p, size_t size) -> absl::Status {
+    const char* bytes = static_cast<const char*>(p);
+    for (size_t done = 0; done < size;) {
+      const ssize_t n = ::write(fd, bytes + done, size - done);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return absl::UnavailableError(absl::StrCat(tmp, ": write failed: ", std::strerror(errno)));
+      }
+      done += static_cast<size_t>(n);
     }
-    done += static_cast<size_t>(n);
+    return absl::OkStatus();
+  };
+  uint32_t crc = 0;
+  absl::Status written;
+  for (const auto& [p, size] : parts) {
+    if (size == 0) continue;
+    crc = Crc32(crc, p, size);
+    written = write_all(p, size);
+    if (!written.ok()) break;
+  }
+  if (written.ok()) written = write_all(&crc, sizeof(crc));
+  if (!written.ok()) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    return written;
   }
   if (::close(fd) != 0 || ::rename(tmp.c_str(), path.c_str()) != 0) {
     ::unlink(tmp.c_str());
@@ -201,15 +245,17 @@ absl::Status SaveCatalog(const std::string& path, const CatalogSource& source,
 }
 
 absl::StatusOr<Catalog> LoadCatalog(const std::string& path, const CatalogSource& expected) {
-  SS_ASSIGN_OR_RETURN(std::string data, ReadWholeFile(path));
+  SS_ASSIGN_OR_RETURN(std::shared_ptr<MappedFile> file, MappedFile::Open(path));
+  const char* const data = file->data();
+  const size_t size = file->size();
   auto corrupt = [&](absl::string_view why) {
     return absl::DataLossError(absl::StrCat(path, ": corrupt catalog: ", why));
   };
-  if (data.size() < sizeof(kMagic) + 8) return corrupt("too short");
+  if (size < sizeof(kMagic) + 8) return corrupt("too short");
   uint32_t stored_crc;
-  std::memcpy(&stored_crc, data.data() + data.size() - 4, 4);
-  const uint32_t crc = Crc32(0, data.data(), data.size() - 4);
-  Reader r(data, data.size() - 4);
+  std::memcpy(&stored_crc, data + size - 4, 4);
+  const uint32_t crc = Crc32(0, data, size - 4);
+  Reader r(data, size - 4);
   char magic[sizeof(kMagic)];
   r.Bytes(magic, sizeof(magic));
   if (std::memcmp(magic, kMagic, sizeof(kMagic)) != 0) return corrupt("not a catalog file");
@@ -262,31 +308,35 @@ absl::StatusOr<Catalog> LoadCatalog(const std::string& path, const CatalogSource
       !r.Pod(&n_positions)) {
     return corrupt("truncated counts");
   }
+  const size_t pad = (8 - r.pos() % 8) % 8;
+  if (pad > r.remaining()) return corrupt("truncated counts");
+  r.Skip(pad);
+  const uint64_t list_pad = n_list % 2 * 4;
   const uint64_t left = r.remaining();
   if (n_shots > left / sizeof(PackedShot) || n_segments > left / sizeof(PackedSegment) ||
       n_list > left / 4 || n_geometry > left / sizeof(PackedGeometry) ||
       n_positions > left / sizeof(PackedPosition) ||
       n_shots * sizeof(PackedShot) + n_segments * sizeof(PackedSegment) + n_list * 4 +
-              n_geometry * sizeof(PackedGeometry) + n_positions * sizeof(PackedPosition) !=
+              list_pad + n_geometry * sizeof(PackedGeometry) + n_positions * sizeof(PackedPosition) !=
           left) {
     return corrupt("column sizes do not match the counts");
   }
   if (n_geometry != n_files) return corrupt("file geometry does not match the file list");
   std::vector<ShotEntry> shots;
   std::vector<Segment> segments;
-  std::vector<uint32_t> list;
   std::vector<FileGeometry> geometry;
   std::vector<SourcePosition> positions;
   CopyColumn<PackedShot>(r.here(), n_shots, &shots);
   r.Skip(n_shots * sizeof(PackedShot));
   CopyColumn<PackedSegment>(r.here(), n_segments, &segments);
   r.Skip(n_segments * sizeof(PackedSegment));
-  CopyColumn<uint32_t>(r.here(), n_list, &list);
-  r.Skip(n_list * 4);
+  // The trace list, the one column of a size by trace, is read where it is mapped: page
+  // cache, not heap, and no copy (the catalog keeps the mapping).
+  const absl::Span<const uint32_t> list(reinterpret_cast<const uint32_t*>(r.here()), n_list);
+  r.Skip(n_list * 4 + list_pad);
   CopyColumn<PackedGeometry>(r.here(), n_geometry, &geometry);
   r.Skip(n_geometry * sizeof(PackedGeometry));
   CopyColumn<PackedPosition>(r.here(), n_positions, &positions);
-  data = std::string();  // the columns are copied: the file's bytes go now
   // Every trace inside its file: a run's last trace, each listed one.
   for (const Segment& s : segments) {
     if (s.file_id >= n_files) continue;  // FromParts says
@@ -299,14 +349,16 @@ absl::StatusOr<Catalog> LoadCatalog(const std::string& path, const CatalogSource
     if (s.count() == 0) return corrupt("an empty segment");
     if (s.is_list()) {
       if (s.first > list.size() || s.count() > list.size() - s.first) continue;
-      for (uint64_t k = s.first; k < s.first + s.count(); ++k) {
-        if (list[k] >= traces_in_file) return corrupt("trace outside its file");
-      }
+      // The largest index of the list against the file (a loop the compiler vectorises).
+      uint32_t largest = 0;
+      for (uint64_t k = s.first; k < s.first + s.count(); ++k) largest = std::max(largest, list[k]);
+      if (largest >= traces_in_file) return corrupt("trace outside its file");
     } else if (s.first >= traces_in_file || s.count() > traces_in_file - s.first) {
       return corrupt("trace outside its file");
     }
   }
-  auto catalog = Catalog::FromParts(std::move(shots), std::move(segments), std::move(list),
+  TraceList viewed = n_list == 0 ? TraceList() : TraceList(file, list.data(), list.size());
+  auto catalog = Catalog::FromParts(std::move(shots), std::move(segments), std::move(viewed),
                                     std::move(geometry), std::move(positions));
   if (!catalog.ok()) return corrupt(catalog.status().message());
   return catalog;

@@ -3,7 +3,8 @@
 //
 // File layout (little-endian): "SSCATLG\0", u32 version, the shot key, the source files
 // (path, size, mtime_ns, fingerprint), the counts (u64 shots, segments, list entries,
-// files, source positions), then the catalog's compact columns as it holds them in memory
+// files, source positions), zeros to an 8-byte boundary, then the catalog's compact
+// columns as it holds them in memory, each from an 8-byte boundary
 // (catalog.h): shots (i64 id, u64 first segment, u32 traces, u32 segments), segments (u64
 // first, u32 file id, u32 count and kind), the u32 trace list, each file's geometry (u64
 // first trace offset, u64 stride), the source positions (i64 id, f64 x, f64 y; source_xy

@@ -130,6 +130,20 @@ TEST(CatalogTest, RandomLayoutsKeepEveryShotsTracesInOrder) {
   }
 }
 
+TEST(CatalogTest, MoreShotsThan16BitLogWordsHoldGoOnIn32BitWords) {
+  // 40,000 shots of 3 traces, interleaved: the log widens mid-way, with seeks and runs
+  // before and after.
+  std::vector<std::pair<int64_t, std::pair<uint32_t, uint64_t>>> rows;
+  for (uint64_t k = 0; k < 3; ++k) {
+    for (int64_t s = 0; s < 40000; ++s) rows.push_back({s * 7 - 1000, {0, k * 40000 + s}});
+  }
+  rows.push_back({5, {1, 100}});
+  rows.push_back({5, {1, 101}});
+  Reference ref;
+  const Catalog c = Build(rows, {{3600, 244}, {0, 1}}, &ref);
+  ExpectSame(c, ref);
+}
+
 TEST(CatalogTest, AddingRangesEqualsAddingTracesOneByOne) {
   CatalogBuilder ranges({{0, 1}, {0, 1}});
   CatalogBuilder ones({{0, 1}, {0, 1}});

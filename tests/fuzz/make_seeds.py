@@ -35,9 +35,10 @@ def catalog():
     p = b"a.sgy"
     b += struct.pack("<I", len(p)) + p + struct.pack("<QqI", 1000000, 1, 2)
     b += struct.pack("<QQQQQ", 2, 2, 1, 1, 0)  # shots, segments, list, files, positions
+    b += bytes(-len(b) % 8)  # the columns start 8-byte aligned
     b += struct.pack("<qQII", 10, 0, 2, 1) + struct.pack("<qQII", 11, 1, 1, 1)
     b += struct.pack("<QII", 0, 0, 2) + struct.pack("<QII", 0, 0, 1 | 0x80000000)
-    b += struct.pack("<I", 2)  # the list: trace index 2
+    b += struct.pack("<I", 2) + bytes(4)  # the list (trace index 2), padded to 8 bytes
     b += struct.pack("<QQ", 3600, 400)  # the file's geometry
     return b + struct.pack("<I", zlib.crc32(b))
 
