@@ -57,12 +57,16 @@ constexpr uint32_t kMaxListGroup = 4;  // consecutive traces appended to a list,
 
 // Where a shot's segments stand while the log is replayed: the last segment's file,
 // its kind and count, and the trace index after its last trace.
+// 16 bytes a shot.
 struct SegmentState {
   uint64_t next = 0;
   uint32_t file = 0;
-  uint32_t count = 0;  // traces in the last segment; 0: none yet
-  bool list = false;
+  uint32_t count : 31;  // traces in the last segment; 0: none yet
+  uint32_t list : 1;
+  SegmentState() : count(0), list(0) {}
+  SegmentState(uint64_t n, uint32_t f, uint32_t c, bool l) : next(n), file(f), count(c), list(l) {}
 };
+static_assert(sizeof(SegmentState) == 16);
 
 // Places traces [first, first + count) of `file` after a shot's earlier ones: extends its
 // last segment where they follow it, appends to a list where a few stray traces join it
@@ -272,21 +276,22 @@ void CatalogBuilder::Add(int64_t shot_id, uint32_t file_id, uint64_t first, uint
 Catalog CatalogBuilder::Finish(std::vector<SourcePosition> positions) && {
   const size_t n_shots = ids_.size();
   ordinals_ = {};
-  // First pass: each shot's traces, segments and list entries.
-  struct Totals {
-    uint64_t traces = 0;
-    uint64_t segments = 0;
+  // First pass: each shot's traces, segments and list entries (counted in `at`, which
+  // then becomes where each shot's segments and list entries go).
+  struct Cursor {
+    uint64_t segment = 0;
     uint64_t list = 0;
   };
   struct Counter {
-    Totals* t;
+    Cursor* t;
     void Extend(uint64_t) {}
     void ToList(uint32_t) { ++t->list; }
     void Append(uint32_t) { ++t->list; }
-    void NewRun(uint32_t, uint64_t, uint32_t) { ++t->segments; }
+    void NewRun(uint32_t, uint64_t, uint32_t) { ++t->segment; }
   };
   std::vector<SegmentState> state(n_shots);
-  std::vector<Totals> totals(n_shots);
+  std::vector<Cursor> at(n_shots);
+  std::vector<uint32_t> traces(n_shots);
   auto replay = [&](auto each) {
     if (wide_) {
       Replay(wide_log_, each);
@@ -295,8 +300,8 @@ Catalog CatalogBuilder::Finish(std::vector<SourcePosition> positions) && {
     }
   };
   replay([&](uint32_t o, uint32_t file, uint64_t first, uint64_t count, bool) {
-    Counter c{&totals[o]};
-    totals[o].traces += count;
+    Counter c{&at[o]};
+    traces[o] += static_cast<uint32_t>(count);
     Place(state[o], file, first, count, c);
   });
 
@@ -306,21 +311,16 @@ Catalog CatalogBuilder::Finish(std::vector<SourcePosition> positions) && {
   std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return ids_[a] < ids_[b]; });
   Catalog c;
   c.shots_.resize(n_shots);
-  struct Cursor {
-    uint64_t segment = 0;
-    uint64_t list = 0;
-  };
-  std::vector<Cursor> cursor(n_shots);
   uint64_t segments = 0, list = 0;
   for (size_t r = 0; r < n_shots; ++r) {
     const uint32_t o = order[r];
-    c.shots_[r] = ShotEntry{ids_[o], segments, static_cast<uint32_t>(totals[o].traces),
-                            static_cast<uint32_t>(totals[o].segments)};
-    cursor[o] = Cursor{segments, list};
-    segments += totals[o].segments;
-    list += totals[o].list;
+    c.shots_[r] = ShotEntry{ids_[o], segments, traces[o], static_cast<uint32_t>(at[o].segment)};
+    const Cursor counted = at[o];
+    at[o] = Cursor{segments, list};
+    segments += counted.segment;
+    list += counted.list;
   }
-  totals = {};
+  traces = {};
   order = {};
   ids_ = {};
   c.segments_.resize(segments);
@@ -349,7 +349,7 @@ Catalog CatalogBuilder::Finish(std::vector<SourcePosition> positions) && {
   };
   std::fill(state.begin(), state.end(), SegmentState());
   replay([&](uint32_t o, uint32_t file, uint64_t first, uint64_t count, bool) {
-    Writer w{&c, &cursor[o]};
+    Writer w{&c, &at[o]};
     Place(state[o], file, first, count, w);
   });
   narrow_log_ = {};
