@@ -51,7 +51,8 @@ class ManyFilesTest(unittest.TestCase):
         shutil.rmtree(cls.tmp, ignore_errors=True)
 
     def test_serves_every_file_under_a_small_descriptor_limit_with_eviction_under_reads(self):
-        with harness.Server([f"--dataset=d={self.dir}/*.sgy"], nofile=LIMIT) as server:
+        with harness.Server([f"--dataset=d={self.dir}/*.sgy", "--metrics_listen=127.0.0.1:0"],
+                            nofile=LIMIT) as server:
             def line(prefix):
                 harness.wait_for(lambda: any(l.startswith(prefix) for l in server.stderr_lines),
                                  what=prefix)
@@ -97,6 +98,13 @@ class ManyFilesTest(unittest.TestCase):
                     np.testing.assert_array_equal(samples, self.oracle[sid][0], err_msg=str(sid))
             self.assertGreater(most[0], 0)
             self.assertLess(most[0], LIMIT)
+            # The cache closed files to make room while the streams read (each file was read
+            # by both, so reopened), and holds no more than its capacity.
+            m = server.metrics()
+            self.assertEqual(m["shotstream_open_files_limit"], LIMIT // 2)
+            self.assertLessEqual(m["shotstream_open_files"], LIMIT // 2)
+            self.assertGreater(m["shotstream_file_evictions_total"], N_FILES)
+            self.assertGreater(m["shotstream_file_opens_total"], 2 * N_FILES)
             # The shot list a page at a time.
             with shotstream.Client(server.target) as c:
                 pages = list(c.dataset_pages("d", page_size=300))

@@ -38,6 +38,7 @@ import consumer_bench  # noqa: E402
 import job_bench  # noqa: E402
 import link_bench  # noqa: E402
 import source_bench  # noqa: E402
+import scale_bench  # noqa: E402
 import zarr_bench  # noqa: E402
 import write_bench  # noqa: E402
 import load  # noqa: E402
@@ -379,7 +380,7 @@ def main():
     p.add_argument("--load_seconds", type=int, default=60)
     p.add_argument("--skip_reliability", action="store_true")
     p.add_argument("--only", choices=["link", "encodings", "jobs", "sources", "writes",
-                                          "consumers", "zarr"], default=None,
+                                          "consumers", "zarr", "scale"], default=None,
                    help="measure only this section and merge it into the saved bench.json")
     p.add_argument("--link_rate", default="10gbit", help="the emulated link's rate (tbf)")
     p.add_argument("--link_python", default=None,
@@ -637,6 +638,15 @@ def measure_zarr(work, reps):
     return out
 
 
+def measure_scale(work):
+    """Catalog memory per trace (shot-ordered and scattered) and 100,000 files under a
+    descriptor limit of 1024 (tools/scale_bench.py); one run each: memory and descriptor
+    counts, not rates, are the figures."""
+    out = scale_bench.measure(work)
+    out["date"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    return out
+
+
 def measure_writes(work, reps):
     """WriteShots from the C++ client (shotstream put) against streaming the shots back."""
     out = write_bench.measure(work, reps=max(3, reps))
@@ -666,6 +676,7 @@ def section_only(args, out_dir, work, ieee_dir):
         "writes": lambda: measure_writes(work, args.reps),
         "consumers": lambda: measure_consumers(work, args.reps),
         "zarr": lambda: measure_zarr(work, args.reps),
+        "scale": lambda: measure_scale(work),
     }[args.only]
     path = os.path.join(out_dir, ARTIFACTS, "bench.json")
     with open(path) as f:

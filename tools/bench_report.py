@@ -265,6 +265,7 @@ def render(r):
     lines += consumers_section(r.get("consumers"))
     lines += sources_section(r.get("sources"))
     lines += zarr_section(r.get("zarr"))
+    lines += scale_section(r.get("scale"))
     lines += writes_section(r.get("writes"))
     rel = r.get("reliability")
     if rel:
@@ -465,6 +466,49 @@ def zarr_section(z):
             f"({'met' if win >= 3 else 'NOT met'}) |",
             "", f"The server's CPU per full shot: {fmt(z['server_cpu_ms_per_shot'], 'ms')} "
             "(read, Blosc decode, float32, CRC-32, gRPC), on the same two cores as the client."]
+
+
+def scale_section(s):
+    if not s:
+        return []
+    so, sc, mf = s["shot_ordered"], s["scattered"], s["many_files"]
+
+    def met(ok):
+        return "met" if ok else "NOT met"
+
+    rows = []
+    for name, c, target in (("shot-ordered (shots of 1,000 traces)", so, 1),
+                            ("scattered (each trace's shot at random)", sc, 6)):
+        rows.append(f"| {name} | {c['resident_bytes_per_trace']:.2f} | <= {target} "
+                    f"({met(c['resident_bytes_per_trace'] <= target)}) | "
+                    f"{c['peak_bytes_per_trace']:.2f} | "
+                    f"{c['peak_bytes_per_trace'] / max(c['resident_bytes_per_trace'], 1e-9):.1f}x "
+                    f"| {c['scan_traces_per_s'] / 1e6:.1f} M | {c['reload_seconds']:.2f} s"
+                    f"{'' if c['reload_reused'] else ' (NOT reused)'} "
+                    f"({met(c['reload_seconds'] <= 0.5 and c['reload_reused'])}), then "
+                    f"{c.get('reload_anon_bytes_per_trace', float('nan')):.2f} bytes a trace in the heap |")
+    return ["", "## Survey scale: catalog memory and many files", "",
+            f"One SEG-Y file of {so['traces']:,} traces of one IEEE sample (synthetic), loaded by "
+            "a server alone; memory is anonymous RSS (`RssAnon`) after the load, and its peak "
+            "during the scan (sampled every 2 ms), less that of the same server over a one-shot "
+            "file; the scan rate is over the build time the server reports; the saved catalog "
+            "(`--catalog_dir`) is then reopened by a second server (tools/scale_bench.py; "
+            f"`bazel run -c opt //:bench -- --only=scale`, measured {s.get('date', '')}; one "
+            "run).", "",
+            "| layout | bytes a trace, resident | target | peak during the scan | peak / "
+            "resident (<= 2x) | scan, traces/s | saved catalog reopened (<= 0.5 s) |",
+            "| --- | ---: | --- | ---: | ---: | ---: | --- |", *rows, "",
+            *([f"segyio `attributes(FieldRecord)[:]` on the shot-ordered file: "
+               f"{so['segyio_traces_per_s'] / 1e6:.2f} M traces/s (the server's scan "
+               f"{so['scan_traces_per_s'] / so['segyio_traces_per_s']:.1f}x).", ""]
+              if so.get("segyio_traces_per_s") else []),
+            f"{mf['files']:,} files of one shot each (10 traces x 50 samples), the server under "
+            f"`ulimit -n {mf['limit']}` (`{mf['open_line']}`): loaded in "
+            f"{mf['load_seconds']:.1f} s, one stream over every shot delivered "
+            f"{mf['shots_streamed']:,} shots ({mf['stream_shots_per_s']:,.0f} shots/s), at most "
+            f"{mf['max_descriptors']} descriptors open at once; anonymous memory "
+            f"{mf['anon_bytes_per_file']:,.0f} bytes a file after the load "
+            f"({met(mf['max_descriptors'] < mf['limit'] and mf['shots_streamed'] == mf['files'])})."]
 
 
 def writes_section(w):

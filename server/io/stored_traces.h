@@ -1,5 +1,5 @@
-// StoredTraces: a shot's traces sent as they are stored (zero copy), from memory that
-// outlives the message (a file mapping, kept by the source the stream holds): where each
+// StoredTraces: a shot's traces sent as they are stored (zero copy), from file mappings
+// that this object holds open (and the messages that send them hold it): where each
 // trace's samples are, and their first touch and CRC-32, each guarded against the memory
 // going away (a file truncated under its mapping).
 //

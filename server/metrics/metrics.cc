@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "server/common/listen_probe.h"
+#include "server/io/open_file_cache.h"
 
 namespace shotstream::metrics {
 namespace {
@@ -179,6 +180,30 @@ std::string RenderPrometheus(const service::ServiceCounters& c,
     absl::StrAppendFormat(&out, "shotstream_dataset_traces{dataset=\"%s\"} %d\n",
                           datasets[i]->name, snapshots[i]->catalog().n_traces());
   }
+  out += "# HELP shotstream_catalog_bytes The catalog's memory: heap, and read from the saved "
+         "catalog's mapping.\n"
+         "# TYPE shotstream_catalog_bytes gauge\n";
+  for (size_t i = 0; i < datasets.size(); ++i) {
+    if (snapshots[i] == nullptr) continue;
+    const catalog::Catalog& cat = snapshots[i]->catalog();
+    absl::StrAppendFormat(&out, "shotstream_catalog_bytes{dataset=\"%s\",in=\"heap\"} %d\n",
+                          datasets[i]->name, cat.ResidentBytes());
+    absl::StrAppendFormat(&out, "shotstream_catalog_bytes{dataset=\"%s\",in=\"mapping\"} %d\n",
+                          datasets[i]->name, cat.MappedBytes());
+  }
+  const io::OpenFileCache& files = io::OpenFileCache::Default();
+  Metric(&out, "shotstream_open_files", "gauge",
+         "Data files held open by the open-file cache (reads in progress may hold more).",
+         static_cast<double>(files.open_files()));
+  Metric(&out, "shotstream_open_files_limit", "gauge",
+         "Data files the open-file cache holds at most (open_files).",
+         static_cast<double>(files.capacity()));
+  Metric(&out, "shotstream_file_opens_total", "counter",
+         "Data files opened, first opens and reopens after eviction.",
+         static_cast<double>(files.opens()));
+  Metric(&out, "shotstream_file_evictions_total", "counter",
+         "Data files closed by the open-file cache to make room.",
+         static_cast<double>(files.evictions()));
   return out;
 }
 

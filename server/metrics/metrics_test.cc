@@ -50,6 +50,8 @@ TEST(MetricsTest, RendersCountersAsPrometheusText) {
             std::string::npos);
   EXPECT_NE(text.find("shotstream_dataset_ready{dataset=\"bad\"} 0\n"), std::string::npos);
   EXPECT_NE(text.find("# TYPE shotstream_shot_read_seconds histogram"), std::string::npos);
+  EXPECT_NE(text.find("\nshotstream_open_files_limit "), std::string::npos);
+  EXPECT_NE(text.find("# TYPE shotstream_file_evictions_total counter"), std::string::npos);
 }
 
 TEST(MetricsTest, ServesOverHttp) {

@@ -72,9 +72,9 @@ struct WindowPlan {
 };
 
 // One chunk to encode: `meta` is a ShotChunk without samples; the samples are either
-// decoded (`samples`) or stored traces (`stored`, `trace_bytes` each, in a file mapping
-// that lives as long as the plan's source: traces [stored_first, + stored.size()) of
-// `stored_set`).
+// decoded (`samples`) or stored traces (`stored`, `trace_bytes` each, in file mappings
+// that `stored_set` holds open, as the message's slices do until written: traces
+// [stored_first, + stored.size()) of `stored_set`).
 struct OutgoingChunk {
   v1::ShotChunk meta;
   SampleBuffer samples;
