@@ -56,16 +56,27 @@ def server_is_asan():
         return b"__asan_init" in f.read()
 
 
-def rss_kb(pid):
-    """Resident memory of process `pid` in KiB (VmRSS), 0 if it is gone."""
+def status_kb(pid, field):
+    """A KiB field of /proc/PID/status (VmRSS, RssAnon, ...), 0 if the process is gone."""
     try:
         with open(f"/proc/{pid}/status") as f:
             for line in f:
-                if line.startswith("VmRSS:"):
+                if line.startswith(field + ":"):
                     return int(line.split()[1])
     except OSError:
         pass
     return 0
+
+
+def rss_kb(pid):
+    """Resident memory of process `pid` in KiB (VmRSS), 0 if it is gone."""
+    return status_kb(pid, "VmRSS")
+
+
+def anon_kb(pid):
+    """Anonymous resident memory of process `pid` in KiB (RssAnon): what it allocated,
+    without the pages of the files it maps; 0 if it is gone."""
+    return status_kb(pid, "RssAnon")
 
 
 def cpu_times(pid):

@@ -60,17 +60,6 @@ def write_one_sample_file(path, shot_of):
             f.write(block.tobytes())
 
 
-def rss_anon_kb(pid):
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("RssAnon:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
-
-
 class Sampler:
     """The peak of f(pid) every `period` seconds while it runs."""
 
@@ -131,17 +120,17 @@ def catalog_memory(work, layout):
         block["ns"] = 1
         f.write(block.tobytes())
     with harness.Server([f"--dataset=d={small}"]) as server:
-        base = rss_anon_kb(server.proc.pid)
+        base = harness.anon_kb(server.proc.pid)
     cat = os.path.join(work, f"catalog_{layout}")
-    with Sampler(rss_anon_kb, 0.002) as s:
+    with Sampler(harness.anon_kb, 0.002) as s:
         with harness.Server([f"--dataset=d={path}", f"--catalog_dir={cat}"], timeout=600,
                             started=lambda p: setattr(s, "pid", p.pid)) as server:
             seconds, line = build_seconds(server, "d")
-            resident = rss_anon_kb(server.proc.pid)
+            resident = harness.anon_kb(server.proc.pid)
             peak = s.peak
     with harness.Server([f"--dataset=d={path}", f"--catalog_dir={cat}"], timeout=600) as server:
         reload_seconds, reload_line = build_seconds(server, "d")
-        reload_anon = rss_anon_kb(server.proc.pid)
+        reload_anon = harness.anon_kb(server.proc.pid)
     segyio_rate = segyio_traces_per_s(path) if layout == "shot_ordered" else None
     os.remove(path)
     return {
@@ -172,14 +161,14 @@ def many_files(work):
         with open(os.path.join(d, f"s{i:06d}.sgy"), "wb") as f:
             f.write(head + block.tobytes())
     with harness.Server([f"--dataset=m={d}/s000000.sgy"]) as server:
-        base = rss_anon_kb(server.proc.pid)
+        base = harness.anon_kb(server.proc.pid)
     descriptors = lambda pid: len(os.listdir(f"/proc/{pid}/fd"))  # noqa: E731
     with Sampler(descriptors, 0.005) as s:
         with harness.Server([f"--dataset=m={d}/*.sgy"], timeout=600, nofile=1024,
                             started=lambda p: setattr(s, "pid", p.pid)) as server:
             seconds, line = build_seconds(server, "m")
             open_line = next(l for l in server.stderr_lines if l.startswith("open files:"))
-            per_file = (rss_anon_kb(server.proc.pid) - base) * 1024 / FILES
+            per_file = (harness.anon_kb(server.proc.pid) - base) * 1024 / FILES
             r = harness.cli_bench(server.target, "m", shots="all", queue_depth=8)
             peak = s.peak
     return {

@@ -23,16 +23,6 @@ import harness  # the test harness: a real server process
 SHOTS, TRACES, SAMPLES = 48, 480, 4000  # 7.68 MB shots
 
 
-def anon_kb(pid):
-    """The server's anonymous resident memory (RssAnon, KiB): what it allocated, without
-    the pages of the files it maps (a written dataset is mapped and scanned once loaded)."""
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("RssAnon:"):
-                return int(line.split()[1])
-    return 0
-
-
 def measure(work, reps=3):
     src = os.path.join(work, "put_src")
     os.makedirs(src, exist_ok=True)
@@ -52,12 +42,12 @@ def measure(work, reps=3):
                 src, "shot_1.npy")]) as server:
             for r in range(reps + 1):  # the first pass is untimed (connection, page cache)
                 name = f"w{r}"
-                rss = [anon_kb(server.proc.pid)]
+                rss = [harness.anon_kb(server.proc.pid)]
                 done = threading.Event()
 
                 def sample():
                     while not done.wait(0.02):
-                        rss.append(anon_kb(server.proc.pid))
+                        rss.append(harness.anon_kb(server.proc.pid))
                 t = threading.Thread(target=sample, daemon=True)
                 t.start()
                 u0, s0 = harness.cpu_times(server.proc.pid)

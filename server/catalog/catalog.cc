@@ -304,6 +304,7 @@ Catalog CatalogBuilder::Finish(std::vector<SourcePosition> positions) && {
     traces[o] += static_cast<uint32_t>(count);
     Place(state[o], file, first, count, c);
   });
+  state = {};  // the second pass reads each shot's state from what it has written
 
   // Shots sorted by id; their segments and lists laid out in that order.
   std::vector<uint32_t> order(n_shots);
@@ -326,31 +327,40 @@ Catalog CatalogBuilder::Finish(std::vector<SourcePosition> positions) && {
   c.segments_.resize(segments);
   c.list_.held().resize(list);
 
-  // Second pass: the same decisions, written.
+  // Second pass: the same decisions, written. A shot's placement state is its last
+  // segment as written (kStarted in its cursor once it has one), so none is kept.
+  constexpr uint64_t kStarted = uint64_t{1} << 63;
   struct Writer {
     Catalog* c;
     Cursor* at;
-    void Extend(uint64_t n) {
-      c->segments_[at->segment - 1].count_and_kind += static_cast<uint32_t>(n);
-    }
+    Segment& last() { return c->segments_[(at->segment & ~kStarted) - 1]; }
+    void Extend(uint64_t n) { last().count_and_kind += static_cast<uint32_t>(n); }
     void ToList(uint32_t index) {
-      Segment& s = c->segments_[at->segment - 1];
+      Segment& s = last();
       s.first = at->list;
       s.count_and_kind = 1 | Segment::kList;
       c->list_.held()[at->list++] = index;
     }
     void Append(uint32_t index) {
-      ++c->segments_[at->segment - 1].count_and_kind;
+      ++last().count_and_kind;
       c->list_.held()[at->list++] = index;
     }
     void NewRun(uint32_t file, uint64_t first, uint32_t n) {
-      c->segments_[at->segment++] = Segment{first, file, n};
+      c->segments_[at->segment & ~kStarted] = Segment{first, file, n};
+      at->segment = ((at->segment & ~kStarted) + 1) | kStarted;
+    }
+    SegmentState State() {
+      if ((at->segment & kStarted) == 0) return SegmentState();
+      const Segment& s = last();
+      const uint64_t next =
+          s.is_list() ? uint64_t{c->list_.held()[at->list - 1]} + 1 : s.first + s.count();
+      return SegmentState(next, s.file_id, s.count(), s.is_list());
     }
   };
-  std::fill(state.begin(), state.end(), SegmentState());
   replay([&](uint32_t o, uint32_t file, uint64_t first, uint64_t count, bool) {
     Writer w{&c, &at[o]};
-    Place(state[o], file, first, count, w);
+    SegmentState s = w.State();
+    Place(s, file, first, count, w);
   });
   narrow_log_ = {};
   wide_log_ = {};
