@@ -112,20 +112,6 @@ void TraceHeaderToBigEndian(const uint8_t* header, ByteOrder order, uint8_t* dst
   }
 }
 
-int64_t ReadHeaderInt(const uint8_t* header, int byte, int size, ByteOrder order) {
-  const uint8_t* p = header + (byte - 1);
-  if (size == 2) {
-    uint16_t v;
-    std::memcpy(&v, p, 2);
-    if (order == ByteOrder::kBigEndian) v = __builtin_bswap16(v);
-    return static_cast<int16_t>(v);
-  }
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  if (order == ByteOrder::kBigEndian) v = __builtin_bswap32(v);
-  return static_cast<int32_t>(v);
-}
-
 namespace {
 
 struct ScaledField {

@@ -5,6 +5,7 @@
 #define SHOTSTREAM_SERVER_SEGY_TRACE_HEADER_H_
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -31,8 +32,21 @@ const std::vector<HeaderField>& StandardTraceHeaderFields();
 // standard field swapped for little-endian files, the other bytes copied as they are.
 void TraceHeaderToBigEndian(const uint8_t* header, ByteOrder order, uint8_t* dst);
 
-// Reads a signed integer of `size` bytes at 1-based `byte` of `header`.
-int64_t ReadHeaderInt(const uint8_t* header, int byte, int size, ByteOrder order);
+// Reads a signed integer of `size` bytes (2 or 4) at 1-based `byte` of `header`. Inline:
+// catalog scans call it for every trace.
+inline int64_t ReadHeaderInt(const uint8_t* header, int byte, int size, ByteOrder order) {
+  const uint8_t* p = header + (byte - 1);
+  if (size == 2) {
+    uint16_t v;
+    std::memcpy(&v, p, 2);
+    if (order == ByteOrder::kBigEndian) v = __builtin_bswap16(v);
+    return static_cast<int16_t>(v);
+  }
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  if (order == ByteOrder::kBigEndian) v = __builtin_bswap32(v);
+  return static_cast<int32_t>(v);
+}
 
 // A field to return with a shot: a standard field (raw integer value) or one of the
 // contract's scaled fields (coordinates with bytes 71-72 applied, elevations with bytes

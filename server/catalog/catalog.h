@@ -15,7 +15,6 @@
 
 #include <cstdint>
 #include <functional>
-#include <initializer_list>
 #include <memory>
 #include <string>
 #include <vector>
@@ -65,8 +64,6 @@ class TraceList {
  public:
   TraceList() = default;
   TraceList(std::vector<uint32_t> held) : held_(std::move(held)) {}  // NOLINT: implicit
-  TraceList(std::initializer_list<uint32_t> held) : held_(held) {}
-  TraceList(absl::Span<const uint32_t> copied) : held_(copied.begin(), copied.end()) {}  // NOLINT
   TraceList(std::shared_ptr<const void> keeper, const uint32_t* data, size_t size)
       : keeper_(std::move(keeper)), data_(data), size_(size) {}
 
@@ -151,13 +148,6 @@ class CatalogBuilder {
   // Traces [first, first + count) of file `file_id` (trace indices) belong to shot
   // `shot_id`, after the shot's traces added before.
   void Add(int64_t shot_id, uint32_t file_id, uint64_t first, uint64_t count = 1);
-  // The same for a trace at a position (a byte offset, for files of fixed-length traces):
-  // the index is (offset - first_offset) / stride.
-  void AddRef(int64_t shot_id, const io::TraceRef& t) {
-    const FileGeometry& g = files_[t.file_id];
-    Add(shot_id, t.file_id, (t.offset - g.first_offset) / g.stride);
-  }
-  uint64_t n_traces() const { return n_traces_; }
   // Room for about `traces` traces added one at a time, reserved now so that the log never
   // moves while it grows (reserved pages cost nothing until written).
   void Reserve(uint64_t traces);

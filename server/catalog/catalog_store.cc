@@ -20,41 +20,17 @@ namespace {
 
 constexpr char kMagic[8] = {'S', 'S', 'C', 'A', 'T', 'L', 'G', '\0'};
 
-struct PackedShot {
-  int64_t id;
-  uint64_t first_segment;
-  uint32_t n_traces;
-  uint32_t n_segments;
-};
-struct PackedSegment {
-  uint64_t first;
-  uint32_t file_id;
-  uint32_t count_and_kind;
-};
-struct PackedGeometry {
-  uint64_t first_offset;
-  uint64_t stride;
-};
-struct PackedPosition {
-  int64_t id;
-  double x;
-  double y;
-};
-static_assert(sizeof(PackedShot) == 24 && sizeof(PackedSegment) == 16 &&
-              sizeof(PackedGeometry) == 16 && sizeof(PackedPosition) == 24);
+// The columns are saved as the catalog holds them in memory (little-endian), so these
+// sizes are the file format's.
+static_assert(sizeof(ShotEntry) == 24 && sizeof(Segment) == 16 && sizeof(FileGeometry) == 16 &&
+              sizeof(SourcePosition) == 24);
 
-// Reads `n` packed records into `out` (one copy: the packed forms are the in-memory ones;
-// the columns start at 8-byte boundaries of the file, so of its mapping).
-template <typename Packed, typename T>
+// Reads `n` records of a column into `out`: one copy, the column starting at an 8-byte
+// boundary of the file (so of its mapping).
+template <typename T>
 void CopyColumn(const char* from, uint64_t n, std::vector<T>* out) {
-  static_assert(sizeof(Packed) == sizeof(T));
-  if (reinterpret_cast<uintptr_t>(from) % alignof(T) == 0) {
-    const T* first = reinterpret_cast<const T*>(from);
-    out->assign(first, first + n);
-  } else {
-    out->resize(n);
-    std::memcpy(out->data(), from, n * sizeof(T));
-  }
+  const T* first = reinterpret_cast<const T*>(from);
+  out->assign(first, first + n);
 }
 
 class Writer {
@@ -187,11 +163,8 @@ absl::Status SaveCatalog(const std::string& path, const CatalogSource& source,
   w.Pod<uint64_t>(catalog.source_positions().size());
   while (w.out().size() % 8 != 0) w.Pod<uint8_t>(0);  // the columns start 8-byte aligned
   static const uint32_t kZero = 0;
-  // The columns go to the file from where they are (their in-memory forms are the packed
-  // ones), the CRC-32 taken as they go: no second copy of the catalog.
-  static_assert(sizeof(ShotEntry) == sizeof(PackedShot) && sizeof(Segment) == sizeof(PackedSegment) &&
-                sizeof(FileGeometry) == sizeof(PackedGeometry) &&
-                sizeof(SourcePosition) == sizeof(PackedPosition));
+  // The columns go to the file from where they are, the CRC-32 taken as they go: no second
+  // copy of the catalog.
   const std::pair<const void*, size_t> parts[] = {
       {w.out().data(), w.out().size()},
       {catalog.shots().data(), catalog.shots().size() * sizeof(ShotEntry)},
@@ -313,11 +286,11 @@ absl::StatusOr<Catalog> LoadCatalog(const std::string& path, const CatalogSource
   r.Skip(pad);
   const uint64_t list_pad = n_list % 2 * 4;
   const uint64_t left = r.remaining();
-  if (n_shots > left / sizeof(PackedShot) || n_segments > left / sizeof(PackedSegment) ||
-      n_list > left / 4 || n_geometry > left / sizeof(PackedGeometry) ||
-      n_positions > left / sizeof(PackedPosition) ||
-      n_shots * sizeof(PackedShot) + n_segments * sizeof(PackedSegment) + n_list * 4 +
-              list_pad + n_geometry * sizeof(PackedGeometry) + n_positions * sizeof(PackedPosition) !=
+  if (n_shots > left / sizeof(ShotEntry) || n_segments > left / sizeof(Segment) ||
+      n_list > left / 4 || n_geometry > left / sizeof(FileGeometry) ||
+      n_positions > left / sizeof(SourcePosition) ||
+      n_shots * sizeof(ShotEntry) + n_segments * sizeof(Segment) + n_list * 4 +
+              list_pad + n_geometry * sizeof(FileGeometry) + n_positions * sizeof(SourcePosition) !=
           left) {
     return corrupt("column sizes do not match the counts");
   }
@@ -326,17 +299,17 @@ absl::StatusOr<Catalog> LoadCatalog(const std::string& path, const CatalogSource
   std::vector<Segment> segments;
   std::vector<FileGeometry> geometry;
   std::vector<SourcePosition> positions;
-  CopyColumn<PackedShot>(r.here(), n_shots, &shots);
-  r.Skip(n_shots * sizeof(PackedShot));
-  CopyColumn<PackedSegment>(r.here(), n_segments, &segments);
-  r.Skip(n_segments * sizeof(PackedSegment));
+  CopyColumn(r.here(), n_shots, &shots);
+  r.Skip(n_shots * sizeof(ShotEntry));
+  CopyColumn(r.here(), n_segments, &segments);
+  r.Skip(n_segments * sizeof(Segment));
   // The trace list, the one column of a size by trace, is read where it is mapped: page
   // cache, not heap, and no copy (the catalog keeps the mapping).
   const absl::Span<const uint32_t> list(reinterpret_cast<const uint32_t*>(r.here()), n_list);
   r.Skip(n_list * 4 + list_pad);
-  CopyColumn<PackedGeometry>(r.here(), n_geometry, &geometry);
-  r.Skip(n_geometry * sizeof(PackedGeometry));
-  CopyColumn<PackedPosition>(r.here(), n_positions, &positions);
+  CopyColumn(r.here(), n_geometry, &geometry);
+  r.Skip(n_geometry * sizeof(FileGeometry));
+  CopyColumn(r.here(), n_positions, &positions);
   // Every trace inside its file: a run's last trace, each listed one.
   for (const Segment& s : segments) {
     if (s.file_id >= n_files) continue;  // FromParts says

@@ -75,7 +75,9 @@ TEST_F(CatalogStoreTest, SaveLoadEqual) {
 }
 
 TEST_F(CatalogStoreTest, SourcePositionsRoundTrip) {
-  Catalog with = *Catalog::FromParts(catalog_.shots(), catalog_.segments(), catalog_.list(),
+  Catalog with = *Catalog::FromParts(catalog_.shots(), catalog_.segments(),
+                                     std::vector<uint32_t>(catalog_.list().begin(),
+                                                           catalog_.list().end()),
                                      catalog_.files(), {{0, 1.5, -2.5}, {1, 3.25, 4.0}});
   ASSERT_TRUE(SaveCatalog(path_, source_, with).ok());
   auto loaded = LoadCatalog(path_, source_);

@@ -124,7 +124,9 @@ TEST(CatalogTest, RandomLayoutsKeepEveryShotsTracesInOrder) {
     SCOPED_TRACE(seed);
     ExpectSame(c, ref);
     // The saved columns make the same catalog.
-    auto again = Catalog::FromParts(c.shots(), c.segments(), c.list(), c.files(), {});
+    auto again = Catalog::FromParts(c.shots(), c.segments(),
+                                    std::vector<uint32_t>(c.list().begin(), c.list().end()),
+                                    c.files(), {});
     ASSERT_TRUE(again.ok()) << again.status();
     EXPECT_EQ(again->AllTraces(), c.AllTraces());
   }
@@ -168,8 +170,8 @@ TEST(CatalogTest, InconsistentPartsAreRefused) {
   EXPECT_FALSE(Catalog::FromParts({{1, 0, 2, 2}}, seg, {}, {{0, 1}}, {}).ok());  // segments
   EXPECT_FALSE(Catalog::FromParts({{1, 0, 1, 1}, {1, 1, 0, 0}}, seg, {}, {{0, 1}}, {}).ok());
   const std::vector<Segment> listed = {{1, 0, 2 | Segment::kList}};
-  EXPECT_FALSE(Catalog::FromParts({{1, 0, 2, 1}}, listed, {4, 5}, {{0, 1}}, {}).ok());
-  EXPECT_TRUE(Catalog::FromParts({{1, 0, 2, 1}}, listed, {4, 5, 6}, {{0, 1}}, {}).ok());
+  EXPECT_FALSE(Catalog::FromParts({{1, 0, 2, 1}}, listed, std::vector<uint32_t>{4, 5}, {{0, 1}}, {}).ok());
+  EXPECT_TRUE(Catalog::FromParts({{1, 0, 2, 1}}, listed, std::vector<uint32_t>{4, 5, 6}, {{0, 1}}, {}).ok());
 }
 
 }  // namespace

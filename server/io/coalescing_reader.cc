@@ -5,7 +5,6 @@
 #include <memory>
 #include <numeric>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "common/crc32.h"
 #include "common/status_macros.h"
@@ -57,34 +56,36 @@ ReadPlan PlanPieces(absl::Span<const Piece> pieces, const CoalesceOptions& optio
 
 namespace {
 
-// Calls on_header(i, header) and on_samples(i, samples) for every trace i of `traces`
-// (header: its first byte; samples: the first sample of `range`), reading each coalesced
-// range once: in place for mapped files (under the SIGBUS guard), else into a per-thread
-// scratch buffer. A whole-trace range reads each trace as one piece; a window reads the
-// header and the window as two.
 // The handles a read holds open (TraceFile::Acquire): for a copy, only the file being
-// read (the reads of a plan go file by file); for zero copy, every file the traces are
-// in, kept by the StoredTraces that point into them.
+// read; for zero copy, every file the traces are in, kept by the StoredTraces that point
+// into them. A plan's reads go file by file, so a file is acquired once per plan.
 class Pins {
  public:
   explicit Pins(bool keep_all) : keep_all_(keep_all) {}
   absl::StatusOr<const TraceFile::Handle*> Get(const TraceFile& file, uint32_t file_id) {
-    auto it = held_.find(file_id);
-    if (it != held_.end()) return it->second.get();
+    if (!held_.empty() && held_.back().first == file_id) return held_.back().second.get();
     if (!keep_all_) held_.clear();
     SS_ASSIGN_OR_RETURN(std::shared_ptr<const TraceFile::Handle> h, file.Acquire());
-    return held_.emplace(file_id, std::move(h)).first->second.get();
+    held_.emplace_back(file_id, std::move(h));
+    return held_.back().second.get();
   }
   const TraceFile::Handle* Find(uint32_t file_id) const {
-    auto it = held_.find(file_id);
-    return it == held_.end() ? nullptr : it->second.get();
+    for (const auto& [id, handle] : held_) {
+      if (id == file_id) return handle.get();
+    }
+    return nullptr;
   }
 
  private:
   const bool keep_all_;
-  absl::flat_hash_map<uint32_t, std::shared_ptr<const TraceFile::Handle>> held_;
+  std::vector<std::pair<uint32_t, std::shared_ptr<const TraceFile::Handle>>> held_;
 };
 
+// Calls on_header(i, header) and on_samples(i, samples) for every trace i of `traces`
+// (header: its first byte; samples: the first sample of `range`), reading each coalesced
+// range once: in place for mapped files (under the SIGBUS guard), else into a per-thread
+// scratch buffer, through the handles `pins` holds. A whole-trace range reads each trace
+// as one piece; a window reads the header and the window as two.
 template <typename OnHeader, typename OnSamples>
 absl::Status VisitTraces(absl::Span<const TraceFile* const> files,
                          absl::Span<const TraceRef> traces, const CoalesceOptions& options,
@@ -231,10 +232,6 @@ absl::Status LocateTraces(absl::Span<const TraceFile* const> files,
       CopyHeaderTo(header_dst),
       [&](size_t i, const uint8_t* samples) { sample_src[i] = samples; });
 }
-
-}  // namespace
-
-namespace {
 
 // Stored traces inside the mappings of TraceFiles; runs of traces that follow each other
 // in one file are touched and checksummed under one guard.

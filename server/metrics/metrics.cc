@@ -186,10 +186,11 @@ std::string RenderPrometheus(const service::ServiceCounters& c,
   for (size_t i = 0; i < datasets.size(); ++i) {
     if (snapshots[i] == nullptr) continue;
     const catalog::Catalog& cat = snapshots[i]->catalog();
-    absl::StrAppendFormat(&out, "shotstream_catalog_bytes{dataset=\"%s\",in=\"heap\"} %d\n",
-                          datasets[i]->name, cat.ResidentBytes());
-    absl::StrAppendFormat(&out, "shotstream_catalog_bytes{dataset=\"%s\",in=\"mapping\"} %d\n",
-                          datasets[i]->name, cat.MappedBytes());
+    for (const auto& [in, bytes] : {std::pair<const char*, uint64_t>{"heap", cat.ResidentBytes()},
+                                    {"mapping", cat.MappedBytes()}}) {
+      absl::StrAppendFormat(&out, "shotstream_catalog_bytes{dataset=\"%s\",in=\"%s\"} %d\n",
+                            datasets[i]->name, in, bytes);
+    }
   }
   const io::OpenFileCache& files = io::OpenFileCache::Default();
   Metric(&out, "shotstream_open_files", "gauge",

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <cstring>
 #include <map>
 #include <thread>
 #include <utility>
@@ -44,37 +43,21 @@ struct Batch {
   uint32_t first_mismatch_ns = 0;
 };
 
-// A header's 4-byte and 2-byte integers in place, in the file's byte order (the hot loop
-// of a scan: inlined, no branch on the order inside).
-template <bool kBig>
-inline int32_t Int32At(const uint8_t* p) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return static_cast<int32_t>(kBig ? __builtin_bswap32(v) : v);
-}
-template <bool kBig>
-inline uint16_t Uint16At(const uint8_t* p) {
-  uint16_t v;
-  std::memcpy(&v, p, 2);
-  return kBig ? __builtin_bswap16(v) : v;
-}
-
-template <bool kBig>
-void ParseKeys(const uint8_t* p, uint64_t stride, const io::TraceLayout& l, const ShotKey& key,
-               bool check_lengths, Batch* b) {
+// Parses the headers at `p`, `p + stride`, ... into `b` (b->n of them).
+void ParseHeaders(const uint8_t* p, uint64_t stride, const io::TraceLayout& l, const ShotKey& key,
+                  bool check_lengths, Batch* b) {
   static const HeaderSelector kSourceX = *ResolveHeader("source_x");
   static const HeaderSelector kSourceY = *ResolveHeader("source_y");
   b->mismatches = 0;
-  const int key_at = key.byte - 1;
   const uint16_t file_ns = static_cast<uint16_t>(l.n_samples & 0xffff);
   for (uint64_t i = 0; i < b->n; ++i, p += stride) {
     if (key.source_xy) {
       b->xs[i] = HeaderValue(kSourceX, p, l.byte_order);
       b->ys[i] = HeaderValue(kSourceY, p, l.byte_order);
     } else {
-      b->keys[i] = Int32At<kBig>(p + key_at);
+      b->keys[i] = static_cast<int32_t>(ReadHeaderInt(p, key.byte, 4, l.byte_order));
     }
-    const uint16_t ns = Uint16At<kBig>(p + 114);  // bytes 115-116
+    const uint16_t ns = static_cast<uint16_t>(ReadHeaderInt(p, 115, 2, l.byte_order));
     if (ns == file_ns) continue;
     // A header count of 0 is common and says nothing; others are reported (once per
     // dataset), or refused in strict mode.
@@ -82,16 +65,6 @@ void ParseKeys(const uint8_t* p, uint64_t stride, const io::TraceLayout& l, cons
       b->first_mismatch = i;
       b->first_mismatch_ns = ns;
     }
-  }
-}
-
-// Parses the headers at `p`, `p + stride`, ... into `b` (b->n of them).
-void ParseHeaders(const uint8_t* p, uint64_t stride, const io::TraceLayout& l, const ShotKey& key,
-                  bool check_lengths, Batch* b) {
-  if (l.byte_order == ByteOrder::kBigEndian) {
-    ParseKeys<true>(p, stride, l, key, check_lengths, b);
-  } else {
-    ParseKeys<false>(p, stride, l, key, check_lengths, b);
   }
 }
 
