@@ -270,6 +270,7 @@ class ShotAssembler {
                                 reinterpret_cast<uint8_t*>(shot_.samples.data()) + meta.offset()));
     }
     lossy_.clear();
+    shot_.encoding = std::string(wire::EncodingName(encoding_));
     *out = std::move(shot_);
     return true;
   }

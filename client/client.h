@@ -85,6 +85,9 @@ struct Shot {
   // With StreamOptions::raw_trace_headers: n_traces * 240 bytes, each trace's header
   // big-endian as SEG-Y stores it; empty otherwise.
   std::string trace_headers;
+  // How its samples travelled ("float32", "lossless", ...: what an "auto" stream got for
+  // this shot; a lossy shot holding NaN came "lossless").
+  std::string encoding;
   const std::vector<double>* header(const std::string& name) const {
     for (const auto& [n, v] : headers) {
       if (n == name) return &v;
@@ -115,7 +118,8 @@ struct StreamOptions {
   std::vector<TraceCondition> where;
   // How samples travel: "float32", "native" (integer and IBM samples as stored),
   // "lossless" (c-blosc), "int16" (per-trace scale; error <= max|trace| / 32767), "zfp"
-  // (error <= tolerance x the shot's RMS; tolerance 0: 1e-3), "auto" (the server picks).
+  // and "quantized" (error <= tolerance x the shot's RMS; tolerance 0: 1e-3; quantized is
+  // the fast one), "auto" (the server picks; with a tolerance > 0 it may pick quantized).
   // Shots always arrive as float32.
   std::string encoding = "float32";
   double tolerance = 0;
@@ -152,7 +156,8 @@ class ShotReader {
   // Shots whose CRC-32 was computed over the received samples and matched the server's.
   virtual uint64_t checksums_verified() const = 0;
   // Sample bytes received as they travelled (encoded), and the encoding of the last shot
-  // received ("auto" streams: what the server picked).
+  // received, which may be ahead of the last one Next() gave (Shot::encoding is each
+  // shot's own).
   virtual uint64_t wire_bytes() const = 0;
   virtual std::string last_encoding() const = 0;
 };

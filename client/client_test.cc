@@ -228,7 +228,7 @@ TEST(ClientTest, AJobsShotsAreWhatAStreamWithTheSameSelectionGives) {
   auto client = Client::Connect((*server)->address());
   ASSERT_TRUE(client.ok()) << client.status();
   const std::vector<int64_t> ids = {1, 2, 3, 4};
-  for (const std::string encoding : {"float32", "int16", "lossless"}) {
+  for (const std::string encoding : {"float32", "int16", "lossless", "quantized"}) {
     SCOPED_TRACE(encoding);
     StreamOptions so;
     so.queue_depth = 2;
@@ -252,14 +252,17 @@ TEST(ClientTest, AJobsShotsAreWhatAStreamWithTheSameSelectionGives) {
       EXPECT_EQ(shot.n_traces, 2u);
       EXPECT_EQ(shot.n_samples, 20u);
       EXPECT_EQ(*shot.header("offset"), (std::vector<double>{25, 50}));
+      EXPECT_EQ(shot.encoding, encoding);
       job[shot.shot_id].assign(shot.samples.data(),
                                shot.samples.data() + shot.n_traces * shot.n_samples);
     }
     EXPECT_EQ(reader->last_encoding(), encoding);
     ASSERT_EQ(job.size(), 4u);
     EXPECT_EQ(job, streamed);
-    // Shot 3, trace 1, sample 10: exact, or within int16's bound (max |x| / 32767 / 2).
-    EXPECT_NEAR(job[3][0], Value(3, 1, 10), encoding == "int16" ? 3150.0 / 32767 : 0.0);
+    // Shot 3, trace 1, sample 10: exact, or within int16's bound (max |x| / 32767 / 2), or
+    // quantized's (1e-3 x the shot's RMS, at most its max |x|).
+    EXPECT_NEAR(job[3][0], Value(3, 1, 10),
+                encoding == "int16" ? 3150.0 / 32767 : encoding == "quantized" ? 3.15 : 0.0);
   }
 }
 

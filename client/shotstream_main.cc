@@ -91,9 +91,11 @@ ABSL_FLAG(std::string, where, "",
           "fetch/bench: HEADER:LO:HI, only traces with LO <= HEADER <= HI (repeat the flag "
           "for several conditions, all must hold)");
 ABSL_FLAG(std::string, encoding, "float32",
-          "fetch/bench: how samples travel: float32, native, lossless, int16, zfp or auto "
-          "(they arrive as float32 either way)");
-ABSL_FLAG(double, tolerance, 0, "fetch/bench: zfp: error <= tolerance x the shot's RMS (0: 1e-3)");
+          "fetch/bench: how samples travel: float32, native, lossless, int16, zfp, quantized "
+          "or auto (they arrive as float32 either way)");
+ABSL_FLAG(double, tolerance, 0,
+          "fetch/bench: zfp, quantized: error <= tolerance x the shot's RMS (0: 1e-3); with "
+          "auto, > 0 lets the server pick quantized");
 ABSL_FLAG(uint64_t, epoch, 0, "plan: the epoch");
 ABSL_FLAG(uint64_t, seed, 0, "plan: the shuffle's seed");
 ABSL_FLAG(int, rank, 0, "plan: this rank (0 .. world_size - 1)");

@@ -2,8 +2,10 @@
 window x condition on IBM, int16, int8 and IEEE big- and little-endian surveys, through
 both Python paths and the C++ client (its CLI), against slicing the float32 stream
 (itself checked against segyio and numpy): exact encodings bit for bit, lossy ones
-within their bounds. Bad requests fail before any data; a corrupted compressed chunk is
-DATA_LOSS; a stream with a window and an encoding resumes across a server restart."""
+within their bounds, sample by sample. NaN, infinity, denormals and silent traces keep
+their contracts; the AVX2 and the portable (forced) codec paths give the same bytes. Bad
+requests fail before any data; a corrupted compressed chunk is DATA_LOSS; a stream with a
+window and an encoding resumes across a server restart."""
 
 import json
 import os
@@ -25,7 +27,7 @@ from shotstream.errors import ShotstreamError  # noqa: E402
 from shotstream.v1 import shotstream_pb2 as pb  # noqa: E402
 from shotstream.v1 import shotstream_pb2_grpc as pb_grpc  # noqa: E402
 
-ENCODINGS = ["float32", "native", "lossless", "int16", "zfp", "auto"]
+ENCODINGS = ["float32", "native", "lossless", "int16", "zfp", "quantized", "auto"]
 SHOTS = [11, 12, 13]
 NT, NS = 24, 120
 WINDOWS = [None, (17, 77)]
@@ -61,9 +63,12 @@ def check_values(test, got, want, encoding, what):
     if got.size == 0:
         return
     if encoding == "int16":
-        bound = np.abs(want).max(axis=1, keepdims=True) / 32767 * (1 + 1e-6)
+        peak = np.abs(want).max(axis=1, keepdims=True)
+        # Traces below 32767 x FLT_MIN go as zeros (the proto's INT16).
+        bound = np.where(peak < 32767 * np.finfo(np.float32).tiny, peak,
+                         peak / 32767 * (1 + 1e-6))
         test.assertTrue(np.all(np.abs(got - want) <= bound), what)
-    elif encoding == "zfp":
+    elif encoding in ("zfp", "quantized"):
         rms = float(np.sqrt(np.mean(want.astype(np.float64) ** 2)))
         test.assertLessEqual(float(np.abs(got - want).max()), TOLERANCE * rms * (1 + 1e-6), what)
     else:
@@ -226,7 +231,7 @@ class EncodingTest(unittest.TestCase):
         path = os.path.join(self.tmp, "ibm.sgy")
         with harness.Server([f"--dataset=d={path}", "--testing_corrupt_shot=12"]) as server:
             for native in harness.client_paths():
-                for encoding in ("lossless", "zfp", "int16", "native"):
+                for encoding in ("lossless", "zfp", "int16", "quantized", "native"):
                     with shotstream.Client(server.target, native=native) as c:
                         with self.assertRaises(ShotstreamError) as cm:
                             list(c.stream("d", SHOTS, encoding=encoding))
@@ -237,6 +242,58 @@ class EncodingTest(unittest.TestCase):
                               "--progress=false", check=False)
             self.assertNotEqual(res.returncode, 0)
             self.assertIn("DATA_LOSS", res.stderr)
+
+    def test_nan_infinity_denormals_and_silent_traces(self):
+        """Shots holding NaN or infinity go lossless (bit for bit, NaN included) under every
+        lossy encoding; denormals and all-zero traces stay within the bounds."""
+        rng = np.random.default_rng(3)
+        data = (rng.standard_normal((4, NT, NS)) * 100).astype("<f4")
+        data[0, 5, 7] = np.nan
+        data[1, NT - 1, NS - 1] = -np.inf  # the last sample of the shot
+        data[2, 3, :] = np.float32(1e-42)  # denormals, a trace of them
+        data[2, 4, ::2] = -np.float32(1e-45)
+        data[3, :, :] = 0
+        data[2, 9, :] = 0
+        ids = [1, 2, 3, 4]
+        path = os.path.join(self.tmp, "special.sgy")
+        synth.write_le_segy(path, data, ids, np.zeros(NT))
+        with harness.Server([f"--dataset=s={path}"]) as server:
+            for native in harness.client_paths():
+                with shotstream.Client(server.target, native=native) as c:
+                    for encoding in ("int16", "zfp", "quantized", "lossless"):
+                        what = f"{encoding} native={native}"
+                        got = {s.shot_id: s for s in c.stream("s", ids, encoding=encoding,
+                                                              tolerance=TOLERANCE)}
+                        for k in (0, 1):  # non-finite: sent lossless, exact
+                            self.assertEqual(got[ids[k]].encoding, "lossless", what)
+                            self.assertEqual(got[ids[k]].samples.tobytes(), data[k].tobytes(),
+                                             what)
+                        self.assertEqual(got[3].encoding, encoding, what)
+                        check_values(self, got[3].samples, data[2], encoding, what)
+                        if encoding != "zfp":  # a transform coder: within its bound only
+                            np.testing.assert_array_equal(got[3].samples[9], 0, err_msg=what)
+                        np.testing.assert_array_equal(got[4].samples, 0, err_msg=what)
+
+    def test_portable_and_vector_codecs_agree(self):
+        """SHOTSTREAM_SIMD=portable on the server and in the CLI: the same samples as the
+        default (AVX2 where the CPU has it), bit for bit, for the encodings whose inner
+        loops have both paths."""
+        path = os.path.join(self.tmp, "ieee_le.sgy")
+        portable = dict(os.environ, SHOTSTREAM_SIMD="portable")
+        with harness.Server([f"--dataset=d={path}"], env=portable) as slow, \
+                harness.Server([f"--dataset=d={path}"]) as fast:
+            for encoding in ("int16", "quantized"):
+                outs = []
+                for server, env in ((slow, {"SHOTSTREAM_SIMD": "portable"}), (fast, None)):
+                    out = os.path.join(self.tmp, f"simd_{encoding}_{len(outs)}")
+                    harness.cli("fetch", f"--target={server.target}", "--dataset=d",
+                                f"--out={out}", f"--encoding={encoding}",
+                                f"--tolerance={TOLERANCE}", "--progress=false", env=env)
+                    outs.append([np.load(f"{out}/shot_{sid}.npy") for sid in SHOTS])
+                for a, b in zip(*outs):
+                    self.assertEqual(a.tobytes(), b.tobytes(), encoding)
+                for a, sid in zip(outs[0], SHOTS):
+                    check_values(self, a, self.float32["ieee_le"][sid][0], encoding, encoding)
 
     def test_resume_after_server_restart_with_window_and_encoding(self):
         d = os.path.join(self.tmp, "big")

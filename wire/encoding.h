@@ -12,6 +12,7 @@ enum class Encoding : int {
   kInt16 = 3,
   kZfp = 4,
   kAuto = 5,
+  kQuantized = 6,
 };
 
 // Whether the shot's CRC-32 covers the float32 samples the caller gets (exact encodings)

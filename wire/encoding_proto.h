@@ -16,7 +16,8 @@ static_assert(static_cast<int>(Encoding::kLossless) == v1::ENCODING_LOSSLESS);
 static_assert(static_cast<int>(Encoding::kInt16) == v1::ENCODING_INT16);
 static_assert(static_cast<int>(Encoding::kZfp) == v1::ENCODING_ZFP);
 static_assert(static_cast<int>(Encoding::kAuto) == v1::ENCODING_AUTO);
-static_assert(v1::Encoding_ARRAYSIZE == static_cast<int>(Encoding::kAuto) + 1,
+static_assert(static_cast<int>(Encoding::kQuantized) == v1::ENCODING_QUANTIZED);
+static_assert(v1::Encoding_ARRAYSIZE == static_cast<int>(Encoding::kQuantized) + 1,
               "v1::Encoding has a value wire::Encoding lacks");
 
 constexpr v1::Encoding ToProto(Encoding e) { return static_cast<v1::Encoding>(e); }

@@ -6,10 +6,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "segy/sample_format.h"
+#include "wire/sample_kernels.h"
 
 namespace shotstream::wire {
 namespace {
@@ -26,17 +28,18 @@ constexpr struct {
   absl::string_view name;
 } kNames[] = {{Encoding::kFloat32, "float32"}, {Encoding::kNative, "native"},
               {Encoding::kLossless, "lossless"}, {Encoding::kInt16, "int16"},
-              {Encoding::kZfp, "zfp"},         {Encoding::kAuto, "auto"}};
+              {Encoding::kZfp, "zfp"},         {Encoding::kAuto, "auto"},
+              {Encoding::kQuantized, "quantized"}};
+
+// QUANTIZED's chunk header: float32 step, uint8 width, three zero bytes.
+constexpr size_t kQuantizedHeader = 8;
 
 absl::Status Corrupt(absl::string_view what, const std::string& why) {
   return absl::DataLossError(absl::StrCat(what, " chunk: ", why));
 }
 
 bool AllFinite(const float* p, size_t n) {
-  for (size_t i = 0; i < n; ++i) {
-    if (!std::isfinite(p[i])) return false;
-  }
-  return true;
+  return kernels::PeakBits(p, n) < kernels::kNonFiniteBits;
 }
 
 absl::StatusOr<SampleBuffer> EncodeLossless(const float* samples, size_t n) {
@@ -50,29 +53,105 @@ absl::StatusOr<SampleBuffer> EncodeLossless(const float* samples, size_t n) {
   return out;
 }
 
+// Per trace: its peak (one read, which also finds NaN and infinity), then the scaled
+// samples, while the trace is still in cache.
 absl::StatusOr<SampleBuffer> EncodeInt16(const float* samples, uint32_t n_traces,
                                          uint32_t n_samples) {
   SampleBuffer out(size_t{n_traces} * sizeof(float) + size_t{n_traces} * n_samples * 2);
-  float* scales = reinterpret_cast<float*>(out.data());
-  int16_t* q = reinterpret_cast<int16_t*>(out.data() + size_t{n_traces} * sizeof(float));
+  uint8_t* q = out.data() + size_t{n_traces} * sizeof(float);
   for (uint32_t t = 0; t < n_traces; ++t) {
     const float* s = samples + size_t{t} * n_samples;
-    float peak = 0;
-    for (uint32_t i = 0; i < n_samples; ++i) peak = std::max(peak, std::fabs(s[i]));
-    const float scale = peak / 32767.0f;
-    scales[t] = scale;
-    int16_t* dst = q + size_t{t} * n_samples;
+    const uint32_t peak_bits = kernels::PeakBits(s, n_samples);
+    if (peak_bits >= kernels::kNonFiniteBits) {
+      return absl::FailedPreconditionError("int16 cannot carry NaN or infinite samples");
+    }
+    float peak;
+    std::memcpy(&peak, &peak_bits, 4);
+    // A trace whose scale would be denormal (peak below 32767 x FLT_MIN, 3.8e-34) goes as
+    // zeros: 1 / scale would overflow.
+    float scale = peak / 32767.0f;
+    if (!(scale >= std::numeric_limits<float>::min())) scale = 0;
+    std::memcpy(out.data() + size_t{t} * sizeof(float), &scale, sizeof(float));
+    uint8_t* dst = q + size_t{t} * n_samples * 2;
     if (scale == 0) {
       std::memset(dst, 0, size_t{n_samples} * 2);
-      continue;
-    }
-    const float inv = 1.0f / scale;
-    for (uint32_t i = 0; i < n_samples; ++i) {
-      const float v = std::nearbyint(s[i] * inv);
-      dst[i] = static_cast<int16_t>(std::clamp(v, -32767.0f, 32767.0f));
+    } else {
+      kernels::ScaleToInt16(s, n_samples, 1.0f / scale, dst);
     }
   }
   return out;
+}
+
+// Scratch of this thread for QUANTIZED's integers (grows to the largest chunk seen).
+uint8_t* Scratch(size_t bytes) {
+  thread_local std::unique_ptr<uint8_t[]> buffer;
+  thread_local size_t size = 0;
+  if (size < bytes) {
+    buffer.reset(new uint8_t[bytes]);
+    size = bytes;
+  }
+  return buffer.get();
+}
+
+absl::StatusOr<SampleBuffer> EncodeQuantized(const float* samples, size_t n, double accuracy) {
+  const uint32_t peak_bits = kernels::PeakBits(samples, n);
+  if (peak_bits >= kernels::kNonFiniteBits) {
+    return absl::FailedPreconditionError("quantized cannot carry NaN or infinite samples");
+  }
+  float peak;
+  std::memcpy(&peak, &peak_bits, 4);
+  const float step = QuantizedStep(accuracy, peak);
+  if (step == 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "quantized: an error bound of ", accuracy, " is below float32's precision at ", peak));
+  }
+  const float inv = 1.0f / step;
+  // The largest zigzag integer: 2 x |q| for the largest |q| (one more for rounding).
+  const double z_max = 2.0 * (std::ceil(double{peak} * inv) + 1);
+  const int width = z_max < 256 ? 1 : z_max < 65536 ? 2 : 4;
+  const size_t bytes = n * width;
+  uint8_t* z = Scratch(bytes);
+  kernels::Quantize(samples, n, inv, width, z);
+  SampleBuffer out(kQuantizedHeader + bytes + BLOSC_MAX_OVERHEAD);
+  std::memcpy(out.data(), &step, 4);
+  out.data()[4] = static_cast<uint8_t>(width);
+  std::memset(out.data() + 5, 0, 3);
+  const int size = blosc_compress_ctx(kBloscLevel, kBloscShuffle, width, bytes, z,
+                                      out.data() + kQuantizedHeader,
+                                      out.size() - kQuantizedHeader, kBloscCompressor,
+                                      /*blocksize=*/0, /*numinternalthreads=*/1);
+  if (size <= 0) return absl::InternalError(absl::StrCat("blosc_compress_ctx returned ", size));
+  out.truncate(kQuantizedHeader + static_cast<size_t>(size));
+  return out;
+}
+
+absl::Status DecodeQuantized(const uint8_t* payload, size_t size, size_t n, float* dst) {
+  if (size < kQuantizedHeader + BLOSC_MIN_HEADER_LENGTH) {
+    return Corrupt("quantized", absl::StrCat(size, " bytes: shorter than its headers"));
+  }
+  float step;
+  std::memcpy(&step, payload, 4);
+  const int width = payload[4];
+  if (!(std::isfinite(step) && step > 0) || (width != 1 && width != 2 && width != 4) ||
+      payload[5] != 0 || payload[6] != 0 || payload[7] != 0) {
+    return Corrupt("quantized", absl::StrCat("a header of step ", step, " and width ", width));
+  }
+  const uint8_t* frame = payload + kQuantizedHeader;
+  size_t nbytes = 0, cbytes = 0, blocksize = 0;
+  blosc_cbuffer_sizes(frame, &nbytes, &cbytes, &blocksize);
+  if (nbytes != n * width || cbytes != size - kQuantizedHeader) {
+    return Corrupt("quantized", absl::StrCat("blosc frame of ", cbytes, " bytes holding ", nbytes,
+                                             " where ", size - kQuantizedHeader, " holding ",
+                                             n * width, " were sent"));
+  }
+  if (n == 0) return absl::OkStatus();
+  uint8_t* z = Scratch(nbytes);
+  const int got = blosc_decompress_ctx(frame, z, nbytes, 1);
+  if (got != static_cast<int>(nbytes)) {
+    return Corrupt("quantized", absl::StrCat("blosc_decompress_ctx returned ", got));
+  }
+  kernels::Dequantize(z, n, width, step, dst);
+  return absl::OkStatus();
 }
 
 struct ZfpStream {
@@ -143,7 +222,8 @@ absl::StatusOr<Encoding> EncodingFromName(absl::string_view name) {
     if (n.name == name) return n.e;
   }
   return absl::InvalidArgumentError(absl::StrCat(
-      "encoding '", name, "' is not one of float32, native, lossless, int16, zfp, auto"));
+      "encoding '", name,
+      "' is not one of float32, native, lossless, int16, zfp, quantized, auto"));
 }
 
 int NativeBytesPerSample(int format) {
@@ -157,9 +237,21 @@ int NativeBytesPerSample(int format) {
 
 double Rms(const float* samples, size_t n) {
   if (n == 0) return 0;
-  double sum = 0;
-  for (size_t i = 0; i < n; ++i) sum += double{samples[i]} * samples[i];
-  return std::sqrt(sum / static_cast<double>(n));
+  return std::sqrt(kernels::Stats(samples, n).sum_squares / static_cast<double>(n));
+}
+
+float QuantizedStep(double accuracy, float peak) {
+  // Encoding rounds x * (1 / step) to an integer q, decoding computes float(q) * step, all
+  // in float32: |error| <= step / 2 x (1 + 2^-24) + peak x 1.5 x 2^-23 (the inverse, the
+  // product and the decoded value each rounded once). The step leaves that margin.
+  const double margin = double{peak} * 0x1p-22;
+  const double step = 2.0 * (accuracy - margin) * (1.0 - 0x1p-20);
+  if (!(step > 0) || !std::isfinite(step)) return 0;
+  float s = static_cast<float>(step);
+  if (double{s} > step) s = std::nextafter(s, 0.0f);  // rounded down, never up
+  // |q| stays below 2^21: float32 holds every integer there, and the kernels round it.
+  if (!std::isnormal(s) || double{peak} / s >= 0x1p21) return 0;
+  return s;
 }
 
 absl::StatusOr<SampleBuffer> EncodeSamples(Encoding e, const float* samples, uint32_t n_traces,
@@ -169,9 +261,6 @@ absl::StatusOr<SampleBuffer> EncodeSamples(Encoding e, const float* samples, uin
     case Encoding::kLossless:
       return EncodeLossless(samples, n);
     case Encoding::kInt16:
-      if (!AllFinite(samples, n)) {
-        return absl::FailedPreconditionError("int16 cannot carry NaN or infinite samples");
-      }
       return EncodeInt16(samples, n_traces, n_samples);
     case Encoding::kZfp:
       if (!AllFinite(samples, n)) {
@@ -179,6 +268,8 @@ absl::StatusOr<SampleBuffer> EncodeSamples(Encoding e, const float* samples, uin
       }
       if (n == 0) return SampleBuffer();
       return EncodeZfp(samples, n_traces, n_samples, zfp_accuracy);
+    case Encoding::kQuantized:
+      return EncodeQuantized(samples, n, zfp_accuracy);
     default:
       return absl::InternalError(absl::StrCat("EncodeSamples: ", EncodingName(e),
                                               " is not encoded from float32"));
@@ -228,19 +319,17 @@ absl::Status DecodeSamples(Encoding e, int sample_format, bool big_endian, const
         return Corrupt("int16", absl::StrCat(size, " bytes for ", n_traces, " traces of ",
                                              n_samples, " samples"));
       }
+      const uint8_t* q = payload + size_t{n_traces} * 4;
       for (uint32_t t = 0; t < n_traces; ++t) {
         float scale;
         std::memcpy(&scale, payload + size_t{t} * 4, 4);
-        const uint8_t* q = payload + size_t{n_traces} * 4 + size_t{t} * n_samples * 2;
-        float* out = dst + size_t{t} * n_samples;
-        for (uint32_t i = 0; i < n_samples; ++i) {
-          int16_t v;
-          std::memcpy(&v, q + size_t{i} * 2, 2);
-          out[i] = static_cast<float>(v) * scale;
-        }
+        kernels::Int16ToFloat(q + size_t{t} * n_samples * 2, n_samples, scale,
+                              dst + size_t{t} * n_samples);
       }
       return absl::OkStatus();
     }
+    case Encoding::kQuantized:
+      return DecodeQuantized(payload, size, n, dst);
     case Encoding::kZfp:
       if (n == 0) {
         return size == 0 ? absl::OkStatus() : Corrupt("zfp", "bytes for no samples");

@@ -1,9 +1,11 @@
 // Sample encodings, both ways: the server encodes a chunk of float32 traces (on its reader
 // pool), the clients decode it back to float32. The formats are ShotChunk's (see the
 // proto's Encoding): c-blosc frames (LOSSLESS), per-trace scaled int16 (INT16), ZFP
-// streams with a full header (ZFP), SEG-Y samples as stored (NATIVE).
+// streams with a full header (ZFP), zigzag-coded multiples of a step in c-blosc frames
+// (QUANTIZED), SEG-Y samples as stored (NATIVE). The inner loops are wire/sample_kernels'.
 //
-// Functions are thread-safe (blosc and zfp are called through their reentrant APIs).
+// Functions are thread-safe (blosc and zfp are called through their reentrant APIs; the
+// QUANTIZED scratch is per thread).
 #ifndef SHOTSTREAM_WIRE_SAMPLE_ENCODING_H_
 #define SHOTSTREAM_WIRE_SAMPLE_ENCODING_H_
 
@@ -17,17 +19,20 @@
 
 namespace shotstream::wire {
 
-// "float32", "native", "lossless", "int16", "zfp", "auto" (the Python and CLI names).
+// "float32", "native", "lossless", "int16", "zfp", "quantized", "auto" (the Python and
+// CLI names).
 absl::string_view EncodingName(Encoding e);
 absl::StatusOr<Encoding> EncodingFromName(absl::string_view name);
 
-// The default ZFP tolerance (relative to the shot's RMS) when a request gives none.
+// The default ZFP and QUANTIZED tolerance (relative to the shot's RMS) when a request
+// gives none.
 inline constexpr double kDefaultZfpTolerance = 1e-3;
 
-// Encodes n_traces x n_samples float32 samples (trace-major) as kLossless, kInt16 or
-// kZfp (`zfp_accuracy`: the absolute error bound). FAILED_PRECONDITION for samples the
-// encoding cannot carry (INT16 and ZFP: NaN or infinity); the caller then sends them
-// LOSSLESS.
+// Encodes n_traces x n_samples float32 samples (trace-major) as kLossless, kInt16, kZfp
+// or kQuantized (`zfp_accuracy`: the absolute error bound of ZFP and QUANTIZED).
+// FAILED_PRECONDITION for samples the encoding cannot carry (INT16, ZFP, QUANTIZED: NaN
+// or infinity; QUANTIZED: a bound QuantizedStep finds no step for); the caller then sends
+// them LOSSLESS.
 absl::StatusOr<SampleBuffer> EncodeSamples(Encoding e, const float* samples, uint32_t n_traces,
                                            uint32_t n_samples, double zfp_accuracy = 0);
 
@@ -44,6 +49,11 @@ int NativeBytesPerSample(int format);
 
 // The RMS of n samples (0 for none), for the ZFP tolerance.
 double Rms(const float* samples, size_t n);
+
+// QUANTIZED's step for an absolute error bound `accuracy` on samples up to |peak| (finite):
+// every decoded sample within `accuracy` of its original, float32 rounding included; 0
+// where there is none (a bound below float32's precision at the peak, or zero).
+float QuantizedStep(double accuracy, float peak);
 
 }  // namespace shotstream::wire
 

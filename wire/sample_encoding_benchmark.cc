@@ -1,18 +1,21 @@
 // Codec speed (bytes of float32 per second, one core) and ratio on the benchmark's two
 // kinds of data: IEEE samples of 16-bit recordings (int16 values as float32, with at most
-// 16 significant bits) and full-precision noise. c-blosc's settings against Zstd and LZ4
-// alone (docs/encodings.md).
+// 16 significant bits) and full-precision noise; a memcpy of the shot as the ceiling; the
+// encodings' AVX2 and portable paths. c-blosc's settings against Zstd and LZ4 alone
+// (docs/encodings.md).
 //   bazel run -c opt //wire:sample_encoding_benchmark
 #include <blosc.h>
 #include <lz4.h>
 #include <zstd.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
 #include "benchmark/benchmark.h"
 #include "wire/sample_encoding.h"
+#include "wire/sample_kernels.h"
 
 namespace {
 
@@ -90,7 +93,27 @@ void BM_Lz4(benchmark::State& state) {
   Report(state, raw, size);
 }
 
+// The ceiling: a copy of the shot (the bytes a codec reads, written once).
+void BM_Memcpy(benchmark::State& state) {
+  const auto& v = Data(state.range(0));
+  std::vector<float> out(v.size());
+  for (auto _ : state) {
+    std::memcpy(out.data(), v.data(), v.size() * 4);
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  Report(state, v.size() * 4, v.size() * 4);
+}
+
+// Arg 2 (after the data): 1 the AVX2 path, 0 the portable one (SHOTSTREAM_SIMD=portable).
+void ForcePath(benchmark::State& state) {
+  namespace k = shotstream::wire::kernels;
+  k::ForcePath(state.range(1) ? k::Path::kAvx2 : k::Path::kPortable);
+  state.SetLabel(std::string(k::PathName(k::ActivePath())));
+}
+
 void BM_Codec(benchmark::State& state, shotstream::wire::Encoding e) {
+  ForcePath(state);
   const auto& v = Data(state.range(0));
   const double accuracy = 1e-3 * shotstream::wire::Rms(v.data(), v.size());
   size_t size = 0;
@@ -100,6 +123,21 @@ void BM_Codec(benchmark::State& state, shotstream::wire::Encoding e) {
     benchmark::DoNotOptimize(b);
   }
   Report(state, v.size() * 4, size);
+  shotstream::wire::kernels::ForcePath(shotstream::wire::kernels::Path::kAuto);
+}
+
+void BM_CodecDecode(benchmark::State& state, shotstream::wire::Encoding e) {
+  ForcePath(state);
+  const auto& v = Data(state.range(0));
+  const double accuracy = 1e-3 * shotstream::wire::Rms(v.data(), v.size());
+  auto b = shotstream::wire::EncodeSamples(e, v.data(), kTraces, kSamples, accuracy);
+  std::vector<float> out(v.size());
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(shotstream::wire::DecodeSamples(e, 0, false, b->data(), b->size(),
+                                                             kTraces, kSamples, out.data()));
+  }
+  Report(state, v.size() * 4, b->size());
+  shotstream::wire::kernels::ForcePath(shotstream::wire::kernels::Path::kAuto);
 }
 
 // Arg 1: 16 significant bits (data b); 0: full-precision noise (data c).
@@ -110,7 +148,15 @@ BENCHMARK_CAPTURE(BM_Blosc, zstd_bitshuffle_1, "zstd", BLOSC_BITSHUFFLE, 1)->Arg
 BENCHMARK(BM_BloscDecode)->Arg(1)->Arg(0);
 BENCHMARK(BM_Zstd)->Arg(1)->Arg(0);
 BENCHMARK(BM_Lz4)->Arg(1)->Arg(0);
-BENCHMARK_CAPTURE(BM_Codec, int16, shotstream::wire::Encoding::kInt16)->Arg(1)->Arg(0);
-BENCHMARK_CAPTURE(BM_Codec, zfp_1e3, shotstream::wire::Encoding::kZfp)->Arg(1)->Arg(0);
+BENCHMARK(BM_Memcpy)->Arg(1);
+BENCHMARK_CAPTURE(BM_Codec, int16, shotstream::wire::Encoding::kInt16)
+    ->Args({1, 1})->Args({0, 1})->Args({1, 0});
+BENCHMARK_CAPTURE(BM_CodecDecode, int16, shotstream::wire::Encoding::kInt16)
+    ->Args({1, 1})->Args({0, 1})->Args({1, 0});
+BENCHMARK_CAPTURE(BM_Codec, quantized_1e3, shotstream::wire::Encoding::kQuantized)
+    ->Args({1, 1})->Args({0, 1})->Args({1, 0});
+BENCHMARK_CAPTURE(BM_CodecDecode, quantized_1e3, shotstream::wire::Encoding::kQuantized)
+    ->Args({1, 1})->Args({0, 1})->Args({1, 0});
+BENCHMARK_CAPTURE(BM_Codec, zfp_1e3, shotstream::wire::Encoding::kZfp)->Args({1, 1})->Args({0, 1});
 
 }  // namespace

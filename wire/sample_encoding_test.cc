@@ -8,6 +8,7 @@
 
 #include "gtest/gtest.h"
 #include "segy/sample_format.h"
+#include "wire/sample_kernels.h"
 
 namespace shotstream::wire {
 namespace {
@@ -73,6 +74,16 @@ TEST(SampleEncodingTest, Int16OfASilentTraceIsZero) {
   EXPECT_FLOAT_EQ(out[8], 3.0f);
 }
 
+TEST(SampleEncodingTest, Int16OfADenormalTraceIsZero) {
+  std::vector<float> v(2 * 20, 1e-40f);  // trace 0: denormal (its scale would overflow 1 / scale)
+  for (int i = 20; i < 40; ++i) v[i] = 1e-30f * static_cast<float>(i - 30);
+  auto b = EncodeSamples(Encoding::kInt16, v.data(), 2, 20);
+  ASSERT_TRUE(b.ok());
+  const auto out = Decode(Encoding::kInt16, *b, 2, 20);
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(out[i], 0.0f) << i;
+  for (int i = 20; i < 40; ++i) EXPECT_NEAR(out[i], v[i], 1e-29f / 32767) << i;
+}
+
 TEST(SampleEncodingTest, ZfpKeepsItsAbsoluteAccuracy) {
   const auto v = Traces(64, 1000);
   for (double tol : {1e-1, 1e-3}) {
@@ -87,6 +98,76 @@ TEST(SampleEncodingTest, ZfpKeepsItsAbsoluteAccuracy) {
   }
 }
 
+// Data that tries the QUANTIZED bound: a wide dynamic range (samples from 1e-6 to 1e6 x
+// the bound), ties at half steps, denormals, zeros, both signs.
+std::vector<float> Hard(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> mantissa(-1, 1);
+  std::uniform_int_distribution<int> exponent(-20, 20);
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) {
+    v[i] = std::ldexp(mantissa(rng), exponent(rng));
+    if (i % 97 == 0) v[i] = 0;
+    if (i % 89 == 0) v[i] = std::numeric_limits<float>::denorm_min() * (i % 3 == 0 ? -1 : 1);
+    if (i % 83 == 0) v[i] = 0.5f * (i % 7);  // ties for steps of 1, 0.5 ...
+  }
+  return v;
+}
+
+class QuantizedTest : public ::testing::TestWithParam<kernels::Path> {
+ protected:
+  void SetUp() override { kernels::ForcePath(GetParam()); }
+  void TearDown() override { kernels::ForcePath(kernels::Path::kAuto); }
+};
+
+TEST_P(QuantizedTest, EverySampleIsWithinTheBound) {
+  for (uint32_t seed : {1u, 2u, 3u}) {
+    for (double tol : {1e-1, 1e-3, 1e-5}) {
+      const auto v = seed == 1 ? Traces(37, 301, 16) : Hard(37 * 301, seed);
+      const double bound = tol * Rms(v.data(), v.size());
+      auto b = EncodeSamples(Encoding::kQuantized, v.data(), 37, 301, bound);
+      ASSERT_TRUE(b.ok()) << b.status() << " " << seed << " " << tol;
+      const auto out = Decode(Encoding::kQuantized, *b, 37, 301);
+      for (size_t i = 0; i < v.size(); ++i) {
+        ASSERT_LE(std::fabs(double{out[i]} - double{v[i]}), bound)
+            << "seed " << seed << " tol " << tol << " sample " << i << ": " << v[i] << " -> "
+            << out[i];
+      }
+      if (seed == 1 && tol == 1e-3) EXPECT_LT(b->size(), v.size() * 4 * 6 / 10);  // 16-bit data
+    }
+  }
+}
+
+TEST_P(QuantizedTest, WidthFollowsTheLargestSample) {
+  std::vector<float> v(64);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i % 11) - 5;
+  for (const auto& [bound, width] : {std::pair{0.6, 1}, std::pair{0.01, 2}, std::pair{1e-5, 4}}) {
+    auto b = EncodeSamples(Encoding::kQuantized, v.data(), 2, 32, bound);
+    ASSERT_TRUE(b.ok());
+    EXPECT_EQ((*b).data()[4], width) << bound;
+    const auto out = Decode(Encoding::kQuantized, *b, 2, 32);
+    for (size_t i = 0; i < v.size(); ++i) ASSERT_LE(std::fabs(out[i] - v[i]), bound);
+  }
+  std::vector<float> zeros(50, 0.0f);  // an all-zero chunk: any step, zeros back
+  auto b = EncodeSamples(Encoding::kQuantized, zeros.data(), 5, 10, 1e-30);
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ(Decode(Encoding::kQuantized, *b, 5, 10), zeros);
+}
+
+INSTANTIATE_TEST_SUITE_P(Paths, QuantizedTest,
+                         ::testing::Values(kernels::Path::kPortable, kernels::Path::kAvx2),
+                         [](const auto& info) { return std::string(kernels::PathName(info.param)); });
+
+TEST(SampleEncodingTest, QuantizedRefusesABoundBelowFloatPrecision) {
+  std::vector<float> v = {1e6f, -3, 2, 1};
+  auto b = EncodeSamples(Encoding::kQuantized, v.data(), 1, 4, 1e-3);  // 1e6 has ulp 0.06
+  EXPECT_EQ(b.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(b.status().message().find("precision"), std::string::npos) << b.status();
+  EXPECT_EQ(QuantizedStep(0, 1), 0.0f);
+  EXPECT_GT(QuantizedStep(1e-3, 1), 0.0f);
+  EXPECT_LE(QuantizedStep(1e-3, 1), 2e-3f);
+}
+
 TEST(SampleEncodingTest, LossyEncodingsRefuseNonFiniteSamples) {
   std::vector<float> v(16, 1.0f);
   v[3] = std::numeric_limits<float>::quiet_NaN();
@@ -95,11 +176,18 @@ TEST(SampleEncodingTest, LossyEncodingsRefuseNonFiniteSamples) {
   v[3] = std::numeric_limits<float>::infinity();
   EXPECT_EQ(EncodeSamples(Encoding::kZfp, v.data(), 2, 8, 1e-3).status().code(),
             absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(EncodeSamples(Encoding::kQuantized, v.data(), 2, 8, 1e-3).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  v[3] = 1;
+  v[15] = -std::numeric_limits<float>::infinity();  // in the last trace, in a tail
+  EXPECT_EQ(EncodeSamples(Encoding::kInt16, v.data(), 2, 8).status().code(),
+            absl::StatusCode::kFailedPrecondition);
   EXPECT_TRUE(EncodeSamples(Encoding::kLossless, v.data(), 2, 8).ok());
 }
 
 TEST(SampleEncodingTest, NoTracesEncodeAndDecode) {
-  for (Encoding e : {Encoding::kLossless, Encoding::kInt16, Encoding::kZfp}) {
+  for (Encoding e : {Encoding::kLossless, Encoding::kInt16, Encoding::kZfp,
+                     Encoding::kQuantized}) {
     auto b = EncodeSamples(e, nullptr, 0, 100, 1e-3);
     ASSERT_TRUE(b.ok()) << EncodingName(e);
     EXPECT_TRUE(DecodeSamples(e, 0, false, b->data(), b->size(), 0, 100, nullptr).ok());
@@ -147,7 +235,8 @@ TEST(SampleEncodingTest, NativeDecodesEveryIntegerAndIbmFormat) {
 TEST(SampleEncodingTest, CorruptPayloadsAreDataLoss) {
   const auto v = Traces(8, 100);
   std::vector<float> out(v.size());
-  for (Encoding e : {Encoding::kLossless, Encoding::kInt16, Encoding::kZfp}) {
+  for (Encoding e : {Encoding::kLossless, Encoding::kInt16, Encoding::kZfp,
+                     Encoding::kQuantized}) {
     auto b = EncodeSamples(e, v.data(), 8, 100, 1e-2);
     ASSERT_TRUE(b.ok());
     // Too short, and a payload for other dimensions.
@@ -164,11 +253,23 @@ TEST(SampleEncodingTest, CorruptPayloadsAreDataLoss) {
             absl::StatusCode::kDataLoss);
   EXPECT_EQ(DecodeSamples(Encoding::kNative, 5, false, garbage, 8, 1, 2, out.data()).code(),
             absl::StatusCode::kDataLoss);
+  // QUANTIZED's header: a width of 3, a negative step, a nonzero pad byte.
+  auto q = EncodeSamples(Encoding::kQuantized, v.data(), 8, 100, 1e-2);
+  ASSERT_TRUE(q.ok());
+  for (auto damage : {+[](uint8_t* p) { p[4] = 3; }, +[](uint8_t* p) { p[3] |= 0x80; },
+                      +[](uint8_t* p) { p[6] = 1; }}) {
+    SampleBuffer copy = SampleBuffer::CopyOf(q->view());
+    damage(copy.data());
+    const absl::Status s =
+        DecodeSamples(Encoding::kQuantized, 0, false, copy.data(), copy.size(), 8, 100, out.data());
+    EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << s;
+    EXPECT_NE(s.message().find("quantized chunk"), std::string::npos) << s;
+  }
 }
 
 TEST(SampleEncodingTest, Names) {
   for (Encoding e : {Encoding::kFloat32, Encoding::kNative, Encoding::kLossless,
-                     Encoding::kInt16, Encoding::kZfp, Encoding::kAuto}) {
+                     Encoding::kInt16, Encoding::kZfp, Encoding::kQuantized, Encoding::kAuto}) {
     EXPECT_EQ(*EncodingFromName(EncodingName(e)), e);
   }
   EXPECT_EQ(EncodingFromName("gzip").status().code(), absl::StatusCode::kInvalidArgument);

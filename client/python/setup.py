@@ -47,6 +47,7 @@ NATIVE_SOURCES = [
     "client/client.cc",
     "wire/chunk_codec.cc",
     "wire/sample_encoding.cc",
+    "wire/sample_kernels.cc",
     "segy/sample_format.cc",
     "gpu/pinned_buffer_pool.cc",
     "gpu/cuda_runtime.cc",
@@ -66,6 +67,7 @@ NATIVE_HEADERS = [
     "wire/encoding.h",
     "wire/encoding_proto.h",
     "wire/sample_encoding.h",
+    "wire/sample_kernels.h",
 ]
 PKG_CONFIG = ["grpc++", "protobuf", "libisal", "zlib", "blosc", "absl_status", "absl_statusor",
               "absl_synchronization", "absl_strings", "absl_str_format", "absl_time"]

@@ -48,8 +48,10 @@ struct ShotPlan {
   bool native = false;
   ZeroCopy zero_copy = ZeroCopy::kOff;  // kOff unless the encoding sends float32 as is
   // ENCODING_AUTO's measurement: compress the first traces of every kProbeEvery-th shot
-  // (the result thrown away), so that the next stream can choose.
+  // (the result thrown away), so that the next stream can choose: LOSSLESS, and QUANTIZED
+  // at the selection's tolerance.
   bool probe_codec = false;
+  bool probe_quantized = false;
 };
 
 }  // namespace shotstream::dataset

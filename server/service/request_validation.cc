@@ -95,7 +95,7 @@ absl::StatusOr<ValidatedRequest> ValidateShots(const std::string& name,
   if (!v1::Encoding_IsValid(r.encoding())) {
     return absl::InvalidArgumentError(absl::StrCat(
         "encoding: ", static_cast<int>(r.encoding()), " is not a known Encoding (float32, "
-        "native, lossless, int16, zfp, auto)"));
+        "native, lossless, int16, zfp, auto, quantized)"));
   }
   s.encoding = wire::FromProto(r.encoding());
   if (!(r.tolerance() >= 0) || !std::isfinite(r.tolerance())) {

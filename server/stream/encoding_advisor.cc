@@ -14,23 +14,35 @@ double Blend(double old, double sample) { return old == 0 ? sample : 0.5 * old +
 }  // namespace
 
 wire::Encoding EncodingAdvisor::Choose(const std::string& peer, const std::string& dataset,
-                                       int native_bytes) const {
+                                       int native_bytes, double tolerance) const {
   const bool native_smaller = native_bytes > 0 && native_bytes < 4;
   const wire::Encoding plain = native_smaller ? wire::Encoding::kNative : wire::Encoding::kFloat32;
   absl::MutexLock lock(&mu_);
-  auto seen_plain = outcome_.find(OutcomeKey(peer, dataset, plain));
-  auto seen_lossless = outcome_.find(OutcomeKey(peer, dataset, wire::Encoding::kLossless));
-  if (seen_plain != outcome_.end() && seen_lossless != outcome_.end()) {
-    return seen_lossless->second > kMargin * seen_plain->second ? wire::Encoding::kLossless
-                                                                 : plain;
-  }
   auto l = link_.find(peer);
-  auto c = codec_.find(dataset);
-  if (l == link_.end() || c == codec_.end()) return plain;
-  const double link = l->second;
-  const double plain_rate = link * (native_smaller ? 4.0 / native_bytes : 1.0);
-  const double lossless_rate = std::min(link * c->second.ratio, c->second.rate * codec_threads_);
-  return lossless_rate > kMargin * plain_rate ? wire::Encoding::kLossless : plain;
+  const double link = l == link_.end() ? 0 : l->second;
+  // A candidate's rate: its outcome, else the model's (0: nothing to go on).
+  auto rate = [&](wire::Encoding e, double tol) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (auto o = outcome_.find(OutcomeKey(peer, dataset, e, tol)); o != outcome_.end()) {
+      return o->second;
+    }
+    if (e == plain) return link * (native_smaller ? 4.0 / native_bytes : 1.0);
+    auto c = codec_.find(CodecKey(dataset, e, tol));
+    if (link == 0 || c == codec_.end()) return 0.0;
+    return std::min(link * c->second.ratio, c->second.rate * codec_threads_);
+  };
+  const double plain_rate = rate(plain, 0);
+  if (plain_rate == 0) return plain;
+  wire::Encoding best = plain;
+  double best_rate = plain_rate;
+  for (wire::Encoding e : {wire::Encoding::kLossless, wire::Encoding::kQuantized}) {
+    if (e == wire::Encoding::kQuantized && !(tolerance > 0)) continue;
+    const double r = rate(e, tolerance);
+    if (r > kMargin * plain_rate && r > best_rate) {
+      best = e;
+      best_rate = r;
+    }
+  }
+  return best;
 }
 
 void EncodingAdvisor::RecordLink(const std::string& peer, uint64_t bytes, double seconds) {
@@ -40,25 +52,31 @@ void EncodingAdvisor::RecordLink(const std::string& peer, uint64_t bytes, double
   rate = Blend(rate, static_cast<double>(bytes) / seconds);
 }
 
+std::string EncodingAdvisor::CodecKey(const std::string& dataset, wire::Encoding e,
+                                      double tolerance) {
+  return absl::StrCat(dataset, "\n", static_cast<int>(e), "\n",
+                      e == wire::Encoding::kQuantized ? tolerance : 0);
+}
+
 std::string EncodingAdvisor::OutcomeKey(const std::string& peer, const std::string& dataset,
-                                        wire::Encoding e) {
-  return absl::StrCat(peer, "\n", dataset, "\n", static_cast<int>(e));
+                                        wire::Encoding e, double tolerance) {
+  return absl::StrCat(peer, "\n", CodecKey(dataset, e, tolerance));
 }
 
 void EncodingAdvisor::RecordOutcome(const std::string& peer, const std::string& dataset,
                                     wire::Encoding encoding, uint64_t float32_bytes,
-                                    double seconds) {
+                                    double seconds, double tolerance) {
   if (float32_bytes < (1 << 20) || seconds <= 0) return;
   absl::MutexLock lock(&mu_);
-  double& rate = outcome_[OutcomeKey(peer, dataset, encoding)];
+  double& rate = outcome_[OutcomeKey(peer, dataset, encoding, tolerance)];
   rate = Blend(rate, static_cast<double>(float32_bytes) / seconds);
 }
 
 void EncodingAdvisor::RecordCodec(const std::string& dataset, uint64_t raw, uint64_t encoded,
-                                  double seconds) {
+                                  double seconds, wire::Encoding encoding, double tolerance) {
   if (raw == 0 || encoded == 0 || seconds <= 0) return;
   absl::MutexLock lock(&mu_);
-  Codec& c = codec_[dataset];
+  Codec& c = codec_[CodecKey(dataset, encoding, tolerance)];
   c.ratio = Blend(c.ratio, static_cast<double>(raw) / static_cast<double>(encoded));
   c.rate = Blend(c.rate, static_cast<double>(raw) / seconds);
 }
@@ -71,7 +89,13 @@ double EncodingAdvisor::link_rate(const std::string& peer) const {
 
 double EncodingAdvisor::lossless_ratio(const std::string& dataset) const {
   absl::MutexLock lock(&mu_);
-  auto it = codec_.find(dataset);
+  auto it = codec_.find(CodecKey(dataset, wire::Encoding::kLossless, 0));
+  return it == codec_.end() ? 0 : it->second.ratio;
+}
+
+double EncodingAdvisor::quantized_ratio(const std::string& dataset, double tolerance) const {
+  absl::MutexLock lock(&mu_);
+  auto it = codec_.find(CodecKey(dataset, wire::Encoding::kQuantized, tolerance));
   return it == codec_.end() ? 0 : it->second.ratio;
 }
 

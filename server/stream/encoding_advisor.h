@@ -1,14 +1,19 @@
 // EncodingAdvisor: what ENCODING_AUTO picks for a stream, from what earlier streams
 // measured: each peer's link rate (bytes a second while a write was on the wire) and each
-// dataset's LOSSLESS ratio and codec rate (probes of float32 streams, and LOSSLESS ones).
+// dataset's codec ratios and rates (probes of other streams, and streams so encoded):
+// LOSSLESS's, and QUANTIZED's at each tolerance asked for.
 //
-// Once a peer has streamed a dataset both ways, the pick is the one that delivered float32
-// samples faster (LOSSLESS only when kMargin faster): what counts is the outcome, which
-// includes what the model below cannot see (the client's CPU decoding, other work on the
-// server's cores). Before that, LOSSLESS is tried when the model says it would be faster:
-// min(link x ratio, codec rate x reader threads) > kMargin x link x (4 / native bytes a
-// sample). Until a peer's link or a dataset's codec has been measured, it picks NATIVE
-// where that is smaller than float32, else FLOAT32, and the stream measures. Thread-safe.
+// The candidates are the plain encoding (NATIVE where that is smaller than float32, else
+// FLOAT32), LOSSLESS, and, where the request gave a tolerance (it accepts that loss),
+// QUANTIZED at that tolerance. Each is rated by what it delivered to this peer from this
+// dataset (float32 bytes a second, first write to last) where a stream ran to its end so
+// encoded: the outcome, which includes what a model cannot see (the client's CPU
+// decoding, other work on the server's cores). A candidate not yet tried is rated by the
+// model min(link x ratio, codec rate x reader threads), the plain one by link x (4 /
+// native bytes a sample). A compressed candidate wins only when kMargin faster than the
+// plain one, and the fastest of those wins; so one that the model rates high is tried,
+// and its outcome then keeps or drops it. Until a peer's link has been measured, and for a
+// codec not yet measured, the plain encoding it is. Thread-safe.
 #ifndef SHOTSTREAM_SERVER_STREAM_ENCODING_ADVISOR_H_
 #define SHOTSTREAM_SERVER_STREAM_ENCODING_ADVISOR_H_
 
@@ -31,26 +36,29 @@ class EncodingAdvisor {
   explicit EncodingAdvisor(int codec_threads) : codec_threads_(codec_threads) {}
 
   // `native_bytes`: bytes a sample the dataset's NATIVE encoding sends (4 where it sends
-  // float32).
-  wire::Encoding Choose(const std::string& peer, const std::string& dataset,
-                        int native_bytes) const ABSL_LOCKS_EXCLUDED(mu_);
+  // float32); `tolerance` > 0: QUANTIZED at that tolerance is a candidate.
+  wire::Encoding Choose(const std::string& peer, const std::string& dataset, int native_bytes,
+                        double tolerance = 0) const ABSL_LOCKS_EXCLUDED(mu_);
 
   // A stream to `peer` wrote `bytes` in `seconds` of writes on the wire.
   void RecordLink(const std::string& peer, uint64_t bytes, double seconds)
       ABSL_LOCKS_EXCLUDED(mu_);
-  // A stream of `dataset` to `peer` sent as `encoding` delivered `float32_bytes` of
-  // samples in `seconds` (first write to last).
+  // A stream of `dataset` to `peer` sent as `encoding` (QUANTIZED: at `tolerance`)
+  // delivered `float32_bytes` of samples in `seconds` (first write to last).
   void RecordOutcome(const std::string& peer, const std::string& dataset,
-                     wire::Encoding encoding, uint64_t float32_bytes, double seconds)
-      ABSL_LOCKS_EXCLUDED(mu_);
-  // LOSSLESS made `encoded` bytes of `raw` float32 bytes of `dataset` in `seconds` of one
-  // thread.
-  void RecordCodec(const std::string& dataset, uint64_t raw, uint64_t encoded, double seconds)
+                     wire::Encoding encoding, uint64_t float32_bytes, double seconds,
+                     double tolerance = 0) ABSL_LOCKS_EXCLUDED(mu_);
+  // `encoding` (LOSSLESS, or QUANTIZED at `tolerance`) made `encoded` bytes of `raw`
+  // float32 bytes of `dataset` in `seconds` of one thread.
+  void RecordCodec(const std::string& dataset, uint64_t raw, uint64_t encoded, double seconds,
+                   wire::Encoding encoding = wire::Encoding::kLossless, double tolerance = 0)
       ABSL_LOCKS_EXCLUDED(mu_);
 
   // What it knows (tests, logs): 0 where nothing was measured.
   double link_rate(const std::string& peer) const ABSL_LOCKS_EXCLUDED(mu_);
   double lossless_ratio(const std::string& dataset) const ABSL_LOCKS_EXCLUDED(mu_);
+  double quantized_ratio(const std::string& dataset, double tolerance) const
+      ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   struct Codec {
@@ -60,11 +68,14 @@ class EncodingAdvisor {
   const int codec_threads_;
   mutable absl::Mutex mu_;
   absl::flat_hash_map<std::string, double> link_ ABSL_GUARDED_BY(mu_);  // bytes a second
+  // (dataset, encoding, tolerance) -> its codec.
   absl::flat_hash_map<std::string, Codec> codec_ ABSL_GUARDED_BY(mu_);
-  // (peer, dataset, encoding) -> float32 bytes a second delivered.
+  // (peer, dataset, encoding, tolerance) -> float32 bytes a second delivered.
   absl::flat_hash_map<std::string, double> outcome_ ABSL_GUARDED_BY(mu_);
+  // Keys: QUANTIZED's carry its tolerance, the others' 0.
+  static std::string CodecKey(const std::string& dataset, wire::Encoding e, double tolerance);
   static std::string OutcomeKey(const std::string& peer, const std::string& dataset,
-                                wire::Encoding e);
+                                wire::Encoding e, double tolerance = 0);
 };
 
 }  // namespace shotstream::stream

@@ -54,6 +54,26 @@ TEST(EncodingAdvisorTest, OutcomesOverruleTheModel) {
   EXPECT_EQ(a.Choose("r", "d", 2), wire::Encoding::kNative);
 }
 
+TEST(EncodingAdvisorTest, QuantizedOnlyWhereATolerancePermitsIt) {
+  EncodingAdvisor a(2);
+  a.RecordLink("p", 1000 * kMB, 1.0);
+  a.RecordCodec("d", 4 * kMB, 2 * kMB, 0.004);  // LOSSLESS: 2x at 1 GB/s a thread
+  a.RecordCodec("d", 4 * kMB, 1.4 * kMB, 0.001, wire::Encoding::kQuantized, 1e-3);  // 2.9x, 4 GB/s
+  // Without a tolerance the caller asked for exact samples.
+  EXPECT_EQ(a.Choose("p", "d", 4), wire::Encoding::kLossless);
+  EXPECT_EQ(a.Choose("p", "d", 4, 1e-3), wire::Encoding::kQuantized);
+  EXPECT_DOUBLE_EQ(a.quantized_ratio("d", 1e-3), 4.0 / 1.4);
+  // Measured at another tolerance only: nothing known at this one.
+  EXPECT_EQ(a.Choose("p", "d", 4, 1e-2), wire::Encoding::kLossless);
+  // Its outcome decides: slower than LOSSLESS delivered, it is dropped.
+  a.RecordOutcome("p", "d", wire::Encoding::kFloat32, 1000 * kMB, 1.0);
+  a.RecordOutcome("p", "d", wire::Encoding::kLossless, 1500 * kMB, 1.0);
+  a.RecordOutcome("p", "d", wire::Encoding::kQuantized, 1300 * kMB, 1.0, 1e-3);
+  EXPECT_EQ(a.Choose("p", "d", 4, 1e-3), wire::Encoding::kLossless);
+  a.RecordOutcome("p", "d", wire::Encoding::kQuantized, 2500 * kMB, 1.0, 1e-3);  // blends to 1900
+  EXPECT_EQ(a.Choose("p", "d", 4, 1e-3), wire::Encoding::kQuantized);
+}
+
 TEST(EncodingAdvisorTest, MeasurementsBlendAndTinyOnesAreIgnored) {
   EncodingAdvisor a(1);
   a.RecordLink("p", 1000, 1e-6);  // under 1 MiB: says nothing

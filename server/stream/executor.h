@@ -13,6 +13,8 @@ class Executor {
   // Runs `task` later, on a thread of the executor's, never inside this call.
   // Thread-safe.
   virtual void Submit(std::function<void()> task) = 0;
+  // How many tasks it runs at once (Spread's helpers: one fewer). Thread-safe.
+  virtual int parallelism() const { return 1; }
 };
 
 }  // namespace shotstream::stream

@@ -25,6 +25,7 @@ class ReaderPool final : public Executor {
 
   void Submit(std::function<void()> task) override ABSL_LOCKS_EXCLUDED(mu_);
   int threads() const { return static_cast<int>(threads_.size()); }
+  int parallelism() const override { return threads(); }
 
  private:
   void Run() ABSL_LOCKS_EXCLUDED(mu_);

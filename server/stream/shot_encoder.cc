@@ -8,64 +8,91 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/crc32.h"
+#include "server/stream/spread.h"
 #include "wire/sample_encoding.h"
+#include "wire/sample_kernels.h"
 
 namespace shotstream::stream {
 namespace {
 
-bool Finite(const dataset::ShotData& shot) {
-  for (const SampleBuffer& c : shot.chunks) {
-    const float* p = reinterpret_cast<const float*>(c.data());
-    for (size_t i = 0; i < c.size() / sizeof(float); ++i) {
-      if (!std::isfinite(p[i])) return false;
-    }
-  }
-  return true;
+float* ChunkSamples(dataset::ShotData* shot, size_t c) {
+  return reinterpret_cast<float*>(shot->chunks[c].data());
 }
 
-double ShotRms(const dataset::ShotData& shot) {
+uint32_t ChunkTraces(const dataset::ShotData& shot, size_t c) {
+  return c < shot.chunk_traces.size()
+             ? shot.chunk_traces[c]
+             : static_cast<uint32_t>(shot.chunks[c].size() / sizeof(float) /
+                                     std::max(shot.n_samples, 1u));
+}
+
+// The bound for ZFP and QUANTIZED (tolerance x the shot's RMS), from one pass over the
+// chunks at once; 0 where the shot holds NaN or infinity, or QUANTIZED finds no step.
+double Accuracy(dataset::ShotData* shot, wire::Encoding encoding, double tolerance,
+                Executor* executor) {
+  std::vector<wire::kernels::SampleStats> stats(shot->chunks.size());
+  Spread(executor, stats.size(), [&](size_t c) {
+    stats[c] = wire::kernels::Stats(ChunkSamples(shot, c), shot->chunks[c].size() / sizeof(float));
+  });
+  uint32_t peak_bits = 0;
   double sum = 0;
-  size_t n = 0;
-  for (const SampleBuffer& c : shot.chunks) {
-    const size_t k = c.size() / sizeof(float);
-    const double rms = wire::Rms(reinterpret_cast<const float*>(c.data()), k);
-    sum += rms * rms * static_cast<double>(k);
-    n += k;
+  for (const auto& s : stats) {  // in chunk order: the same RMS whatever ran where
+    peak_bits = std::max(peak_bits, s.peak_bits);
+    sum += s.sum_squares;
   }
-  return n == 0 ? 0 : std::sqrt(sum / static_cast<double>(n));
+  if (peak_bits >= wire::kernels::kNonFiniteBits) return 0;
+  const double n = static_cast<double>(uint64_t{shot->n_traces} * shot->n_samples);
+  double accuracy =
+      (tolerance > 0 ? tolerance : wire::kDefaultZfpTolerance) * (n > 0 ? std::sqrt(sum / n) : 0);
+  // An all-zero shot still needs a positive bound; any serves (zeros are exact).
+  if (!(accuracy > 0)) accuracy = 1e-30;
+  if (encoding == wire::Encoding::kQuantized) {
+    float peak;
+    std::memcpy(&peak, &peak_bits, 4);
+    if (wire::QuantizedStep(accuracy, peak) == 0) return 0;  // every chunk's peak is lower
+  }
+  return accuracy;
 }
 
 }  // namespace
 
-absl::Status EncodeShot(dataset::ShotData* shot, wire::Encoding encoding, double tolerance) {
+absl::Status EncodeShot(dataset::ShotData* shot, wire::Encoding encoding, double tolerance,
+                        Executor* executor) {
   if (encoding != wire::Encoding::kLossless && encoding != wire::Encoding::kInt16 &&
-      encoding != wire::Encoding::kZfp) {
+      encoding != wire::Encoding::kZfp && encoding != wire::Encoding::kQuantized) {
     return absl::OkStatus();
   }
   if (shot->is_stored() || shot->encoding != wire::Encoding::kFloat32) {
     return absl::InternalError(absl::StrCat("shot ", shot->shot_id, ": only decoded float32 "
                                             "samples are encoded"));
   }
-  if (encoding != wire::Encoding::kLossless && !Finite(*shot)) encoding = wire::Encoding::kLossless;
   double accuracy = 0;
-  if (encoding == wire::Encoding::kZfp) {
-    // An all-zero shot still needs a positive accuracy; any serves (zeros are exact).
-    accuracy = (tolerance > 0 ? tolerance : wire::kDefaultZfpTolerance) * ShotRms(*shot);
-    if (!(accuracy > 0)) accuracy = 1e-30;
+  if (encoding == wire::Encoding::kZfp || encoding == wire::Encoding::kQuantized) {
+    accuracy = Accuracy(shot, encoding, tolerance, executor);
+    if (accuracy == 0) encoding = wire::Encoding::kLossless;
+  }
+  const size_t n = shot->chunks.size();
+  std::vector<absl::StatusOr<SampleBuffer>> encoded(n);
+  auto encode_all = [&](wire::Encoding e, bool keep_float32) {
+    Spread(executor, n, [&](size_t c) {
+      encoded[c] = wire::EncodeSamples(e, ChunkSamples(shot, c), ChunkTraces(*shot, c),
+                                       shot->n_samples, accuracy);
+      if (!keep_float32 && encoded[c].ok()) shot->chunks[c] = SampleBuffer();
+    });
+  };
+  encode_all(encoding, /*keep_float32=*/encoding == wire::Encoding::kInt16);
+  if (encoding == wire::Encoding::kInt16 &&
+      std::any_of(encoded.begin(), encoded.end(), [](const auto& e) {
+        return e.status().code() == absl::StatusCode::kFailedPrecondition;
+      })) {
+    encoding = wire::Encoding::kLossless;  // NaN or infinity somewhere
+    encode_all(encoding, /*keep_float32=*/false);
   }
   uint32_t crc = 0;
-  for (size_t c = 0; c < shot->chunks.size(); ++c) {
-    SampleBuffer& chunk = shot->chunks[c];
-    const uint32_t n_traces =
-        c < shot->chunk_traces.size()
-            ? shot->chunk_traces[c]
-            : static_cast<uint32_t>(chunk.size() / sizeof(float) / std::max(shot->n_samples, 1u));
-    absl::StatusOr<SampleBuffer> encoded = wire::EncodeSamples(
-        encoding, reinterpret_cast<const float*>(chunk.data()), n_traces, shot->n_samples,
-        accuracy);
-    if (!encoded.ok()) return encoded.status();
-    chunk = std::move(*encoded);  // the float32 chunk is freed here
-    crc = Crc32(crc, chunk.data(), chunk.size());
+  for (size_t c = 0; c < n; ++c) {
+    if (!encoded[c].ok()) return encoded[c].status();
+    shot->chunks[c] = *std::move(encoded[c]);  // the float32 chunk (INT16's) is freed here
+    crc = Crc32(crc, shot->chunks[c].data(), shot->chunks[c].size());
   }
   shot->encoding = encoding;
   if (!wire::IsExact(encoding)) shot->crc32 = crc;

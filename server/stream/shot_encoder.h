@@ -1,6 +1,6 @@
 // EncodeShot: a decoded shot's float32 chunks re-encoded for the wire (LOSSLESS, INT16,
-// ZFP), on the reader pool, before the stream window hands them out. Thread-safe (a pure
-// function of its arguments).
+// ZFP, QUANTIZED), on the reader pool, before the stream window hands them out, its chunks
+// spread over the pool's threads. Thread-safe (a pure function of its arguments).
 #ifndef SHOTSTREAM_SERVER_STREAM_SHOT_ENCODER_H_
 #define SHOTSTREAM_SERVER_STREAM_SHOT_ENCODER_H_
 
@@ -9,17 +9,24 @@
 
 #include "absl/status/status.h"
 #include "server/dataset/shot_data.h"
+#include "server/stream/executor.h"
 #include "wire/encoding.h"
 
 namespace shotstream::stream {
 
 // Encodes every chunk of `shot` (decoded float32: shot->encoding kFloat32, no stored
-// traces) as `encoding`, each chunk freed as soon as it is encoded. ZFP's accuracy is
-// `tolerance` (0: the default) times the RMS of the whole shot. A shot INT16 or ZFP cannot
-// carry (NaN or infinite samples) goes LOSSLESS instead: shot->encoding says what it got.
-// For the lossy encodings shot->crc32 becomes the CRC-32 of the encoded chunks; the exact
-// ones keep the CRC-32 of the float32 samples. kFloat32 and kNative change nothing.
-absl::Status EncodeShot(dataset::ShotData* shot, wire::Encoding encoding, double tolerance);
+// traces) as `encoding`, chunks at once on the calling thread and on `executor` (null:
+// the calling thread alone; see Spread). ZFP's and QUANTIZED's bound is `tolerance` (0: the
+// default) times the RMS of the whole shot, taken first in one pass that also finds NaN
+// and infinity. A shot the lossy encodings cannot carry (NaN or infinite samples; for
+// QUANTIZED, a bound below float32's precision) goes LOSSLESS instead: shot->encoding says
+// what it got. Memory: LOSSLESS, ZFP and QUANTIZED free each float32 chunk once it is
+// encoded; INT16 finds NaN in the same pass that encodes, so it keeps the float32 chunks
+// until the last is encoded (at most 1.5 x the shot). For the lossy encodings
+// shot->crc32 becomes the CRC-32 of the encoded chunks; the exact ones keep the CRC-32 of
+// the float32 samples. kFloat32 and kNative change nothing.
+absl::Status EncodeShot(dataset::ShotData* shot, wire::Encoding encoding, double tolerance,
+                        Executor* executor = nullptr);
 
 // Up to `max_traces` of the shot's first traces as float32 (whatever its chunks hold:
 // float32, NATIVE, stored traces), for a codec probe; empty for a shot of no trace.

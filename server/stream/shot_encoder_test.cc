@@ -1,10 +1,12 @@
 #include "server/stream/shot_encoder.h"
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "common/crc32.h"
 #include "gtest/gtest.h"
+#include "server/stream/reader_pool.h"
 #include "wire/sample_encoding.h"
 
 namespace shotstream::stream {
@@ -54,12 +56,20 @@ TEST(ShotEncoderTest, LosslessKeepsTheFloat32CrcAndEverySample) {
   EXPECT_EQ(Decoded(shot), before);
 }
 
-TEST(ShotEncoderTest, LossyEncodingsChecksumTheirBytesAndKeepTheirBounds) {
-  for (wire::Encoding e : {wire::Encoding::kInt16, wire::Encoding::kZfp}) {
+// Encoded on the calling thread alone, and with the chunks spread over a pool.
+class ShotEncoderPoolTest : public ::testing::TestWithParam<int> {
+ protected:
+  Executor* executor() { return GetParam() == 0 ? nullptr : &pool_; }
+  ReaderPool pool_{2};
+};
+
+TEST_P(ShotEncoderPoolTest, LossyEncodingsChecksumTheirBytesAndKeepTheirBounds) {
+  for (wire::Encoding e :
+       {wire::Encoding::kInt16, wire::Encoding::kZfp, wire::Encoding::kQuantized}) {
     dataset::ShotData shot = Shot(10, 300, 3);
     dataset::ShotData plain = Shot(10, 300, 3);
     const std::vector<float> before = Decoded(plain);
-    ASSERT_TRUE(EncodeShot(&shot, e, 1e-3).ok());
+    ASSERT_TRUE(EncodeShot(&shot, e, 1e-3, executor()).ok());
     EXPECT_EQ(shot.encoding, e);
     uint32_t crc = 0;
     for (const SampleBuffer& c : shot.chunks) crc = Crc32(crc, c.data(), c.size());
@@ -68,21 +78,49 @@ TEST(ShotEncoderTest, LossyEncodingsChecksumTheirBytesAndKeepTheirBounds) {
     const double rms = wire::Rms(before.data(), before.size());
     for (size_t i = 0; i < before.size(); ++i) {
       const uint32_t t = static_cast<uint32_t>(i / 300);
-      const double bound = e == wire::Encoding::kZfp ? 1e-3 * rms : 100.0 * (t + 1) / 32767;
+      const double bound = e == wire::Encoding::kInt16 ? 100.0 * (t + 1) / 32767 : 1e-3 * rms;
       ASSERT_LE(std::fabs(after[i] - before[i]), bound) << wire::EncodingName(e) << " " << i;
     }
   }
 }
 
-TEST(ShotEncoderTest, NonFiniteSamplesGoLossless) {
-  dataset::ShotData shot = Shot(4, 50, 2);
-  reinterpret_cast<float*>(shot.chunks[1].data())[3] = std::numeric_limits<float>::infinity();
-  const uint32_t crc = shot.crc32;
-  ASSERT_TRUE(EncodeShot(&shot, wire::Encoding::kZfp, 1e-3).ok());
-  EXPECT_EQ(shot.encoding, wire::Encoding::kLossless);
-  EXPECT_EQ(shot.crc32, crc);
-  EXPECT_TRUE(std::isinf(Decoded(shot)[2 * 50 + 3]));
+TEST_P(ShotEncoderPoolTest, NonFiniteSamplesGoLossless) {
+  for (wire::Encoding e :
+       {wire::Encoding::kInt16, wire::Encoding::kZfp, wire::Encoding::kQuantized}) {
+    for (float bad : {std::numeric_limits<float>::infinity(), std::nanf("")}) {
+      dataset::ShotData shot = Shot(8, 50, 2);
+      // In the last chunk: INT16 has encoded the others by the time it finds it.
+      reinterpret_cast<float*>(shot.chunks[3].data())[3] = bad;
+      const uint32_t crc = shot.crc32;  // of the float32 samples, NaN and all
+      const std::vector<float> before = Decoded(shot);
+      ASSERT_TRUE(EncodeShot(&shot, e, 1e-3, executor()).ok());
+      EXPECT_EQ(shot.encoding, wire::Encoding::kLossless) << wire::EncodingName(e);
+      EXPECT_EQ(shot.crc32, crc);
+      const std::vector<float> after = Decoded(shot);
+      ASSERT_EQ(after.size(), before.size());
+      EXPECT_EQ(std::memcmp(after.data(), before.data(), after.size() * 4), 0);  // NaN too
+    }
+  }
 }
+
+TEST_P(ShotEncoderPoolTest, QuantizedOfASilentShotIsZeros) {
+  dataset::ShotData shot = Shot(6, 40, 4);
+  for (SampleBuffer& c : shot.chunks) std::memset(c.data(), 0, c.size());
+  ASSERT_TRUE(EncodeShot(&shot, wire::Encoding::kQuantized, 1e-3, executor()).ok());
+  EXPECT_EQ(shot.encoding, wire::Encoding::kQuantized);
+  EXPECT_EQ(Decoded(shot), std::vector<float>(6 * 40, 0.0f));
+}
+
+TEST_P(ShotEncoderPoolTest, QuantizedBelowFloatPrecisionGoesLossless) {
+  dataset::ShotData shot = Shot(4, 50, 2);
+  reinterpret_cast<float*>(shot.chunks[1].data())[0] = 3e7f;  // RMS ~ 1e6, ulp(3e7) = 2
+  const std::vector<float> before = Decoded(shot);
+  ASSERT_TRUE(EncodeShot(&shot, wire::Encoding::kQuantized, 1e-9, executor()).ok());
+  EXPECT_EQ(shot.encoding, wire::Encoding::kLossless);
+  EXPECT_EQ(Decoded(shot), before);
+}
+
+INSTANTIATE_TEST_SUITE_P(Threads, ShotEncoderPoolTest, ::testing::Values(0, 2));
 
 TEST(ShotEncoderTest, Float32AndNativeAreLeftAsTheyAre) {
   dataset::ShotData shot = Shot(4, 50, 2);

@@ -188,24 +188,38 @@ absl::StatusOr<dataset::ShotData> ShotWindow::ReadShot(size_t index, int64_t id)
 }
 
 absl::Status ShotWindow::Encode(size_t index, dataset::ShotData* shot) const {
-  if (plan_.advisor != nullptr && plan_.shot.probe_codec && index % kProbeEvery == 0) {
+  const double tolerance = plan_.shot.selection.tolerance;
+  if (plan_.advisor != nullptr && (plan_.shot.probe_codec || plan_.shot.probe_quantized) &&
+      index % kProbeEvery == 0) {
     const std::vector<float> probe = FirstTraces(*shot, 64);
     const uint32_t n_traces = shot->n_samples == 0 ? 0 : probe.size() / shot->n_samples;
-    const absl::Time t0 = absl::Now();
-    auto packed = wire::EncodeSamples(wire::Encoding::kLossless, probe.data(), n_traces,
-                                      shot->n_samples);
-    if (packed.ok()) {
-      plan_.advisor->RecordCodec(plan_.dataset, probe.size() * sizeof(float), packed->size(),
-                                 absl::ToDoubleSeconds(absl::Now() - t0));
-    }
+    auto measure = [&](wire::Encoding e) {
+      const double accuracy =
+          e == wire::Encoding::kQuantized ? tolerance * wire::Rms(probe.data(), probe.size()) : 0;
+      const absl::Time t0 = absl::Now();
+      auto packed = wire::EncodeSamples(e, probe.data(), n_traces, shot->n_samples, accuracy);
+      if (packed.ok()) {
+        plan_.advisor->RecordCodec(plan_.dataset, probe.size() * sizeof(float), packed->size(),
+                                   absl::ToDoubleSeconds(absl::Now() - t0), e, tolerance);
+      }
+    };
+    if (plan_.shot.probe_codec) measure(wire::Encoding::kLossless);
+    if (plan_.shot.probe_quantized) measure(wire::Encoding::kQuantized);
   }
   const uint64_t raw = shot->total_bytes;
   const absl::Time t0 = absl::Now();
-  SS_RETURN_IF_ERROR(EncodeShot(shot, plan_.shot.encoding, plan_.shot.selection.tolerance));
-  if (plan_.advisor != nullptr && shot->encoding == wire::Encoding::kLossless) {
+  SS_RETURN_IF_ERROR(EncodeShot(shot, plan_.shot.encoding, tolerance, executor_));
+  if (plan_.advisor != nullptr && (shot->encoding == wire::Encoding::kLossless ||
+                                   shot->encoding == wire::Encoding::kQuantized)) {
+    // Chunks ran on up to the executor's threads at once: the rate of one thread is at
+    // least raw over (wall time x threads).
     uint64_t encoded = 0;
     for (const SampleBuffer& c : shot->chunks) encoded += c.size();
-    plan_.advisor->RecordCodec(plan_.dataset, raw, encoded, absl::ToDoubleSeconds(absl::Now() - t0));
+    const size_t threads = std::min<size_t>(shot->chunks.size(),
+                                            std::max(executor_->parallelism(), 1));
+    plan_.advisor->RecordCodec(plan_.dataset, raw, encoded,
+                               absl::ToDoubleSeconds(absl::Now() - t0) * threads, shot->encoding,
+                               tolerance);
   }
   return absl::OkStatus();
 }
@@ -406,7 +420,8 @@ void ShotWindow::Close() {
     if (wire_.ended_ok && wire_.bytes > 0) {  // ran to its end: what its encoding delivered
       plan_.advisor->RecordOutcome(plan_.peer, plan_.dataset, plan_.shot.encoding,
                                    wire_.float32_bytes,
-                                   absl::ToDoubleSeconds(wire_.last_done - wire_.first));
+                                   absl::ToDoubleSeconds(wire_.last_done - wire_.first),
+                                   plan_.shot.selection.tolerance);
     }
   }
   closed_ = true;

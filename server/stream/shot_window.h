@@ -52,13 +52,13 @@ struct WindowPlan {
   std::shared_ptr<ShotFeed> feed;
   uint32_t queue_depth = 2;  // >= 1
   // How every shot is read and encoded (decided once per stream, passed unchanged to the
-  // source): LOSSLESS, INT16 and ZFP are encoded on the executor (ZFP within tolerance x
-  // the shot's RMS).
+  // source): LOSSLESS, INT16, ZFP and QUANTIZED are encoded on the executor, a shot's
+  // chunks at once (ZFP and QUANTIZED within tolerance x the shot's RMS).
   dataset::ShotPlan shot;
   // ENCODING_AUTO's measurements, reported to `advisor` (may be null) under `dataset` and
-  // `peer` (its address): LOSSLESS encodes; with shot.probe_codec, the first traces of
-  // every kProbeEvery-th shot compressed (the result thrown away); when the window closes,
-  // the link rate its writes saw (sample bytes over the time a write was on the wire,
+  // `peer` (its address): LOSSLESS and QUANTIZED encodes; with shot.probe_codec (and
+  // probe_quantized), the first traces of every kProbeEvery-th shot compressed (the result
+  // thrown away); when the window closes, the link rate its writes saw (sample bytes over the time a write was on the wire,
   // Next to Sent), and, for a stream that ran to its end, what its encoding delivered.
   EncodingAdvisor* advisor = nullptr;
   std::string dataset;

@@ -12,10 +12,15 @@ dataset::ShotPlan PlanShots(const dataset::ShotSelection& selection, int sample_
   plan.encoding = selection.encoding;
   if (plan.encoding == wire::Encoding::kAuto) {
     const int native = wire::NativeBytesPerSample(sample_format);
-    plan.encoding = advisor == nullptr ? wire::Encoding::kFloat32
-                                       : advisor->Choose(peer, dataset, native == 0 ? 4 : native);
-    // A plain stream measures the codec now and then, so that a later one can choose it.
+    // A tolerance says the caller accepts that loss: QUANTIZED becomes a candidate.
+    const double lossy = selection.tolerance;
+    plan.encoding = advisor == nullptr
+                        ? wire::Encoding::kFloat32
+                        : advisor->Choose(peer, dataset, native == 0 ? 4 : native, lossy);
+    // A stream measures the codecs it does not use now and then, so that a later one can
+    // choose them.
     plan.probe_codec = plan.encoding != wire::Encoding::kLossless;
+    plan.probe_quantized = lossy > 0 && plan.encoding != wire::Encoding::kQuantized;
   }
   plan.native = plan.encoding == wire::Encoding::kNative;
   // Stored samples go as float32 only, never re-encoded.

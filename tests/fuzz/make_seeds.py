@@ -51,6 +51,16 @@ def lossless_frame(n):
                           shuffle=blosc.BITSHUFFLE, clevel=5)
 
 
+def quantized_payload(n):
+    """A QUANTIZED payload of n samples (the proto's layout): step 0.5, width 2, then a
+    c-blosc frame of zigzag integers (bitshuffle, LZ4)."""
+    import blosc
+    import numpy as np
+    z = np.arange(n, dtype="<u2")
+    return struct.pack("<fB3x", 0.5, 2) + blosc.compress(
+        z.tobytes(), typesize=2, cname="lz4", shuffle=blosc.BITSHUFFLE, clevel=5)
+
+
 def npy(array):
     """A .npy file as numpy writes it."""
     import io
@@ -74,7 +84,8 @@ def main():
         # encoding, format | byte order, traces, samples, then the payload.
         "sample_decode": {"lossless": b"\x00\x05\x02\x08" + lossless_frame(16),
                           "int16": b"\x01\x05\x02\x04" + bytes(8) + bytes(range(16)),
-                          "native": b"\x02\x83\x02\x04" + bytes(range(16))},
+                          "native": b"\x02\x83\x02\x04" + bytes(range(16)),
+                          "quantized": b"\x03\x05\x02\x08" + quantized_payload(16)},
         # byte 0 bit 0: force dataset "d"; then a serialized StreamShotsRequest.
         "request_validation": {"ok": b"\x01" + b"\x0a\x01d" + b"\x12\x03\x01\x02\x03"
                                + b"\x18\x02" + b"\x22\x08\x0a\x06offset",

@@ -1,9 +1,9 @@
 // Fuzzes the decoding of the encodings a client decodes before any checksum is verified
-// (LOSSLESS, NATIVE; and INT16): a payload must decode into exactly its traces or be
-// refused, never write past them. ZFP is left out: its payload's CRC-32 is verified before
-// it reaches the decoder (docs/encodings.md).
-//   byte 0: encoding (0 lossless, 1 int16, 2 native); byte 1: SEG-Y format code (native)
-//   and byte order (bit 7); bytes 2-3: traces, samples; then the payload.
+// (LOSSLESS, NATIVE; and INT16, QUANTIZED: a server that checksums bad bytes): a payload
+// must decode into exactly its traces or be refused, never write past them. ZFP is left
+// out: its payload's CRC-32 is verified before it reaches the decoder (docs/encodings.md).
+//   byte 0: encoding (0 lossless, 1 int16, 2 native, 3 quantized); byte 1: SEG-Y format
+//   code (native) and byte order (bit 7); bytes 2-3: traces, samples; then the payload.
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -13,8 +13,9 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using shotstream::wire::Encoding;
   if (size < 4) return 0;
-  static const Encoding kEncodings[] = {Encoding::kLossless, Encoding::kInt16, Encoding::kNative};
-  const Encoding e = kEncodings[data[0] % 3];
+  static const Encoding kEncodings[] = {Encoding::kLossless, Encoding::kInt16, Encoding::kNative,
+                                        Encoding::kQuantized};
+  const Encoding e = kEncodings[data[0] % 4];
   const int format = data[1] & 0x1F;
   const bool big = (data[1] & 0x80) != 0;
   const uint32_t n_traces = data[2] % 16, n_samples = data[3];

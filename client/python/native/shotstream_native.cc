@@ -17,7 +17,8 @@
 //         raises cancels the write and is raised again.
 //     .close()  closes the connections once no stream is left (shots keep the pool only)
 //   NativeStream.next() -> None at the end, or (index, shot_id, sample_interval_us,
-//       n_traces, n_samples, samples, [(header name, bytearray of float64)])
+//       n_traces, n_samples, samples, [(header name, bytearray of float64)],
+//       raw trace headers or None, the shot's encoding name)
 //       where samples is a read-only buffer of n_traces * n_samples float32 that owns the
 //       shot's pool buffer (it goes back to the pool when the last view of it dies).
 //     .cancel(), .reconnects
@@ -283,9 +284,10 @@ PyObject* NativeStreamNext(NativeStreamObject* self, PyObject*) {
       return nullptr;
     }
   }
-  return Py_BuildValue("(ILdIINNN)", shot.index, static_cast<long long>(shot.shot_id),
+  return Py_BuildValue("(ILdIINNNs#)", shot.index, static_cast<long long>(shot.shot_id),
                        shot.sample_interval_us, shot.n_traces, shot.n_samples, samples, headers,
-                       trace_headers);
+                       trace_headers, shot.encoding.data(),
+                       static_cast<Py_ssize_t>(shot.encoding.size()));
 }
 
 PyObject* NativeStreamCancel(NativeStreamObject* self, PyObject*) {

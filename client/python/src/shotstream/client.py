@@ -601,11 +601,13 @@ class Client:
 
         Sending less: encoding="native" sends integer and IBM samples as stored (int16:
         half the bytes of float32), "lossless" float32 compressed with c-blosc (bit-exact),
-        "int16" each trace scaled to int16 (error <= max|trace| / 32767), "zfp" ZFP within
-        tolerance x the shot's RMS (None: 1e-3), "auto" what the server finds fastest for
-        this link (shot.encoding says what it picked). Samples always arrive as float32
-        (n_traces, n_samples). Through grpcio, "lossless" needs python3-blosc and "zfp"
-        python3-zfpy ("auto" then stays off lossless); the native client decodes all.
+        "int16" each trace scaled to int16 (error <= max|trace| / 32767), "quantized"
+        (fast) and "zfp" within tolerance x the shot's RMS (None: 1e-3), "auto" what the
+        server finds fastest for this link (shot.encoding says what it picked; quantized
+        only where a tolerance is given). Samples always arrive as float32 (n_traces,
+        n_samples). Through grpcio, "lossless" and "quantized" need python3-blosc and "zfp"
+        python3-zfpy ("auto" then keeps to native and float32); the native client decodes
+        all.
 
         trace_headers=True: each shot also carries its traces' raw 240-byte headers
         (shot.trace_headers), e.g. to write them out unchanged.
@@ -653,14 +655,13 @@ class Client:
                 if item is None:
                     return
                 (index, shot_id, interval, n_traces, n_samples, samples, header_columns,
-                 raw) = item
+                 raw, encoding) = item
                 samples = np.frombuffer(samples, dtype="<f4").reshape(n_traces, n_samples)
                 headers_out = {h: np.frombuffer(v, dtype=np.float64) for h, v in header_columns}
                 raw = None if raw is None else \
                     np.frombuffer(raw, dtype=np.uint8).reshape(n_traces, 240)
                 self.wire_bytes = base_wire + stream.wire_bytes
-                yield Shot(index, shot_id, samples, headers_out, interval, raw,
-                           stream.last_encoding)
+                yield Shot(index, shot_id, samples, headers_out, interval, raw, encoding)
         finally:
             stream.cancel()
 

@@ -117,12 +117,15 @@ def _trace_headers(chunk) -> Optional[np.ndarray]:
 
 ENCODINGS = {"float32": pb.ENCODING_FLOAT32, "native": pb.ENCODING_NATIVE,
              "lossless": pb.ENCODING_LOSSLESS, "int16": pb.ENCODING_INT16,
-             "zfp": pb.ENCODING_ZFP, "auto": pb.ENCODING_AUTO}
+             "zfp": pb.ENCODING_ZFP, "quantized": pb.ENCODING_QUANTIZED,
+             "auto": pb.ENCODING_AUTO}
 ENCODING_NAMES = {v: k for k, v in ENCODINGS.items()}
 
-# What decodes LOSSLESS and ZFP chunks on this path: Debian's python3-blosc and
+# What decodes LOSSLESS, QUANTIZED and ZFP chunks on this path: Debian's python3-blosc and
 # python3-zfpy (the native client decodes them itself).
-_DECODER_PACKAGES = {"lossless": ("blosc", "python3-blosc"), "zfp": ("zfpy", "python3-zfpy")}
+_DECODER_PACKAGES = {"lossless": ("blosc", "python3-blosc"), "zfp": ("zfpy", "python3-zfpy"),
+                     "quantized": ("blosc", "python3-blosc")}
+_LOSSY = (pb.ENCODING_INT16, pb.ENCODING_ZFP, pb.ENCODING_QUANTIZED)
 
 
 def encoding_number(name: str) -> int:
@@ -172,6 +175,24 @@ def _native_samples(data, fmt: int, big: bool, n: int) -> np.ndarray:
     raise ShotstreamError(grpc.StatusCode.DATA_LOSS, f"native chunk of sample format {fmt}")
 
 
+def _dequantize(data, n: int) -> np.ndarray:
+    """A QUANTIZED payload (the proto's layout: float32 step, width, three zero bytes, then
+    a blosc buffer of zigzag integers) as n float32, computed as the C++ client does."""
+    if len(data) < 8:
+        raise ValueError(f"{len(data)} bytes: shorter than its headers")
+    step = np.frombuffer(data, dtype="<f4", count=1)[0]
+    width = data[4]
+    if width not in (1, 2, 4) or any(data[5:8]) or not (np.isfinite(step) and step > 0):
+        raise ValueError(f"a header of step {step} and width {width}")
+    import blosc
+    raw = blosc.decompress(bytes(data[8:]))
+    if len(raw) != width * n:
+        raise ValueError(f"{len(raw)} bytes where {width * n} were sent")
+    z = np.frombuffer(raw, dtype={1: "u1", 2: "<u2", 4: "<u4"}[width]).astype(np.int32)
+    q = (z >> 1) ^ -(z & 1)
+    return q.astype(np.float32) * np.float32(step)
+
+
 def decode_chunk(chunk, data, n_samples: int) -> np.ndarray:
     """An encoded chunk's samples as float32 (chunk_traces, n_samples); DATA_LOSS when the
     payload does not hold them."""
@@ -198,6 +219,8 @@ def decode_chunk(chunk, data, n_samples: int) -> np.ndarray:
             if len(raw) != 4 * n:
                 raise ValueError(f"{len(raw)} bytes where {4 * n} were sent")
             out = np.frombuffer(raw, dtype="<f4")
+        elif chunk.encoding == pb.ENCODING_QUANTIZED:
+            out = _dequantize(data, n)
         elif chunk.encoding == pb.ENCODING_ZFP:
             if n == 0:
                 return np.empty((0, n_samples), dtype=np.float32)
@@ -267,7 +290,7 @@ class Assembler:
         if start % 4 or start // 4 + chunk.chunk_traces * ns > self._buf.size:
             raise ShotstreamError(grpc.StatusCode.DATA_LOSS,
                                   f"shot {chunk.shot_id}: chunk at byte {start} overruns the shot")
-        if chunk.encoding in (pb.ENCODING_INT16, pb.ENCODING_ZFP):
+        if chunk.encoding in _LOSSY:
             # Lossy: the CRC-32 covers the encoded bytes; nothing is decoded before it matched.
             payload = bytes(data)
             self._crc = crc32(payload, self._crc)

@@ -1,0 +1,300 @@
+#include "wire/sample_kernels.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#define SHOTSTREAM_HAVE_AVX2_CODE 1
+#endif
+
+namespace shotstream::wire::kernels {
+namespace {
+
+uint32_t Bits(float x) {
+  uint32_t b;
+  std::memcpy(&b, &x, 4);
+  return b;
+}
+
+// Both paths keep 8 running sums (sample i goes to sum i % 8) and add them up in this
+// order, so that the RMS, and every step taken from it, is the same on either.
+double AddUp(const double acc[8]) {
+  return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
+
+// Rounds to nearest, ties to even, in the default rounding mode, for |v| < 2^22: adding
+// 1.5 x 2^23 leaves no fraction bits (nearbyint's result, without a libm call per sample).
+float RoundEven(float v) {
+  constexpr float kMagic = 0x1.8p23f;  // (not folded away: the build never sets -ffast-math)
+  return (v + kMagic) - kMagic;
+}
+
+// The portable loops (also the tails of the vector ones: from sample `i` on).
+
+SampleStats StatsFrom(const float* x, size_t i, size_t n, uint32_t peak, double acc[8]) {
+  for (; i < n; ++i) {
+    peak = std::max(peak, Bits(x[i]) & 0x7fffffffu);
+    const double d = x[i];
+    acc[i % 8] += d * d;
+  }
+  return {peak, AddUp(acc)};
+}
+
+uint32_t PeakBitsFrom(const float* x, size_t i, size_t n, uint32_t peak) {
+  for (; i < n; ++i) peak = std::max(peak, Bits(x[i]) & 0x7fffffffu);
+  return peak;
+}
+
+void ScaleToInt16From(const float* x, size_t i, size_t n, float inv, uint8_t* dst) {
+  for (; i < n; ++i) {
+    const float v = std::clamp(RoundEven(x[i] * inv), -32767.0f, 32767.0f);
+    const int16_t q = static_cast<int16_t>(v);
+    std::memcpy(dst + 2 * i, &q, 2);
+  }
+}
+
+void Int16ToFloatFrom(const uint8_t* q, size_t i, size_t n, float scale, float* dst) {
+  for (; i < n; ++i) {
+    int16_t v;
+    std::memcpy(&v, q + 2 * i, 2);
+    dst[i] = static_cast<float>(v) * scale;
+  }
+}
+
+void QuantizeFrom(const float* x, size_t i, size_t n, float inv, int width, uint8_t* dst) {
+  for (; i < n; ++i) {
+    const int32_t q = static_cast<int32_t>(RoundEven(x[i] * inv));
+    const uint32_t z = (static_cast<uint32_t>(q) << 1) ^ static_cast<uint32_t>(q >> 31);
+    if (width == 1) {
+      dst[i] = static_cast<uint8_t>(z);
+    } else if (width == 2) {
+      const uint16_t w = static_cast<uint16_t>(z);
+      std::memcpy(dst + 2 * i, &w, 2);
+    } else {
+      std::memcpy(dst + 4 * i, &z, 4);
+    }
+  }
+}
+
+void DequantizeFrom(const uint8_t* z, size_t i, size_t n, int width, float step, float* dst) {
+  for (; i < n; ++i) {
+    uint32_t v = 0;
+    if (width == 1) {
+      v = z[i];
+    } else if (width == 2) {
+      uint16_t w;
+      std::memcpy(&w, z + 2 * i, 2);
+      v = w;
+    } else {
+      std::memcpy(&v, z + 4 * i, 4);
+    }
+    const int32_t q = static_cast<int32_t>((v >> 1) ^ (0u - (v & 1u)));
+    dst[i] = static_cast<float>(q) * step;
+  }
+}
+
+#if SHOTSTREAM_HAVE_AVX2_CODE
+
+#define SS_AVX2 __attribute__((target("avx2")))
+
+SS_AVX2 uint32_t HorizontalMax(__m256i v) {
+  __m128i m = _mm_max_epu32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  m = _mm_max_epu32(m, _mm_shuffle_epi32(m, _MM_SHUFFLE(1, 0, 3, 2)));
+  m = _mm_max_epu32(m, _mm_shuffle_epi32(m, _MM_SHUFFLE(2, 3, 0, 1)));
+  return static_cast<uint32_t>(_mm_cvtsi128_si32(m));
+}
+
+SS_AVX2 SampleStats StatsAvx2(const float* x, size_t n) {
+  const __m256i abs_mask = _mm256_set1_epi32(0x7fffffff);
+  __m256i peak = _mm256_setzero_si256();
+  __m256d lo = _mm256_setzero_pd(), hi = _mm256_setzero_pd();
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_loadu_ps(x + i);
+    peak = _mm256_max_epu32(peak, _mm256_and_si256(_mm256_castps_si256(v), abs_mask));
+    const __m256d a = _mm256_cvtps_pd(_mm256_castps256_ps128(v));
+    const __m256d b = _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1));
+    lo = _mm256_add_pd(lo, _mm256_mul_pd(a, a));
+    hi = _mm256_add_pd(hi, _mm256_mul_pd(b, b));
+  }
+  double acc[8];
+  _mm256_storeu_pd(acc, lo);
+  _mm256_storeu_pd(acc + 4, hi);
+  return StatsFrom(x, i, n, HorizontalMax(peak), acc);
+}
+
+SS_AVX2 uint32_t PeakBitsAvx2(const float* x, size_t n) {
+  const __m256i abs_mask = _mm256_set1_epi32(0x7fffffff);
+  __m256i p0 = _mm256_setzero_si256(), p1 = _mm256_setzero_si256();
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    p0 = _mm256_max_epu32(p0, _mm256_and_si256(_mm256_loadu_si256((const __m256i*)(x + i)),
+                                               abs_mask));
+    p1 = _mm256_max_epu32(p1, _mm256_and_si256(_mm256_loadu_si256((const __m256i*)(x + i + 8)),
+                                               abs_mask));
+  }
+  return PeakBitsFrom(x, i, n, HorizontalMax(_mm256_max_epu32(p0, p1)));
+}
+
+SS_AVX2 void ScaleToInt16Avx2(const float* x, size_t n, float inv, uint8_t* dst) {
+  const __m256 vinv = _mm256_set1_ps(inv);
+  const __m256i floor = _mm256_set1_epi16(-32767);
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m256i a = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + i), vinv));
+    const __m256i b = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + i + 8), vinv));
+    // packs interleaves the 128-bit lanes; the permute puts the 16 values back in order.
+    __m256i q = _mm256_permute4x64_epi64(_mm256_packs_epi32(a, b), _MM_SHUFFLE(3, 1, 2, 0));
+    q = _mm256_max_epi16(q, floor);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 2 * i), q);
+  }
+  ScaleToInt16From(x, i, n, inv, dst);
+}
+
+SS_AVX2 void Int16ToFloatAvx2(const uint8_t* q, size_t n, float scale, float* dst) {
+  const __m256 vscale = _mm256_set1_ps(scale);
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q + 2 * i));
+    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q + 2 * i + 16));
+    _mm256_storeu_ps(dst + i, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi16_epi32(a)), vscale));
+    _mm256_storeu_ps(dst + i + 8,
+                     _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi16_epi32(b)), vscale));
+  }
+  Int16ToFloatFrom(q, i, n, scale, dst);
+}
+
+SS_AVX2 __m256i ZigzagAvx2(const float* x, __m256 vinv) {
+  const __m256i q = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x), vinv));
+  return _mm256_xor_si256(_mm256_slli_epi32(q, 1), _mm256_srai_epi32(q, 31));
+}
+
+SS_AVX2 void QuantizeAvx2(const float* x, size_t n, float inv, int width, uint8_t* dst) {
+  const __m256 vinv = _mm256_set1_ps(inv);
+  size_t i = 0;
+  if (width == 4) {
+    for (; i + 8 <= n; i += 8) {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 4 * i), ZigzagAvx2(x + i, vinv));
+    }
+  } else if (width == 2) {
+    for (; i + 16 <= n; i += 16) {
+      const __m256i p = _mm256_packus_epi32(ZigzagAvx2(x + i, vinv), ZigzagAvx2(x + i + 8, vinv));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 2 * i),
+                          _mm256_permute4x64_epi64(p, _MM_SHUFFLE(3, 1, 2, 0)));
+    }
+  } else {
+    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    for (; i + 32 <= n; i += 32) {
+      const __m256i p01 =
+          _mm256_packus_epi32(ZigzagAvx2(x + i, vinv), ZigzagAvx2(x + i + 8, vinv));
+      const __m256i p23 =
+          _mm256_packus_epi32(ZigzagAvx2(x + i + 16, vinv), ZigzagAvx2(x + i + 24, vinv));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i),
+                          _mm256_permutevar8x32_epi32(_mm256_packus_epi16(p01, p23), order));
+    }
+  }
+  QuantizeFrom(x, i, n, inv, width, dst);
+}
+
+SS_AVX2 void DequantizeAvx2(const uint8_t* z, size_t n, int width, float step, float* dst) {
+  const __m256 vstep = _mm256_set1_ps(step);
+  const __m256i one = _mm256_set1_epi32(1);
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256i v;
+    if (width == 1) {
+      v = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(z + i)));
+    } else if (width == 2) {
+      v = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(z + 2 * i)));
+    } else {
+      v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(z + 4 * i));
+    }
+    const __m256i q = _mm256_xor_si256(_mm256_srli_epi32(v, 1),
+                                       _mm256_sub_epi32(_mm256_setzero_si256(),
+                                                        _mm256_and_si256(v, one)));
+    _mm256_storeu_ps(dst + i, _mm256_mul_ps(_mm256_cvtepi32_ps(q), vstep));
+  }
+  DequantizeFrom(z, i, n, width, step, dst);
+}
+
+#undef SS_AVX2
+
+bool CpuHasAvx2() { return __builtin_cpu_supports("avx2"); }
+#else
+bool CpuHasAvx2() { return false; }
+#endif
+
+Path DefaultPath() {
+  const char* env = std::getenv("SHOTSTREAM_SIMD");
+  if (env != nullptr && std::strcmp(env, "portable") == 0) return Path::kPortable;
+  return CpuHasAvx2() ? Path::kAvx2 : Path::kPortable;
+}
+
+std::atomic<Path> forced{Path::kAuto};
+
+bool UseAvx2() {
+  static const Path default_path = DefaultPath();
+  const Path f = forced.load(std::memory_order_relaxed);
+  return (f == Path::kAuto ? default_path : f) == Path::kAvx2;
+}
+
+}  // namespace
+
+Path ActivePath() { return UseAvx2() ? Path::kAvx2 : Path::kPortable; }
+
+absl::string_view PathName(Path path) {
+  switch (path) {
+    case Path::kAvx2:
+      return "avx2";
+    case Path::kPortable:
+      return "portable";
+    default:
+      return "auto";
+  }
+}
+
+void ForcePath(Path path) {
+  if (path == Path::kAvx2 && !CpuHasAvx2()) path = Path::kPortable;
+  forced.store(path, std::memory_order_relaxed);
+}
+
+#if SHOTSTREAM_HAVE_AVX2_CODE
+#define SS_DISPATCH(avx2_call, portable_call) \
+  if (UseAvx2()) return avx2_call;            \
+  return portable_call
+#else
+#define SS_DISPATCH(avx2_call, portable_call) return portable_call
+#endif
+
+uint32_t PeakBits(const float* x, size_t n) {
+  SS_DISPATCH(PeakBitsAvx2(x, n), PeakBitsFrom(x, 0, n, 0));
+}
+
+SampleStats Stats(const float* x, size_t n) {
+  double acc[8] = {};
+  SS_DISPATCH(StatsAvx2(x, n), StatsFrom(x, 0, n, 0, acc));
+}
+
+void ScaleToInt16(const float* x, size_t n, float inv, uint8_t* dst) {
+  SS_DISPATCH(ScaleToInt16Avx2(x, n, inv, dst), ScaleToInt16From(x, 0, n, inv, dst));
+}
+
+void Int16ToFloat(const uint8_t* q, size_t n, float scale, float* dst) {
+  SS_DISPATCH(Int16ToFloatAvx2(q, n, scale, dst), Int16ToFloatFrom(q, 0, n, scale, dst));
+}
+
+void Quantize(const float* x, size_t n, float inv, int width, uint8_t* dst) {
+  SS_DISPATCH(QuantizeAvx2(x, n, inv, width, dst), QuantizeFrom(x, 0, n, inv, width, dst));
+}
+
+void Dequantize(const uint8_t* z, size_t n, int width, float step, float* dst) {
+  SS_DISPATCH(DequantizeAvx2(z, n, width, step, dst), DequantizeFrom(z, 0, n, width, step, dst));
+}
+
+#undef SS_DISPATCH
+
+}  // namespace shotstream::wire::kernels
