@@ -181,7 +181,7 @@ struct Client::Impl {
 namespace {
 
 // Assembles shots from one stream's chunks into `pool` buffers, decoding encoded samples
-// and verifying each shot's CRC-32 (lossy shots before they are decoded).
+// and verifying each shot's CRC-32 (ZFP shots before they are decoded).
 // Thread-compatible: one receive thread.
 class ShotAssembler {
  public:
@@ -238,24 +238,27 @@ class ShotAssembler {
     encoding_ = encoding;
     if (encoding == wire::Encoding::kFloat32) {
       crc_ = raw.CopySamples(at, crc_);
-    } else if (wire::IsExact(encoding)) {
-      // Decoded from where gRPC put it when it lies in one slice, else from a copy; the
-      // CRC-32 is of the float32 samples.
+    } else if (encoding == wire::Encoding::kZfp) {
+      // Kept until the shot's CRC-32 over the encoded bytes has matched: libzfp never
+      // sees unverified bytes.
+      std::string payload(raw.samples_size(), '\0');
+      raw.CopyPayload(reinterpret_cast<uint8_t*>(payload.data()));
+      crc_ = Crc32(crc_, payload.data(), payload.size());
+      lossy_.emplace_back(chunk, std::move(payload));
+    } else {
+      // Decoded from where gRPC put it when it lies in one slice, else from a copy, as it
+      // arrives. The CRC-32 is of the float32 samples (exact encodings) or of the encoded
+      // bytes (INT16, QUANTIZED: their decoders, ours and c-blosc's as for LOSSLESS, check
+      // every size and are fuzzed); a shot whose CRC-32 does not match is never delivered.
       const uint8_t* payload = raw.ContiguousPayload();
       if (payload == nullptr) {
         if (scratch_.size() < raw.samples_size()) scratch_.resize(raw.samples_size());
         raw.CopyPayload(scratch_.data());
         payload = scratch_.data();
       }
+      if (!wire::IsExact(encoding)) crc_ = Crc32(crc_, payload, raw.samples_size());
       SS_RETURN_IF_ERROR(Decode(chunk, payload, raw.samples_size(), at));
-      crc_ = Crc32(crc_, at, out_bytes);
-    } else {
-      // Lossy: kept until the shot's CRC-32 over the encoded bytes has matched; nothing
-      // unverified is decoded.
-      std::string payload(raw.samples_size(), '\0');
-      raw.CopyPayload(reinterpret_cast<uint8_t*>(payload.data()));
-      crc_ = Crc32(crc_, payload.data(), payload.size());
-      lossy_.emplace_back(chunk, std::move(payload));
+      if (wire::IsExact(encoding)) crc_ = Crc32(crc_, at, out_bytes);
     }
     if (!chunk.last()) return false;
     in_shot_ = false;
