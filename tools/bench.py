@@ -589,8 +589,8 @@ def measure_encodings(work, reps):
         for row in out.values():
             row["iperf3_gbps"] = summary(row.pop("iperf3"))
             for c in row["configs"].values():
-                c["shots_per_s"] = summary(c["shots_per_s"])
-                c["wire_ratio"] = summary(c["wire_ratio"])
+                for k in ("shots_per_s", "wire_ratio", "server_cpu_ms", "client_cpu_ms"):
+                    c[k] = summary(c[k])
     return {"links": out, "codecs": codec_per_core(),
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
 

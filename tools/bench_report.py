@@ -341,10 +341,14 @@ def encodings_section(e):
                   "(480 traces x 2000 samples); data (a) an int16 survey, (b) IEEE samples of "
                   "a 16-bit recording, (c) IEEE full-precision samples (events and noise). "
                   "`auto` picks from what the client's earlier streams measured (one "
-                  "unmeasured run of it first).", "",
+                  "unmeasured run of it first). CPU a shot: the server's and the client's "
+                  "CPU time over the run (from /proc and the client's rusage) per shot; "
+                  "the server and the client share two cores, so 2 s / (server + client) "
+                  "bounds shots/s whatever the link.", "",
                   "| configuration | data | flags | shots/s | vs float32, same data | target "
-                  "| float32 bytes / wire bytes | sent as |",
-                  "| --- | --- | --- | ---: | ---: | ---: | ---: | --- |"]
+                  "| float32 bytes / wire bytes | sent as | CPU ms a shot, server + client "
+                  "| 2 cores / CPU |",
+                  "| --- | --- | --- | ---: | ---: | ---: | ---: | --- | ---: | ---: |"]
         configs = row["configs"]
         for name, c in configs.items():
             base = configs.get(c["baseline"]) if c["baseline"] else None
@@ -358,10 +362,17 @@ def encodings_section(e):
                 xb = ratio(c["shots_per_s"], best["shots_per_s"])
                 verdict = (f"{xb:.2f}x the best fixed ({best['encoding']}): >= {AUTO_TARGET}x "
                            f"({'met' if xb >= AUTO_TARGET else 'NOT met'})")
+            cpu = ""
+            bound = ""
+            if "server_cpu_ms" in c:
+                srv, cli = c["server_cpu_ms"]["median"], c["client_cpu_ms"]["median"]
+                cpu = f"{srv:.2f} + {cli:.2f}"
+                bound = f"{2e3 / (srv + cli):.0f}" if srv + cli > 0 else ""
             lines.append(
                 f"| {name} | ({c['dataset']}) | `{' '.join(c['flags']) or '(none)'}` | "
                 f"{c['shots_per_s']['median']:.1f} | {'' if x is None else f'{x:.2f}x'} | "
-                f"{verdict} | {c['wire_ratio']['median']:.2f} | {c['encoding']} |")
+                f"{verdict} | {c['wire_ratio']['median']:.2f} | {c['encoding']} | {cpu} | "
+                f"{bound} |")
         lines.append("")
     codecs = e.get("codecs")
     if codecs:

@@ -9,6 +9,7 @@ with a pip-installed package (then its own `shotstream` is used, not Bazel's).""
 
 import json
 import os
+import resource
 import shutil
 import subprocess
 import time
@@ -90,6 +91,18 @@ ENCODING_CONFIGS = [
 ]
 
 
+def _cpu_seconds(pid):
+    """User + system CPU seconds of process `pid` so far (/proc/PID/stat)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _children_cpu_seconds():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def _stop(*procs):
     for p in procs:
         if p is not None:
@@ -151,14 +164,24 @@ def measure_encodings(server_bin, cli_bin, datasets, rates=("10gbit", "1gbit"), 
             for _ in range(reps):
                 row["iperf3"].append(_iperf3())
                 for name, ds, flags, base in ENCODING_CONFIGS:
+                    # CPU a shot, server and client (the client's warm-up shots included:
+                    # an upper bound), which on a machine they share bounds shots/s.
+                    server_cpu, client_cpu = _cpu_seconds(server.pid), _children_cpu_seconds()
                     res = _in(CLIENT_NS, cli_bin, "bench", f"--target={target}",
                               f"--dataset={ds}", f"--repeat={repeat}", "--warmup_shots=4",
                               "--queue_depth=4", *flags, timeout=600)
                     assert res.returncode == 0, res.stderr[-2000:]
                     j = json.loads(res.stdout.strip().splitlines()[-1])
+                    shots = j["shots"] + 4
                     c = row["configs"].setdefault(name, {"dataset": ds, "flags": flags,
                                                          "baseline": base, "shots_per_s": [],
-                                                         "wire_ratio": [], "encoding": None})
+                                                         "wire_ratio": [], "encoding": None,
+                                                         "server_cpu_ms": [],
+                                                         "client_cpu_ms": []})
+                    c["server_cpu_ms"].append(
+                        (_cpu_seconds(server.pid) - server_cpu) / shots * 1e3)
+                    c["client_cpu_ms"].append(
+                        (_children_cpu_seconds() - client_cpu) / shots * 1e3)
                     c["shots_per_s"].append(j["shots"] / j["seconds"])
                     c["wire_ratio"].append(j["bytes"] / max(1, j["wire_bytes"]))
                     c["encoding"] = j.get("encoding")

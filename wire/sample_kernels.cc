@@ -99,6 +99,9 @@ void DequantizeFrom(const uint8_t* z, size_t i, size_t n, int width, float step,
 
 #if SHOTSTREAM_HAVE_AVX2_CODE
 
+// Each AVX2 function clears the upper halves of the vector registers before its scalar
+// tail (which may be a tail call the compiler does not guard): code that follows with
+// SSE instructions (c-blosc's bit shuffle) ran at half speed after a dirty return.
 #define SS_AVX2 __attribute__((target("avx2")))
 
 SS_AVX2 uint32_t HorizontalMax(__m256i v) {
@@ -124,7 +127,9 @@ SS_AVX2 SampleStats StatsAvx2(const float* x, size_t n) {
   double acc[8];
   _mm256_storeu_pd(acc, lo);
   _mm256_storeu_pd(acc + 4, hi);
-  return StatsFrom(x, i, n, HorizontalMax(peak), acc);
+  const uint32_t peak_bits = HorizontalMax(peak);
+  _mm256_zeroupper();
+  return StatsFrom(x, i, n, peak_bits, acc);
 }
 
 SS_AVX2 uint32_t PeakBitsAvx2(const float* x, size_t n) {
@@ -137,7 +142,9 @@ SS_AVX2 uint32_t PeakBitsAvx2(const float* x, size_t n) {
     p1 = _mm256_max_epu32(p1, _mm256_and_si256(_mm256_loadu_si256((const __m256i*)(x + i + 8)),
                                                abs_mask));
   }
-  return PeakBitsFrom(x, i, n, HorizontalMax(_mm256_max_epu32(p0, p1)));
+  const uint32_t peak_bits = HorizontalMax(_mm256_max_epu32(p0, p1));
+  _mm256_zeroupper();
+  return PeakBitsFrom(x, i, n, peak_bits);
 }
 
 SS_AVX2 void ScaleToInt16Avx2(const float* x, size_t n, float inv, uint8_t* dst) {
@@ -152,6 +159,7 @@ SS_AVX2 void ScaleToInt16Avx2(const float* x, size_t n, float inv, uint8_t* dst)
     q = _mm256_max_epi16(q, floor);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 2 * i), q);
   }
+  _mm256_zeroupper();
   ScaleToInt16From(x, i, n, inv, dst);
 }
 
@@ -165,6 +173,7 @@ SS_AVX2 void Int16ToFloatAvx2(const uint8_t* q, size_t n, float scale, float* ds
     _mm256_storeu_ps(dst + i + 8,
                      _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi16_epi32(b)), vscale));
   }
+  _mm256_zeroupper();
   Int16ToFloatFrom(q, i, n, scale, dst);
 }
 
@@ -197,6 +206,7 @@ SS_AVX2 void QuantizeAvx2(const float* x, size_t n, float inv, int width, uint8_
                           _mm256_permutevar8x32_epi32(_mm256_packus_epi16(p01, p23), order));
     }
   }
+  _mm256_zeroupper();
   QuantizeFrom(x, i, n, inv, width, dst);
 }
 
@@ -218,6 +228,7 @@ SS_AVX2 void DequantizeAvx2(const uint8_t* z, size_t n, int width, float step, f
                                                         _mm256_and_si256(v, one)));
     _mm256_storeu_ps(dst + i, _mm256_mul_ps(_mm256_cvtepi32_ps(q), vstep));
   }
+  _mm256_zeroupper();
   DequantizeFrom(z, i, n, width, step, dst);
 }
 

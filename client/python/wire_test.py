@@ -114,5 +114,43 @@ class NativeDecodeTest(unittest.TestCase):
         self.assertEqual(cm.exception.code(), grpc.StatusCode.DATA_LOSS)
 
 
+class QuantizedDecodeTest(unittest.TestCase):
+    """The grpcio path's QUANTIZED decoder against payloads built from the proto's layout
+    alone (step, width, three zero bytes, then a c-blosc frame of zigzag integers)."""
+
+    def payload(self, q, width, step):
+        import blosc
+        import struct
+        z = (np.asarray(q, dtype=np.int64) << 1) ^ (np.asarray(q, dtype=np.int64) >> 63)
+        raw = z.astype({1: "u1", 2: "<u2", 4: "<u4"}[width]).tobytes()
+        return struct.pack("<fB3x", step, width) + blosc.compress(
+            raw, typesize=width, cname="lz4", shuffle=blosc.BITSHUFFLE, clevel=5)
+
+    def decode(self, data, n_traces, n_samples):
+        c = pb.ShotChunk(shot_id=3, n_traces=n_traces, n_samples=n_samples,
+                         encoding=pb.ENCODING_QUANTIZED, chunk_traces=n_traces)
+        return wire.decode_chunk(c, data, n_samples)
+
+    def test_every_width_and_sign(self):
+        for width, q in [(1, [0, 1, -1, 63, -64, 5]), (2, [0, 300, -300, 32767, -32768, 7]),
+                         (4, [0, 1 << 20, -(1 << 20), 123456, -654321, 9])]:
+            got = self.decode(self.payload(q, width, 0.25), 2, 3)
+            self.assertEqual(got.dtype, np.float32)
+            np.testing.assert_array_equal(got.ravel(), np.float32(q) * np.float32(0.25))
+
+    def test_bad_headers_and_sizes_are_data_loss(self):
+        good = self.payload([1, 2, 3, 4], 2, 0.5)
+        bad = [good[:4] + b"\x03" + good[5:],             # width 3
+               good[:5] + b"\x01" + good[6:],             # a pad byte set
+               b"\x00\x00\x00\x00" + good[4:],            # step 0
+               good[:8],                                 # no frame
+               self.payload([1, 2, 3], 2, 0.5)]          # 3 samples for 4
+        for data in bad:
+            with self.assertRaises(ShotstreamError) as cm:
+                self.decode(data, 2, 2)
+            self.assertEqual(cm.exception.code(), grpc.StatusCode.DATA_LOSS)
+            self.assertIn("quantized chunk", str(cm.exception))
+
+
 if __name__ == "__main__":
     unittest.main()
