@@ -20,9 +20,13 @@ wire::Encoding EncodingAdvisor::Choose(const std::string& peer, const std::strin
   absl::MutexLock lock(&mu_);
   auto l = link_.find(peer);
   const double link = l == link_.end() ? 0 : l->second;
-  // A candidate's rate: its outcome, else the model's (0: nothing to go on).
-  auto rate = [&](wire::Encoding e, double tol) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+  // A candidate's rate: its outcome, else the model's (0: nothing to go on); *measured
+  // says which.
+  auto rate = [&](wire::Encoding e, double tol, bool* measured)
+                  ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    *measured = false;
     if (auto o = outcome_.find(OutcomeKey(peer, dataset, e, tol)); o != outcome_.end()) {
+      *measured = true;
       return o->second;
     }
     if (e == plain) return link * (native_smaller ? 4.0 / native_bytes : 1.0);
@@ -30,14 +34,17 @@ wire::Encoding EncodingAdvisor::Choose(const std::string& peer, const std::strin
     if (link == 0 || c == codec_.end()) return 0.0;
     return std::min(link * c->second.ratio, c->second.rate * codec_threads_);
   };
-  const double plain_rate = rate(plain, 0);
+  bool plain_measured;
+  const double plain_rate = rate(plain, 0, &plain_measured);
   if (plain_rate == 0) return plain;
   wire::Encoding best = plain;
   double best_rate = plain_rate;
   for (wire::Encoding e : {wire::Encoding::kLossless, wire::Encoding::kQuantized}) {
     if (e == wire::Encoding::kQuantized && !(tolerance > 0)) continue;
-    const double r = rate(e, tolerance);
-    if (r > kMargin * plain_rate && r > best_rate) {
+    bool measured;
+    const double r = rate(e, tolerance, &measured);
+    const double margin = measured && plain_measured ? kOutcomeMargin : kMargin;
+    if (r > margin * plain_rate && r > best_rate) {
       best = e;
       best_rate = r;
     }
@@ -66,7 +73,7 @@ std::string EncodingAdvisor::OutcomeKey(const std::string& peer, const std::stri
 void EncodingAdvisor::RecordOutcome(const std::string& peer, const std::string& dataset,
                                     wire::Encoding encoding, uint64_t float32_bytes,
                                     double seconds, double tolerance) {
-  if (float32_bytes < (1 << 20) || seconds <= 0) return;
+  if (float32_bytes < kMinOutcomeBytes || seconds <= 0) return;
   absl::MutexLock lock(&mu_);
   double& rate = outcome_[OutcomeKey(peer, dataset, encoding, tolerance)];
   rate = Blend(rate, static_cast<double>(float32_bytes) / seconds);

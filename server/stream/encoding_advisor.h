@@ -10,8 +10,9 @@
 // encoded: the outcome, which includes what a model cannot see (the client's CPU
 // decoding, other work on the server's cores). A candidate not yet tried is rated by the
 // model min(link x ratio, codec rate x reader threads), the plain one by link x (4 /
-// native bytes a sample). A compressed candidate wins only when kMargin faster than the
-// plain one, and the fastest of those wins; so one that the model rates high is tried,
+// native bytes a sample). A compressed candidate wins only when faster than the plain
+// one by a margin (kMargin for a model's rating, kOutcomeMargin where both were
+// measured), and the fastest of those wins; so one that the model rates high is tried,
 // and its outcome then keeps or drops it. Until a peer's link has been measured, and for a
 // codec not yet measured, the plain encoding it is. Thread-safe.
 #ifndef SHOTSTREAM_SERVER_STREAM_ENCODING_ADVISOR_H_
@@ -29,8 +30,14 @@ namespace shotstream::stream {
 
 class EncodingAdvisor {
  public:
-  // LOSSLESS must beat the plain encoding by this factor (its decode costs the client).
+  // A compressed candidate rated by the model must beat the plain encoding by kMargin
+  // (its decode costs the client, which the model does not see); one whose outcome was
+  // measured, which includes that, by kOutcomeMargin (the noise between streams).
   static constexpr double kMargin = 1.2;
+  static constexpr double kOutcomeMargin = 1.05;
+  // Outcomes of smaller streams are not recorded: a fresh connection's TCP slow start and
+  // a stream's first reads weigh too much in them.
+  static constexpr uint64_t kMinOutcomeBytes = 16 << 20;
 
   // `codec_threads`: the reader threads compression runs on.
   explicit EncodingAdvisor(int codec_threads) : codec_threads_(codec_threads) {}

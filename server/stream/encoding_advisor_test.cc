@@ -48,10 +48,26 @@ TEST(EncodingAdvisorTest, OutcomesOverruleTheModel) {
   a.RecordOutcome("q", "d", wire::Encoding::kFloat32, 100 * kMB, 1.0);
   a.RecordOutcome("q", "d", wire::Encoding::kLossless, 200 * kMB, 1.0);
   EXPECT_EQ(a.Choose("q", "d", 4), wire::Encoding::kLossless);
-  // Within the margin: the plain encoding (no decoding for the client).
+  // Within the margin between measured outcomes: the plain encoding (no decoding for the
+  // client); past it, the faster.
   a.RecordOutcome("r", "d", wire::Encoding::kNative, 100 * kMB, 1.0);
-  a.RecordOutcome("r", "d", wire::Encoding::kLossless, 110 * kMB, 1.0);
+  a.RecordOutcome("r", "d", wire::Encoding::kLossless, 104 * kMB, 1.0);
   EXPECT_EQ(a.Choose("r", "d", 2), wire::Encoding::kNative);
+  a.RecordOutcome("s", "d", wire::Encoding::kNative, 100 * kMB, 1.0);
+  a.RecordOutcome("s", "d", wire::Encoding::kLossless, 110 * kMB, 1.0);
+  EXPECT_EQ(a.Choose("s", "d", 2), wire::Encoding::kLossless);
+}
+
+TEST(EncodingAdvisorTest, ShortStreamsSayNothingOfOutcomes) {
+  EncodingAdvisor a(2);
+  a.RecordOutcome("p", "d", wire::Encoding::kFloat32, 100 * kMB, 1.0);
+  a.RecordOutcome("p", "d", wire::Encoding::kLossless, 120 * kMB, 1.0);
+  EXPECT_EQ(a.Choose("p", "d", 4), wire::Encoding::kLossless);
+  // A warm-up of 15 MB on a fresh connection (TCP slow start): not an outcome.
+  a.RecordOutcome("p", "d", wire::Encoding::kFloat32, 15 * kMB, 0.5);
+  EXPECT_EQ(a.Choose("p", "d", 4), wire::Encoding::kLossless);
+  a.RecordOutcome("p", "d", wire::Encoding::kFloat32, 200 * kMB, 1.0);  // blends to 150
+  EXPECT_EQ(a.Choose("p", "d", 4), wire::Encoding::kFloat32);
 }
 
 TEST(EncodingAdvisorTest, QuantizedOnlyWhereATolerancePermitsIt) {

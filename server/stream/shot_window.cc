@@ -47,6 +47,7 @@ void ShotWindow::Start() {
   }
   if (plan_.stall_watch != nullptr) plan_.stall_watch->Watch(shared_from_this());
   absl::MutexLock lock(&mu_);
+  wire_.started = absl::Now();
   ids_ = plan_.shot_ids;
   SubmitReadsLocked();
 }
@@ -345,7 +346,6 @@ void ShotWindow::FillChunkLocked(Slot& slot, OutgoingChunk* chunk) {
   wire_.chunk_bytes = size;
   wire_.chunk_float32_bytes = uint64_t{traces} * shot.n_samples * sizeof(float);
   wire_.chunk_since = absl::Now();
-  if (wire_.first == absl::InfinitePast()) wire_.first = wire_.chunk_since;
   on_wire_ = true;
   chunk_trace_ += traces;
   bytes_sent_ += size;
@@ -420,7 +420,7 @@ void ShotWindow::Close() {
     if (wire_.ended_ok && wire_.bytes > 0) {  // ran to its end: what its encoding delivered
       plan_.advisor->RecordOutcome(plan_.peer, plan_.dataset, plan_.shot.encoding,
                                    wire_.float32_bytes,
-                                   absl::ToDoubleSeconds(wire_.last_done - wire_.first),
+                                   absl::ToDoubleSeconds(wire_.last_done - wire_.started),
                                    plan_.shot.selection.tolerance);
     }
   }

@@ -57,9 +57,11 @@ struct WindowPlan {
   dataset::ShotPlan shot;
   // ENCODING_AUTO's measurements, reported to `advisor` (may be null) under `dataset` and
   // `peer` (its address): LOSSLESS and QUANTIZED encodes; with shot.probe_codec (and
-  // probe_quantized), the first traces of every kProbeEvery-th shot compressed (the result
-  // thrown away); when the window closes, the link rate its writes saw (sample bytes over the time a write was on the wire,
-  // Next to Sent), and, for a stream that ran to its end, what its encoding delivered.
+  // probe_quantized), the first traces of every kProbeEvery-th shot compressed (the
+  // result thrown away); when the window closes, the link rate its writes saw (sample
+  // bytes over the time a write was on the wire, Next to Sent), and, for a stream that
+  // ran to its end, what its encoding delivered (float32 bytes from Start to the last
+  // Sent).
   EncodingAdvisor* advisor = nullptr;
   std::string dataset;
   std::string peer;
@@ -202,7 +204,8 @@ class ShotWindow final : public ByteBudget::Waiter,
     uint64_t bytes = 0;
     uint64_t float32_bytes = 0;
     absl::Duration time;
-    absl::Time first = absl::InfinitePast();
+    absl::Time started = absl::InfinitePast();  // Start(): the outcome counts the stream's
+                                                // first reads and encodes too
     absl::Time last_done = absl::InfinitePast();
     bool ended_ok = false;  // the writer heard the end with OK
   } wire_ ABSL_GUARDED_BY(mu_);
