@@ -119,7 +119,8 @@ struct StreamOptions {
   // How samples travel: "float32", "native" (integer and IBM samples as stored),
   // "lossless" (c-blosc), "int16" (per-trace scale; error <= max|trace| / 32767), "zfp"
   // and "quantized" (error <= tolerance x the shot's RMS; tolerance 0: 1e-3; quantized is
-  // the fast one), "auto" (the server picks; with a tolerance > 0 it may pick quantized).
+  // the fast one), "auto" (the server picks; with a tolerance > 0 it may pick quantized
+  // or int16, within the tolerance).
   // Shots always arrive as float32.
   std::string encoding = "float32";
   double tolerance = 0;

@@ -95,7 +95,7 @@ ABSL_FLAG(std::string, encoding, "float32",
           "or auto (they arrive as float32 either way)");
 ABSL_FLAG(double, tolerance, 0,
           "fetch/bench: zfp, quantized: error <= tolerance x the shot's RMS (0: 1e-3); with "
-          "auto, > 0 lets the server pick quantized");
+          "auto, > 0 lets the server pick quantized or int16 within it");
 ABSL_FLAG(uint64_t, epoch, 0, "plan: the epoch");
 ABSL_FLAG(uint64_t, seed, 0, "plan: the shuffle's seed");
 ABSL_FLAG(int, rank, 0, "plan: this rank (0 .. world_size - 1)");

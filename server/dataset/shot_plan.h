@@ -47,11 +47,13 @@ struct ShotPlan {
   // such a format); otherwise decoded to float32.
   bool native = false;
   ZeroCopy zero_copy = ZeroCopy::kOff;  // kOff unless the encoding sends float32 as is
-  // ENCODING_AUTO's measurement: compress the first traces of every kProbeEvery-th shot
-  // (the result thrown away), so that the next stream can choose: LOSSLESS, and QUANTIZED
-  // at the selection's tolerance.
-  bool probe_codec = false;
-  bool probe_quantized = false;
+  // ENCODING_AUTO's measurement: encode the first traces of every kProbeEvery-th shot
+  // with each of these (the result thrown away), so that the next stream can choose:
+  // LOSSLESS, and, given a tolerance, QUANTIZED and INT16 (all but the one it sends).
+  std::vector<wire::Encoding> probes;
+  // ENCODING_AUTO with a tolerance sent as INT16: a shot whose traces INT16 cannot carry
+  // within the tolerance goes QUANTIZED (EncodeShot's bound_int16).
+  bool bound_int16 = false;
 };
 
 }  // namespace shotstream::dataset

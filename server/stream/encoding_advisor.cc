@@ -39,8 +39,9 @@ wire::Encoding EncodingAdvisor::Choose(const std::string& peer, const std::strin
   if (plain_rate == 0) return plain;
   wire::Encoding best = plain;
   double best_rate = plain_rate;
-  for (wire::Encoding e : {wire::Encoding::kLossless, wire::Encoding::kQuantized}) {
-    if (e == wire::Encoding::kQuantized && !(tolerance > 0)) continue;
+  for (wire::Encoding e :
+       {wire::Encoding::kLossless, wire::Encoding::kQuantized, wire::Encoding::kInt16}) {
+    if (e != wire::Encoding::kLossless && !(tolerance > 0)) continue;  // exact only
     bool measured;
     const double r = rate(e, tolerance, &measured);
     const double margin = measured && plain_measured ? kOutcomeMargin : kMargin;

@@ -5,7 +5,8 @@
 //
 // The candidates are the plain encoding (NATIVE where that is smaller than float32, else
 // FLOAT32), LOSSLESS, and, where the request gave a tolerance (it accepts that loss),
-// QUANTIZED at that tolerance. Each is rated by what it delivered to this peer from this
+// QUANTIZED at that tolerance and INT16 (its shots checked against the tolerance: see
+// EncodeShot's bound_int16). Each is rated by what it delivered to this peer from this
 // dataset (float32 bytes a second, first write to last) where a stream ran to its end so
 // encoded: the outcome, which includes what a model cannot see (the client's CPU
 // decoding, other work on the server's cores). A candidate not yet tried is rated by the
@@ -43,7 +44,7 @@ class EncodingAdvisor {
   explicit EncodingAdvisor(int codec_threads) : codec_threads_(codec_threads) {}
 
   // `native_bytes`: bytes a sample the dataset's NATIVE encoding sends (4 where it sends
-  // float32); `tolerance` > 0: QUANTIZED at that tolerance is a candidate.
+  // float32); `tolerance` > 0: QUANTIZED at that tolerance and INT16 are candidates.
   wire::Encoding Choose(const std::string& peer, const std::string& dataset, int native_bytes,
                         double tolerance = 0) const ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -55,8 +56,8 @@ class EncodingAdvisor {
   void RecordOutcome(const std::string& peer, const std::string& dataset,
                      wire::Encoding encoding, uint64_t float32_bytes, double seconds,
                      double tolerance = 0) ABSL_LOCKS_EXCLUDED(mu_);
-  // `encoding` (LOSSLESS, or QUANTIZED at `tolerance`) made `encoded` bytes of `raw`
-  // float32 bytes of `dataset` in `seconds` of one thread.
+  // `encoding` (LOSSLESS, INT16, or QUANTIZED at `tolerance`) made `encoded` bytes of
+  // `raw` float32 bytes of `dataset` in `seconds` of one thread.
   void RecordCodec(const std::string& dataset, uint64_t raw, uint64_t encoded, double seconds,
                    wire::Encoding encoding = wire::Encoding::kLossless, double tolerance = 0)
       ABSL_LOCKS_EXCLUDED(mu_);

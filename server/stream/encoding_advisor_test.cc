@@ -90,6 +90,22 @@ TEST(EncodingAdvisorTest, QuantizedOnlyWhereATolerancePermitsIt) {
   EXPECT_EQ(a.Choose("p", "d", 4, 1e-3), wire::Encoding::kQuantized);
 }
 
+TEST(EncodingAdvisorTest, Int16IsACandidateOnlyWithATolerance) {
+  EncodingAdvisor a(2);
+  a.RecordLink("p", 1000 * kMB, 1.0);
+  a.RecordCodec("d", 4 * kMB, 2 * kMB, 0.0004, wire::Encoding::kInt16);  // 2x at 10 GB/s
+  EXPECT_EQ(a.Choose("p", "d", 4), wire::Encoding::kFloat32);
+  EXPECT_EQ(a.Choose("p", "d", 4, 1e-3), wire::Encoding::kInt16);
+  // Against NATIVE int16 (already 2x), it gains nothing.
+  EXPECT_EQ(a.Choose("p", "d", 2, 1e-3), wire::Encoding::kNative);
+  // What it delivered decides: here QUANTIZED did better.
+  a.RecordCodec("d", 4 * kMB, 1.4 * kMB, 0.001, wire::Encoding::kQuantized, 1e-3);
+  a.RecordOutcome("p", "d", wire::Encoding::kFloat32, 1000 * kMB, 1.0);
+  a.RecordOutcome("p", "d", wire::Encoding::kInt16, 1500 * kMB, 1.0);
+  a.RecordOutcome("p", "d", wire::Encoding::kQuantized, 1800 * kMB, 1.0, 1e-3);
+  EXPECT_EQ(a.Choose("p", "d", 4, 1e-3), wire::Encoding::kQuantized);
+}
+
 TEST(EncodingAdvisorTest, MeasurementsBlendAndTinyOnesAreIgnored) {
   EncodingAdvisor a(1);
   a.RecordLink("p", 1000, 1e-6);  // under 1 MiB: says nothing

@@ -27,9 +27,10 @@ uint32_t ChunkTraces(const dataset::ShotData& shot, size_t c) {
 }
 
 // The bound for ZFP and QUANTIZED (tolerance x the shot's RMS), from one pass over the
-// chunks at once; 0 where the shot holds NaN or infinity, or QUANTIZED finds no step.
+// chunks at once, and the shot's largest |sample| (*peak); 0 where the shot holds NaN or
+// infinity, or QUANTIZED finds no step.
 double Accuracy(dataset::ShotData* shot, wire::Encoding encoding, double tolerance,
-                Executor* executor) {
+                Executor* executor, float* peak_out) {
   std::vector<wire::kernels::SampleStats> stats(shot->chunks.size());
   Spread(executor, stats.size(), [&](size_t c) {
     stats[c] = wire::kernels::Stats(ChunkSamples(shot, c), shot->chunks[c].size() / sizeof(float));
@@ -46,18 +47,27 @@ double Accuracy(dataset::ShotData* shot, wire::Encoding encoding, double toleran
       (tolerance > 0 ? tolerance : wire::kDefaultZfpTolerance) * (n > 0 ? std::sqrt(sum / n) : 0);
   // An all-zero shot still needs a positive bound; any serves (zeros are exact).
   if (!(accuracy > 0)) accuracy = 1e-30;
+  float peak;
+  std::memcpy(&peak, &peak_bits, 4);
+  *peak_out = peak;
   if (encoding == wire::Encoding::kQuantized) {
-    float peak;
-    std::memcpy(&peak, &peak_bits, 4);
     if (wire::QuantizedStep(accuracy, peak) == 0) return 0;  // every chunk's peak is lower
   }
   return accuracy;
 }
 
+// Whether INT16 keeps every sample of a shot whose largest |sample| is `peak` within
+// `accuracy`: its error is at most scale / 2 (scale = max |trace| / 32767) plus the
+// float32 roundings of the scaled value and of the decoded product (peak x 2^-22 covers
+// both).
+bool Int16Within(float peak, double accuracy) {
+  return double{peak} / 65534 * (1 + 0x1p-20) + double{peak} * 0x1p-22 <= accuracy;
+}
+
 }  // namespace
 
 absl::Status EncodeShot(dataset::ShotData* shot, wire::Encoding encoding, double tolerance,
-                        Executor* executor) {
+                        Executor* executor, bool bound_int16) {
   if (encoding != wire::Encoding::kLossless && encoding != wire::Encoding::kInt16 &&
       encoding != wire::Encoding::kZfp && encoding != wire::Encoding::kQuantized) {
     return absl::OkStatus();
@@ -67,8 +77,18 @@ absl::Status EncodeShot(dataset::ShotData* shot, wire::Encoding encoding, double
                                             "samples are encoded"));
   }
   double accuracy = 0;
-  if (encoding == wire::Encoding::kZfp || encoding == wire::Encoding::kQuantized) {
-    accuracy = Accuracy(shot, encoding, tolerance, executor);
+  if (encoding == wire::Encoding::kInt16 && bound_int16) {
+    float peak = 0;
+    accuracy = Accuracy(shot, encoding, tolerance, executor, &peak);
+    if (accuracy == 0) {
+      encoding = wire::Encoding::kLossless;  // NaN or infinity
+    } else if (!Int16Within(peak, accuracy)) {
+      encoding = wire::Encoding::kQuantized;
+      if (wire::QuantizedStep(accuracy, peak) == 0) encoding = wire::Encoding::kLossless;
+    }
+  } else if (encoding == wire::Encoding::kZfp || encoding == wire::Encoding::kQuantized) {
+    float peak = 0;
+    accuracy = Accuracy(shot, encoding, tolerance, executor, &peak);
     if (accuracy == 0) encoding = wire::Encoding::kLossless;
   }
   const size_t n = shot->chunks.size();

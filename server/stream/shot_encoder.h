@@ -25,8 +25,12 @@ namespace shotstream::stream {
 // until the last is encoded (at most 1.5 x the shot). For the lossy encodings
 // shot->crc32 becomes the CRC-32 of the encoded chunks; the exact ones keep the CRC-32 of
 // the float32 samples. kFloat32 and kNative change nothing.
+// With `bound_int16` (ENCODING_AUTO given a tolerance picked INT16), INT16 must also keep
+// every sample within `tolerance` x the shot's RMS: a shot whose largest sample makes
+// INT16's per-trace bound (max |trace| / 65534) larger goes QUANTIZED instead (the RMS
+// pass runs first, as for QUANTIZED).
 absl::Status EncodeShot(dataset::ShotData* shot, wire::Encoding encoding, double tolerance,
-                        Executor* executor = nullptr);
+                        Executor* executor = nullptr, bool bound_int16 = false);
 
 // Up to `max_traces` of the shot's first traces as float32 (whatever its chunks hold:
 // float32, NATIVE, stored traces), for a codec probe; empty for a shot of no trace.

@@ -103,6 +103,27 @@ TEST_P(ShotEncoderPoolTest, NonFiniteSamplesGoLossless) {
   }
 }
 
+TEST_P(ShotEncoderPoolTest, BoundInt16KeepsTheToleranceOrGoesQuantized) {
+  // Shot(): trace t peaks at 100 (t + 1); the shot's RMS is about 40 x 2.3 here.
+  dataset::ShotData shot = Shot(4, 300, 2);
+  const std::vector<float> before = Decoded(shot);
+  const double rms = wire::Rms(before.data(), before.size());
+  ASSERT_TRUE(EncodeShot(&shot, wire::Encoding::kInt16, 1e-2, executor(), true).ok());
+  EXPECT_EQ(shot.encoding, wire::Encoding::kInt16);  // 400 / 65534 < 1e-2 x RMS
+  // 1e-5 x RMS is below INT16's per-trace bound: QUANTIZED keeps it.
+  dataset::ShotData tight = Shot(4, 300, 2);
+  ASSERT_TRUE(EncodeShot(&tight, wire::Encoding::kInt16, 1e-5, executor(), true).ok());
+  EXPECT_EQ(tight.encoding, wire::Encoding::kQuantized);
+  const std::vector<float> after = Decoded(tight);
+  for (size_t i = 0; i < before.size(); ++i) {
+    ASSERT_LE(std::fabs(after[i] - before[i]), 1e-5 * rms) << i;
+  }
+  // Without the bound (asked for INT16 by name), INT16 whatever the tolerance.
+  dataset::ShotData named = Shot(4, 300, 2);
+  ASSERT_TRUE(EncodeShot(&named, wire::Encoding::kInt16, 1e-5, executor()).ok());
+  EXPECT_EQ(named.encoding, wire::Encoding::kInt16);
+}
+
 TEST_P(ShotEncoderPoolTest, QuantizedOfASilentShotIsZeros) {
   dataset::ShotData shot = Shot(6, 40, 4);
   for (SampleBuffer& c : shot.chunks) std::memset(c.data(), 0, c.size());

@@ -190,13 +190,13 @@ absl::StatusOr<dataset::ShotData> ShotWindow::ReadShot(size_t index, int64_t id)
 
 absl::Status ShotWindow::Encode(size_t index, dataset::ShotData* shot) const {
   const double tolerance = plan_.shot.selection.tolerance;
-  if (plan_.advisor != nullptr && (plan_.shot.probe_codec || plan_.shot.probe_quantized) &&
-      index % kProbeEvery == 0) {
+  if (plan_.advisor != nullptr && !plan_.shot.probes.empty() && index % kProbeEvery == 0) {
     const std::vector<float> probe = FirstTraces(*shot, 64);
     const uint32_t n_traces = shot->n_samples == 0 ? 0 : probe.size() / shot->n_samples;
     auto measure = [&](wire::Encoding e) {
       const double accuracy =
           e == wire::Encoding::kQuantized ? tolerance * wire::Rms(probe.data(), probe.size()) : 0;
+      // (INT16's probe: its rate; its ratio is 2 less the scales.)
       const absl::Time t0 = absl::Now();
       auto packed = wire::EncodeSamples(e, probe.data(), n_traces, shot->n_samples, accuracy);
       if (packed.ok()) {
@@ -204,14 +204,16 @@ absl::Status ShotWindow::Encode(size_t index, dataset::ShotData* shot) const {
                                    absl::ToDoubleSeconds(absl::Now() - t0), e, tolerance);
       }
     };
-    if (plan_.shot.probe_codec) measure(wire::Encoding::kLossless);
-    if (plan_.shot.probe_quantized) measure(wire::Encoding::kQuantized);
+    for (wire::Encoding e : plan_.shot.probes) measure(e);
   }
   const uint64_t raw = shot->total_bytes;
   const absl::Time t0 = absl::Now();
-  SS_RETURN_IF_ERROR(EncodeShot(shot, plan_.shot.encoding, tolerance, executor_));
-  if (plan_.advisor != nullptr && (shot->encoding == wire::Encoding::kLossless ||
-                                   shot->encoding == wire::Encoding::kQuantized)) {
+  SS_RETURN_IF_ERROR(
+      EncodeShot(shot, plan_.shot.encoding, tolerance, executor_, plan_.shot.bound_int16));
+  const wire::Encoding got = shot->encoding;
+  if (plan_.advisor != nullptr && (got == wire::Encoding::kLossless ||
+                                   got == wire::Encoding::kQuantized ||
+                                   got == wire::Encoding::kInt16)) {
     // Chunks ran on up to the executor's threads at once: the rate of one thread is at
     // least raw over (wall time x threads).
     uint64_t encoded = 0;

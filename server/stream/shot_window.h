@@ -56,9 +56,9 @@ struct WindowPlan {
   // chunks at once (ZFP and QUANTIZED within tolerance x the shot's RMS).
   dataset::ShotPlan shot;
   // ENCODING_AUTO's measurements, reported to `advisor` (may be null) under `dataset` and
-  // `peer` (its address): LOSSLESS and QUANTIZED encodes; with shot.probe_codec (and
-  // probe_quantized), the first traces of every kProbeEvery-th shot compressed (the
-  // result thrown away); when the window closes, the link rate its writes saw (sample
+  // `peer` (its address): LOSSLESS, QUANTIZED and INT16 encodes; with shot.probes, the
+  // first traces of every kProbeEvery-th shot encoded with each (the result thrown
+  // away); when the window closes, the link rate its writes saw (sample
   // bytes over the time a write was on the wire, Next to Sent), and, for a stream that
   // ran to its end, what its encoding delivered (float32 bytes from Start to the last
   // Sent).

@@ -19,8 +19,13 @@ dataset::ShotPlan PlanShots(const dataset::ShotSelection& selection, int sample_
                         : advisor->Choose(peer, dataset, native == 0 ? 4 : native, lossy);
     // A stream measures the codecs it does not use now and then, so that a later one can
     // choose them.
-    plan.probe_codec = plan.encoding != wire::Encoding::kLossless;
-    plan.probe_quantized = lossy > 0 && plan.encoding != wire::Encoding::kQuantized;
+    for (wire::Encoding e : {wire::Encoding::kLossless, wire::Encoding::kQuantized,
+                             wire::Encoding::kInt16}) {
+      if (e != plan.encoding && (e == wire::Encoding::kLossless || lossy > 0)) {
+        plan.probes.push_back(e);
+      }
+    }
+    plan.bound_int16 = plan.encoding == wire::Encoding::kInt16;
   }
   plan.native = plan.encoding == wire::Encoding::kNative;
   // Stored samples go as float32 only, never re-encoded.

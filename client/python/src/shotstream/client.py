@@ -603,8 +603,8 @@ class Client:
         half the bytes of float32), "lossless" float32 compressed with c-blosc (bit-exact),
         "int16" each trace scaled to int16 (error <= max|trace| / 32767), "quantized"
         (fast) and "zfp" within tolerance x the shot's RMS (None: 1e-3), "auto" what the
-        server finds fastest for this link (shot.encoding says what it picked; quantized
-        only where a tolerance is given). Samples always arrive as float32 (n_traces,
+        server finds fastest for this link (shot.encoding says what it picked; a lossy one,
+        quantized or int16, only where a tolerance is given, and then within it). Samples always arrive as float32 (n_traces,
         n_samples). Through grpcio, "lossless" and "quantized" need python3-blosc and "zfp"
         python3-zfpy ("auto" then keeps to native and float32); the native client decodes
         all.

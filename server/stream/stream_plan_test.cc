@@ -1,0 +1,47 @@
+#include "server/stream/stream_plan.h"
+
+#include <algorithm>
+
+#include "gtest/gtest.h"
+
+namespace shotstream::stream {
+namespace {
+
+constexpr double kMB = 1e6;
+
+bool Probes(const dataset::ShotPlan& p, wire::Encoding e) {
+  return std::find(p.probes.begin(), p.probes.end(), e) != p.probes.end();
+}
+
+TEST(StreamPlanTest, AutoWithoutAToleranceStaysExactAndProbesLosslessOnly) {
+  EncodingAdvisor a(2);
+  dataset::ShotSelection s;
+  s.encoding = wire::Encoding::kAuto;
+  const dataset::ShotPlan p = PlanShots(s, 5, true, &a, "peer", "d");
+  EXPECT_EQ(p.encoding, wire::Encoding::kFloat32);
+  EXPECT_EQ(p.probes, std::vector<wire::Encoding>{wire::Encoding::kLossless});
+  EXPECT_FALSE(p.bound_int16);
+  EXPECT_EQ(p.zero_copy, dataset::ZeroCopy::kLittleEndian);
+}
+
+TEST(StreamPlanTest, AutoPickingInt16WithAToleranceHoldsItToTheTolerance) {
+  EncodingAdvisor a(2);
+  a.RecordLink("peer", 1000 * kMB, 1.0);
+  a.RecordCodec("d", 4 * kMB, 2 * kMB, 0.0004, wire::Encoding::kInt16);
+  dataset::ShotSelection s;
+  s.encoding = wire::Encoding::kAuto;
+  s.tolerance = 1e-3;
+  const dataset::ShotPlan p = PlanShots(s, 5, true, &a, "peer", "d");
+  EXPECT_EQ(p.encoding, wire::Encoding::kInt16);
+  EXPECT_TRUE(p.bound_int16);
+  EXPECT_TRUE(Probes(p, wire::Encoding::kLossless));
+  EXPECT_TRUE(Probes(p, wire::Encoding::kQuantized));
+  EXPECT_FALSE(Probes(p, wire::Encoding::kInt16));
+  EXPECT_EQ(p.zero_copy, dataset::ZeroCopy::kOff);  // encoded: never sent as stored
+  // INT16 asked for by name keeps its own bound.
+  s.encoding = wire::Encoding::kInt16;
+  EXPECT_FALSE(PlanShots(s, 5, true, &a, "peer", "d").bound_int16);
+}
+
+}  // namespace
+}  // namespace shotstream::stream
