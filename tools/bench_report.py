@@ -315,7 +315,8 @@ ENCODING_TARGETS = {
 # `auto` against the best fixed choice it may make on the same data: >= 0.95x of it.
 AUTO_CHOICES = {
     "auto (b)": ["float32 (b)", "lossless"],
-    "auto (b), tolerance 1e-3": ["float32 (b)", "lossless", "quantized, tolerance 1e-3", "int16"],
+    "auto (b), tolerance 1e-3": ["float32 (b)", "lossless", "quantized, tolerance 1e-3",
+                                 "int16"],
     "auto (c)": ["float32 (c)", "lossless (c)"],
 }
 AUTO_TARGET = 0.95
