@@ -221,7 +221,7 @@ class ShotAssembler {
       crc_ = 0;
       wire_bytes_ = 0;
       in_shot_ = true;
-      lossy_.clear();
+      zfp_.clear();
     }
     const uint64_t total = shot_.samples.size() * sizeof(float);
     uint8_t* at = reinterpret_cast<uint8_t*>(shot_.samples.data()) + chunk.offset();
@@ -244,7 +244,7 @@ class ShotAssembler {
       std::string payload(raw.samples_size(), '\0');
       raw.CopyPayload(reinterpret_cast<uint8_t*>(payload.data()));
       crc_ = Crc32(crc_, payload.data(), payload.size());
-      lossy_.emplace_back(chunk, std::move(payload));
+      zfp_.emplace_back(chunk, std::move(payload));
     } else {
       // Decoded from where gRPC put it when it lies in one slice, else from a copy, as it
       // arrives. The CRC-32 is of the float32 samples (exact encodings) or of the encoded
@@ -267,12 +267,12 @@ class ShotAssembler {
                                               ": checksum mismatch (CRC-32 ", crc_,
                                               " received, ", chunk.crc32(), " sent)"));
     }
-    for (const auto& [meta, payload] : lossy_) {
+    for (const auto& [meta, payload] : zfp_) {
       SS_RETURN_IF_ERROR(Decode(meta, reinterpret_cast<const uint8_t*>(payload.data()),
                                 payload.size(),
                                 reinterpret_cast<uint8_t*>(shot_.samples.data()) + meta.offset()));
     }
-    lossy_.clear();
+    zfp_.clear();
     shot_.encoding = std::string(wire::EncodingName(encoding_));
     *out = std::move(shot_);
     return true;
@@ -300,7 +300,7 @@ class ShotAssembler {
   uint32_t crc_ = 0;
   uint64_t wire_bytes_ = 0;
   wire::Encoding encoding_ = wire::Encoding::kFloat32;
-  std::vector<std::pair<v1::ShotChunk, std::string>> lossy_;
+  std::vector<std::pair<v1::ShotChunk, std::string>> zfp_;  // kept until the CRC matched
   std::vector<uint8_t> scratch_;  // an exact chunk's payload split across slices
 };
 

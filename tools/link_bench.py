@@ -69,6 +69,9 @@ def _in(ns, *cmd, **kw):
                           text=True, **kw)
 
 
+# Untimed shots each `shotstream bench` of the encodings benchmark streams first.
+WARMUP_SHOTS = 4
+
 # What the encodings benchmark streams on each link (name, dataset, flags, the float32
 # configuration it is compared with): (a) an int16 survey, (b) IEEE samples of a 16-bit
 # recording, (c) IEEE full-precision samples (events plus noise).
@@ -159,7 +162,8 @@ def measure_encodings(server_bin, cli_bin, datasets, rates=("10gbit", "1gbit"), 
             for name, ds, flags, base in ENCODING_CONFIGS:
                 if "--encoding=auto" in flags:
                     _in(CLIENT_NS, cli_bin, "bench", f"--target={target}", f"--dataset={ds}",
-                        f"--repeat={repeat}", "--warmup_shots=4", "--queue_depth=4", *flags,
+                        f"--repeat={repeat}", f"--warmup_shots={WARMUP_SHOTS}",
+                        "--queue_depth=4", *flags,
                         timeout=600)
             for _ in range(reps):
                 row["iperf3"].append(_iperf3())
@@ -168,11 +172,12 @@ def measure_encodings(server_bin, cli_bin, datasets, rates=("10gbit", "1gbit"), 
                     # an upper bound), which on a machine they share bounds shots/s.
                     server_cpu, client_cpu = _cpu_seconds(server.pid), _children_cpu_seconds()
                     res = _in(CLIENT_NS, cli_bin, "bench", f"--target={target}",
-                              f"--dataset={ds}", f"--repeat={repeat}", "--warmup_shots=4",
+                              f"--dataset={ds}", f"--repeat={repeat}",
+                              f"--warmup_shots={WARMUP_SHOTS}",
                               "--queue_depth=4", *flags, timeout=600)
                     assert res.returncode == 0, res.stderr[-2000:]
                     j = json.loads(res.stdout.strip().splitlines()[-1])
-                    shots = j["shots"] + 4
+                    shots = j["shots"] + WARMUP_SHOTS
                     c = row["configs"].setdefault(name, {"dataset": ds, "flags": flags,
                                                          "baseline": base, "shots_per_s": [],
                                                          "wire_ratio": [], "encoding": None,

@@ -39,9 +39,7 @@ wire::Encoding EncodingAdvisor::Choose(const std::string& peer, const std::strin
   if (plain_rate == 0) return plain;
   wire::Encoding best = plain;
   double best_rate = plain_rate;
-  for (wire::Encoding e :
-       {wire::Encoding::kLossless, wire::Encoding::kQuantized, wire::Encoding::kInt16}) {
-    if (e != wire::Encoding::kLossless && !(tolerance > 0)) continue;  // exact only
+  for (wire::Encoding e : Candidates(tolerance)) {
     bool measured;
     const double r = rate(e, tolerance, &measured);
     const double margin = measured && plain_measured ? kOutcomeMargin : kMargin;
@@ -51,6 +49,11 @@ wire::Encoding EncodingAdvisor::Choose(const std::string& peer, const std::strin
     }
   }
   return best;
+}
+
+std::vector<wire::Encoding> EncodingAdvisor::Candidates(double tolerance) {
+  if (!(tolerance > 0)) return {wire::Encoding::kLossless};  // exact only
+  return {wire::Encoding::kLossless, wire::Encoding::kQuantized, wire::Encoding::kInt16};
 }
 
 void EncodingAdvisor::RecordLink(const std::string& peer, uint64_t bytes, double seconds) {
@@ -95,16 +98,18 @@ double EncodingAdvisor::link_rate(const std::string& peer) const {
   return it == link_.end() ? 0 : it->second;
 }
 
-double EncodingAdvisor::lossless_ratio(const std::string& dataset) const {
+double EncodingAdvisor::Ratio(const std::string& codec_key) const {
   absl::MutexLock lock(&mu_);
-  auto it = codec_.find(CodecKey(dataset, wire::Encoding::kLossless, 0));
+  auto it = codec_.find(codec_key);
   return it == codec_.end() ? 0 : it->second.ratio;
 }
 
+double EncodingAdvisor::lossless_ratio(const std::string& dataset) const {
+  return Ratio(CodecKey(dataset, wire::Encoding::kLossless, 0));
+}
+
 double EncodingAdvisor::quantized_ratio(const std::string& dataset, double tolerance) const {
-  absl::MutexLock lock(&mu_);
-  auto it = codec_.find(CodecKey(dataset, wire::Encoding::kQuantized, tolerance));
-  return it == codec_.end() ? 0 : it->second.ratio;
+  return Ratio(CodecKey(dataset, wire::Encoding::kQuantized, tolerance));
 }
 
 }  // namespace shotstream::stream

@@ -21,6 +21,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
@@ -56,6 +57,10 @@ class EncodingAdvisor {
   void RecordOutcome(const std::string& peer, const std::string& dataset,
                      wire::Encoding encoding, uint64_t float32_bytes, double seconds,
                      double tolerance = 0) ABSL_LOCKS_EXCLUDED(mu_);
+  // The compressed candidates for a request's tolerance (0: LOSSLESS alone; > 0: also
+  // QUANTIZED and INT16), in the order Choose weighs them; the plan probes them too.
+  static std::vector<wire::Encoding> Candidates(double tolerance);
+
   // `encoding` (LOSSLESS, INT16, or QUANTIZED at `tolerance`) made `encoded` bytes of
   // `raw` float32 bytes of `dataset` in `seconds` of one thread.
   void RecordCodec(const std::string& dataset, uint64_t raw, uint64_t encoded, double seconds,
@@ -81,6 +86,7 @@ class EncodingAdvisor {
   // (peer, dataset, encoding, tolerance) -> float32 bytes a second delivered.
   absl::flat_hash_map<std::string, double> outcome_ ABSL_GUARDED_BY(mu_);
   // Keys: QUANTIZED's carry its tolerance, the others' 0.
+  double Ratio(const std::string& codec_key) const ABSL_LOCKS_EXCLUDED(mu_);
   static std::string CodecKey(const std::string& dataset, wire::Encoding e, double tolerance);
   static std::string OutcomeKey(const std::string& peer, const std::string& dataset,
                                 wire::Encoding e, double tolerance = 0);

@@ -33,7 +33,8 @@ double Accuracy(dataset::ShotData* shot, wire::Encoding encoding, double toleran
                 Executor* executor, float* peak_out) {
   std::vector<wire::kernels::SampleStats> stats(shot->chunks.size());
   Spread(executor, stats.size(), [&](size_t c) {
-    stats[c] = wire::kernels::Stats(ChunkSamples(shot, c), shot->chunks[c].size() / sizeof(float));
+    stats[c] =
+        wire::kernels::Stats(ChunkSamples(shot, c), shot->chunks[c].size() / sizeof(float));
   });
   uint32_t peak_bits = 0;
   double sum = 0;
@@ -100,8 +101,10 @@ absl::Status EncodeShot(dataset::ShotData* shot, wire::Encoding encoding, double
       if (!keep_float32 && encoded[c].ok()) shot->chunks[c] = SampleBuffer();
     });
   };
-  encode_all(encoding, /*keep_float32=*/encoding == wire::Encoding::kInt16);
-  if (encoding == wire::Encoding::kInt16 &&
+  // INT16 finds NaN as it encodes, and then the shot goes LOSSLESS from the float32
+  // chunks: they stay until the end, unless the RMS pass already looked (bound_int16).
+  encode_all(encoding, /*keep_float32=*/encoding == wire::Encoding::kInt16 && !bound_int16);
+  if (encoding == wire::Encoding::kInt16 && !bound_int16 &&
       std::any_of(encoded.begin(), encoded.end(), [](const auto& e) {
         return e.status().code() == absl::StatusCode::kFailedPrecondition;
       })) {

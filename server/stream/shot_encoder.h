@@ -22,7 +22,8 @@ namespace shotstream::stream {
 // QUANTIZED, a bound below float32's precision) goes LOSSLESS instead: shot->encoding says
 // what it got. Memory: LOSSLESS, ZFP and QUANTIZED free each float32 chunk once it is
 // encoded; INT16 finds NaN in the same pass that encodes, so it keeps the float32 chunks
-// until the last is encoded (at most 1.5 x the shot). For the lossy encodings
+// until the last is encoded (at most 1.5 x the shot; with bound_int16 the RMS pass
+// found them first, and each is freed once encoded). For the lossy encodings
 // shot->crc32 becomes the CRC-32 of the encoded chunks; the exact ones keep the CRC-32 of
 // the float32 samples. kFloat32 and kNative change nothing.
 // With `bound_int16` (ENCODING_AUTO given a tolerance picked INT16), INT16 must also keep

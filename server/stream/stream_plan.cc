@@ -12,18 +12,14 @@ dataset::ShotPlan PlanShots(const dataset::ShotSelection& selection, int sample_
   plan.encoding = selection.encoding;
   if (plan.encoding == wire::Encoding::kAuto) {
     const int native = wire::NativeBytesPerSample(sample_format);
-    // A tolerance says the caller accepts that loss: QUANTIZED becomes a candidate.
-    const double lossy = selection.tolerance;
-    plan.encoding = advisor == nullptr
-                        ? wire::Encoding::kFloat32
-                        : advisor->Choose(peer, dataset, native == 0 ? 4 : native, lossy);
-    // A stream measures the codecs it does not use now and then, so that a later one can
-    // choose them.
-    for (wire::Encoding e : {wire::Encoding::kLossless, wire::Encoding::kQuantized,
-                             wire::Encoding::kInt16}) {
-      if (e != plan.encoding && (e == wire::Encoding::kLossless || lossy > 0)) {
-        plan.probes.push_back(e);
-      }
+    // A tolerance says the caller accepts that loss: QUANTIZED and INT16 become candidates.
+    plan.encoding = advisor == nullptr ? wire::Encoding::kFloat32
+                                       : advisor->Choose(peer, dataset, native == 0 ? 4 : native,
+                                                         selection.tolerance);
+    // A stream measures the candidates it does not send now and then, so that a later one
+    // can choose them.
+    for (wire::Encoding e : EncodingAdvisor::Candidates(selection.tolerance)) {
+      if (e != plan.encoding) plan.probes.push_back(e);
     }
     plan.bound_int16 = plan.encoding == wire::Encoding::kInt16;
   }
