@@ -181,20 +181,26 @@ struct Client::Impl {
 namespace {
 
 // Assembles shots from one stream's chunks into `pool` buffers, decoding encoded samples
-// and verifying each shot's CRC-32 (ZFP shots before they are decoded).
+// and verifying each chunk's CRC-32 (where the server sent one) and each shot's. With
+// `pieces`, every chunk that carries its own CRC-32 is a part of its own (Shot's
+// first_trace .. first_trace + n_traces), delivered once it matched; a shot without
+// chunk CRC-32s comes whole. ZFP bytes are verified before libzfp sees them: by their
+// chunk's CRC-32, else kept until the shot's matched.
 // Thread-compatible: one receive thread.
 class ShotAssembler {
  public:
-  ShotAssembler(gpu::PinnedBufferPool* pool, bool raw_trace_headers)
-      : pool_(pool), raw_trace_headers_(raw_trace_headers) {}
+  ShotAssembler(gpu::PinnedBufferPool* pool, bool raw_trace_headers, bool pieces)
+      : pool_(pool), raw_trace_headers_(raw_trace_headers), pieces_(pieces) {}
 
-  // Adds a received chunk: true with *out filled when it completed a verified shot.
+  // Adds a received chunk: true with *out filled when it completed a verified shot (or,
+  // with pieces, a verified part of one).
   absl::StatusOr<bool> Add(const wire::ReceivedChunk& raw, Shot* out) {
     const v1::ShotChunk& chunk = raw.meta();
     if (!in_shot_) {
       shot_ = Shot();
       shot_.shot_id = chunk.shot_id();
       shot_.n_traces = chunk.n_traces();
+      shot_.shot_traces = chunk.n_traces();
       shot_.n_samples = chunk.n_samples();
       shot_.sample_interval_us = chunk.sample_interval_us();
       const uint64_t n = uint64_t{shot_.n_traces} * shot_.n_samples;
@@ -202,9 +208,13 @@ class ShotAssembler {
         return absl::DataLossError(absl::StrCat("shot ", shot_.shot_id, ": total_bytes ",
                                                 chunk.total_bytes(), " != ", n * sizeof(float)));
       }
-      shot_.samples = pool_->Acquire(n);
-      if (n > 0 && shot_.samples.data() == nullptr) {
-        return absl::ResourceExhaustedError(absl::StrCat("no memory for shot ", shot_.shot_id));
+      // With pieces and chunk CRC-32s, each part gets a buffer of its own.
+      piecewise_ = pieces_ && chunk.has_chunk_crc32();
+      if (!piecewise_) {
+        shot_.samples = pool_->Acquire(n);
+        if (n > 0 && shot_.samples.data() == nullptr) {
+          return absl::ResourceExhaustedError(absl::StrCat("no memory for shot ", shot_.shot_id));
+        }
       }
       for (const v1::HeaderColumn& col : chunk.headers()) {
         shot_.headers.emplace_back(col.name(), std::vector<double>(col.values().begin(),
@@ -221,52 +231,109 @@ class ShotAssembler {
       crc_ = 0;
       wire_bytes_ = 0;
       in_shot_ = true;
+      first_part_ = true;
       zfp_.clear();
     }
-    const uint64_t total = shot_.samples.size() * sizeof(float);
-    uint8_t* at = reinterpret_cast<uint8_t*>(shot_.samples.data()) + chunk.offset();
+    const uint64_t total = uint64_t{shot_.shot_traces} * shot_.n_samples * sizeof(float);
     const auto encoding = wire::FromProto(chunk.encoding());
     // The bytes this chunk's samples take as float32 (the others say their traces).
     const uint64_t out_bytes = encoding == wire::Encoding::kFloat32
                                    ? raw.samples_size()
                                    : uint64_t{chunk.chunk_traces()} * shot_.n_samples * 4;
-    if (chunk.offset() > total || out_bytes > total - chunk.offset()) {
+    if (chunk.offset() > total || out_bytes > total - chunk.offset() ||
+        (shot_.n_samples > 0 && (chunk.offset() % (uint64_t{shot_.n_samples} * 4) != 0 ||
+                                 out_bytes % (uint64_t{shot_.n_samples} * 4) != 0))) {
       return absl::DataLossError(absl::StrCat("shot ", shot_.shot_id, ": chunk at byte ",
-                                              chunk.offset(), " overruns the shot"));
+                                              chunk.offset(), " overruns the shot or splits a trace"));
+    }
+    const uint32_t first_trace = shot_.n_samples == 0
+                                     ? 0
+                                     : static_cast<uint32_t>(chunk.offset() / 4 / shot_.n_samples);
+    const uint32_t traces =
+        shot_.n_samples == 0 ? 0 : static_cast<uint32_t>(out_bytes / 4 / shot_.n_samples);
+    gpu::HostBuffer part;
+    uint8_t* at;
+    if (piecewise_) {
+      part = pool_->Acquire(uint64_t{traces} * shot_.n_samples);
+      if (traces > 0 && part.data() == nullptr) {
+        return absl::ResourceExhaustedError(absl::StrCat("no memory for shot ", shot_.shot_id));
+      }
+      at = reinterpret_cast<uint8_t*>(part.data());
+    } else {
+      at = reinterpret_cast<uint8_t*>(shot_.samples.data()) + chunk.offset();
     }
     wire_bytes_ += raw.samples_size();
     encoding_ = encoding;
+    // The chunk's CRC-32 by its encoding's rule: of the bytes as sent (FLOAT32 and the
+    // lossy ones), or of the float32 samples decoded (NATIVE, LOSSLESS).
+    uint32_t crc;
+    uint64_t covered;
     if (encoding == wire::Encoding::kFloat32) {
-      crc_ = raw.CopySamples(at, crc_);
+      crc = raw.CopySamples(at, 0);
+      covered = raw.samples_size();
+      SS_RETURN_IF_ERROR(CheckChunk(chunk, first_trace, traces, crc));
     } else if (encoding == wire::Encoding::kZfp) {
-      // Kept until the shot's CRC-32 over the encoded bytes has matched: libzfp never
-      // sees unverified bytes.
       std::string payload(raw.samples_size(), '\0');
       raw.CopyPayload(reinterpret_cast<uint8_t*>(payload.data()));
-      crc_ = Crc32(crc_, payload.data(), payload.size());
-      zfp_.emplace_back(chunk, std::move(payload));
+      crc = Crc32(0, payload.data(), payload.size());
+      covered = payload.size();
+      SS_RETURN_IF_ERROR(CheckChunk(chunk, first_trace, traces, crc));
+      if (chunk.has_chunk_crc32()) {  // verified: decoded now
+        SS_RETURN_IF_ERROR(Decode(chunk, reinterpret_cast<const uint8_t*>(payload.data()),
+                                  payload.size(), at));
+      } else {  // kept until the shot's CRC-32 matched: libzfp never sees unverified bytes
+        zfp_.emplace_back(chunk, std::move(payload));
+      }
     } else {
       // Decoded from where gRPC put it when it lies in one slice, else from a copy, as it
-      // arrives. The CRC-32 is of the float32 samples (exact encodings) or of the encoded
-      // bytes (INT16, QUANTIZED: their decoders, ours and c-blosc's as for LOSSLESS, check
-      // every size and are fuzzed); a shot whose CRC-32 does not match is never delivered.
+      // arrives. INT16 and QUANTIZED are checked before they are decoded; the exact ones
+      // after (their decoders, ours and c-blosc's, check every size and are fuzzed).
       const uint8_t* payload = raw.ContiguousPayload();
       if (payload == nullptr) {
         if (scratch_.size() < raw.samples_size()) scratch_.resize(raw.samples_size());
         raw.CopyPayload(scratch_.data());
         payload = scratch_.data();
       }
-      if (!wire::IsExact(encoding)) crc_ = Crc32(crc_, payload, raw.samples_size());
-      SS_RETURN_IF_ERROR(Decode(chunk, payload, raw.samples_size(), at));
-      if (wire::IsExact(encoding)) crc_ = Crc32(crc_, at, out_bytes);
+      if (!wire::IsExact(encoding)) {
+        crc = Crc32(0, payload, raw.samples_size());
+        covered = raw.samples_size();
+        SS_RETURN_IF_ERROR(CheckChunk(chunk, first_trace, traces, crc));
+        SS_RETURN_IF_ERROR(Decode(chunk, payload, raw.samples_size(), at));
+      } else {
+        SS_RETURN_IF_ERROR(Decode(chunk, payload, raw.samples_size(), at));
+        crc = Crc32(0, at, out_bytes);
+        covered = out_bytes;
+        SS_RETURN_IF_ERROR(CheckChunk(chunk, first_trace, traces, crc));
+      }
+    }
+    crc_ = Crc32Combine(crc_, crc, covered);
+    if (chunk.last()) {
+      in_shot_ = false;
+      if (crc_ != chunk.crc32()) {
+        return absl::DataLossError(absl::StrCat("shot ", shot_.shot_id,
+                                                ": checksum mismatch (CRC-32 ", crc_,
+                                                " received, ", chunk.crc32(), " sent)"));
+      }
+    }
+    if (piecewise_) {  // this chunk is a part: delivered now
+      *out = Shot();
+      out->shot_id = shot_.shot_id;
+      out->n_samples = shot_.n_samples;
+      out->sample_interval_us = shot_.sample_interval_us;
+      out->n_traces = traces;
+      out->first_trace = first_trace;
+      out->shot_traces = shot_.shot_traces;
+      out->last_piece = chunk.last();
+      out->samples = std::move(part);
+      if (first_part_) {
+        out->headers = std::move(shot_.headers);
+        out->trace_headers = std::move(shot_.trace_headers);
+        first_part_ = false;
+      }
+      out->encoding = std::string(wire::EncodingName(encoding));
+      return true;
     }
     if (!chunk.last()) return false;
-    in_shot_ = false;
-    if (crc_ != chunk.crc32()) {
-      return absl::DataLossError(absl::StrCat("shot ", shot_.shot_id,
-                                              ": checksum mismatch (CRC-32 ", crc_,
-                                              " received, ", chunk.crc32(), " sent)"));
-    }
     for (const auto& [meta, payload] : zfp_) {
       SS_RETURN_IF_ERROR(Decode(meta, reinterpret_cast<const uint8_t*>(payload.data()),
                                 payload.size(),
@@ -279,10 +346,20 @@ class ShotAssembler {
   }
 
   bool in_shot() const { return in_shot_; }
-  uint64_t shot_wire_bytes() const { return wire_bytes_; }  // of the last shot
+  uint64_t shot_wire_bytes() const { return wire_bytes_; }  // of the last shot, so far
   wire::Encoding shot_encoding() const { return encoding_; }
 
  private:
+  // A chunk whose own CRC-32 (where sent) is not `crc`: DATA_LOSS naming its traces.
+  absl::Status CheckChunk(const v1::ShotChunk& chunk, uint32_t first, uint32_t traces,
+                          uint32_t crc) const {
+    if (!chunk.has_chunk_crc32() || chunk.chunk_crc32() == crc) return absl::OkStatus();
+    return absl::DataLossError(absl::StrCat(
+        "shot ", shot_.shot_id, ": traces [", first, ", ", first + traces,
+        ") (the chunk at byte ", chunk.offset(), "): checksum mismatch (CRC-32 ", crc,
+        " received, ", chunk.chunk_crc32(), " sent)"));
+  }
+
   // An encoded chunk's samples (its chunk_traces traces) decoded to float32 at `at`.
   absl::Status Decode(const v1::ShotChunk& chunk, const uint8_t* payload, size_t size,
                       uint8_t* at) const {
@@ -295,8 +372,11 @@ class ShotAssembler {
 
   gpu::PinnedBufferPool* const pool_;
   const bool raw_trace_headers_;
+  const bool pieces_;
   Shot shot_;
   bool in_shot_ = false;
+  bool piecewise_ = false;   // this shot is delivered a chunk at a time
+  bool first_part_ = false;  // its next part is its first (the headers go with it)
   uint32_t crc_ = 0;
   uint64_t wire_bytes_ = 0;
   wire::Encoding encoding_ = wire::Encoding::kFloat32;
@@ -543,31 +623,54 @@ class GrpcShotReader final : public ShotReader {
                           bool* broke_inside_shot) {
     grpc::ByteBuffer bb;
     wire::ReceivedChunk raw;
-    ShotAssembler assembler(client_->pool, options_.raw_trace_headers);
+    ShotAssembler assembler(client_->pool, options_.raw_trace_headers, options_.pieces);
     Shot shot;
+    uint64_t counted = 0;  // of the shot being received: wire bytes counted so far
     while (reader->Read(&bb)) {
       if (absl::Status s = raw.Parse(&bb); !s.ok()) return s;
       absl::StatusOr<bool> complete = assembler.Add(raw, &shot);
       if (!complete.ok()) return complete.status();
       if (!*complete) continue;
       shot.index = static_cast<uint32_t>(*delivered);
+      // A shot resumed after a break: the parts delivered before it are not again.
+      if (shot.first_trace + shot.n_traces <= parts_delivered_ && !shot.last_piece) continue;
+      if (shot.first_trace < parts_delivered_) TrimFront(&shot, parts_delivered_);
       absl::MutexLock lock(&mu_);
-      ++checksums_verified_;  // the shot's CRC-32 matched what the server sent
-      wire_bytes_ += assembler.shot_wire_bytes();
+      if (shot.last_piece) ++checksums_verified_;  // the shot's CRC-32 matched the server's
+      wire_bytes_ += assembler.shot_wire_bytes() - counted;
+      counted = shot.last_piece ? 0 : assembler.shot_wire_bytes();
       last_encoding_ = std::string(wire::EncodingName(assembler.shot_encoding()));
       auto room = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
         return ready_.size() < depth_ || cancelled_;
       };
       mu_.Await(absl::Condition(&room));
       if (cancelled_) return absl::CancelledError("stream cancelled by the client");
+      const bool last = shot.last_piece;
+      parts_delivered_ = last ? 0 : shot.first_trace + shot.n_traces;
       ready_.push_back(std::move(shot));
-      ++*delivered;
+      if (last) ++*delivered;
     }
     if (assembler.in_shot()) {
       *broke_inside_shot = true;
       return absl::UnavailableError("stream broke inside a shot");
     }
     return absl::OkStatus();
+  }
+
+  // Drops the part's traces before `from` (delivered before a break), in a buffer of its own.
+  void TrimFront(Shot* part, uint32_t from) {
+    const uint32_t drop = from - part->first_trace;
+    const uint64_t ns = part->n_samples;
+    gpu::HostBuffer rest = client_->pool->Acquire((part->n_traces - drop) * ns);
+    if (rest.data() != nullptr) {
+      std::memcpy(rest.data(), part->samples.data() + drop * ns,
+                  (part->n_traces - drop) * ns * sizeof(float));
+    }
+    part->samples = std::move(rest);
+    part->n_traces -= drop;
+    part->first_trace = from;
+    part->headers.clear();
+    part->trace_headers.clear();
   }
 
   Client::Impl* const client_;
@@ -590,6 +693,8 @@ class GrpcShotReader final : public ShotReader {
   // the targets given up on in this stream.
   std::map<int64_t, std::vector<size_t>> holders_;
   std::set<size_t> failed_targets_;
+  // With pieces: traces of the shot at `delivered` already delivered (0 between shots).
+  uint32_t parts_delivered_ = 0;
 };
 
 
@@ -609,6 +714,10 @@ class JobShotReader final : public ShotReader {
     request_.set_seed(seed);
     request_.set_queue_depth(options_.queue_depth);
     absl::StatusOr<v1::ShotSelection> selection = SelectionOf(options_);
+    if (selection.ok() && options_.pieces) {
+      selection = absl::InvalidArgumentError(
+          "StreamOptions::pieces is for Stream; a job's shots come whole");
+    }
     if (!selection.ok()) {
       absl::MutexLock lock(&mu_);
       end_status_ = selection.status();
@@ -760,7 +869,7 @@ class JobShotReader final : public ShotReader {
   absl::Status Receive(size_t t, grpc::ClientReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer>* call) {
     grpc::ByteBuffer bb;
     wire::ReceivedChunk raw;
-    ShotAssembler assembler(client_->pool, options_.raw_trace_headers);
+    ShotAssembler assembler(client_->pool, options_.raw_trace_headers, /*pieces=*/false);
     Shot shot;
     absl::Status error;
     while (error.ok() && call->Read(&bb)) {

@@ -73,11 +73,16 @@ struct WriteOptions {
 // (the write is then cancelled and the server keeps nothing).
 using NextShotToWrite = std::function<absl::StatusOr<bool>(ShotToWrite* shot)>;
 
-// One shot gather: float32 samples [n_traces][n_samples] and header columns.
+// One shot gather: float32 samples [n_traces][n_samples] and header columns. With
+// StreamOptions::pieces, a part of one: traces [first_trace, first_trace + n_traces) of
+// its shot_traces, the shot's header columns and trace headers with its first part only.
 struct Shot {
   uint32_t index = 0;  // position in the request
   int64_t shot_id = 0;
-  uint32_t n_traces = 0;
+  uint32_t n_traces = 0;  // in `samples`
+  uint32_t first_trace = 0;   // pieces: where the part starts in its shot (else 0)
+  uint32_t shot_traces = 0;   // the whole shot's traces (n_traces but for a part)
+  bool last_piece = true;     // pieces: the shot's last part (always true for a shot)
   uint32_t n_samples = 0;
   double sample_interval_us = 0;
   gpu::HostBuffer samples;  // from the reader's pool; goes back when replaced or destroyed
@@ -124,6 +129,11 @@ struct StreamOptions {
   // Shots always arrive as float32.
   std::string encoding = "float32";
   double tolerance = 0;
+  // Deliver each shot in parts, as its chunks arrive, each verified by its own CRC-32
+  // (Shot::first_trace, last_piece), for consumers that take traces incrementally (a
+  // gigabyte gather staged to the GPU a part at a time): the client then holds parts,
+  // not shots. The queue depth counts parts. Stream only (a job's shots come whole).
+  bool pieces = false;
 };
 
 struct ClientOptions {

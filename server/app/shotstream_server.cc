@@ -401,6 +401,7 @@ absl::StatusOr<std::unique_ptr<ShotStreamServer>> ShotStreamServer::Start(
   parts.readers = s->pool_.get();
   parts.disk = s->disk_.get();
   parts.budget = s->budget_.get();
+  parts.piece_bytes = cfg.piece_bytes;
   if (cfg.stall_timeout > absl::ZeroDuration()) parts.stall_watch = s->stall_watch_.get();
   parts.advisor = s->advisor_.get();
   parts.jobs = s->jobs_.get();

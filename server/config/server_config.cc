@@ -105,7 +105,7 @@ absl::StatusOr<ServerConfig> ParseServerConfig(const std::string& yaml, const st
                      {"default_queue_depth", "max_queue_depth", "default_chunk_bytes",
                       "max_chunk_bytes",
                       "max_shots_per_request", "max_streams", "max_streams_per_peer",
-                      "max_inflight_bytes", "open_files"}));
+                      "max_inflight_bytes", "piece_bytes", "open_files"}));
     SS_CFG(Get(l, "default_queue_depth", source, "limits", &c.default_queue_depth));
     SS_CFG(Get(l, "max_queue_depth", source, "limits", &c.max_queue_depth));
     SS_CFG(Get(l, "default_chunk_bytes", source, "limits", &c.default_chunk_bytes));
@@ -115,6 +115,7 @@ absl::StatusOr<ServerConfig> ParseServerConfig(const std::string& yaml, const st
     SS_CFG(Get(l, "max_streams_per_peer", source, "limits", &c.max_streams_per_peer));
     SS_CFG(Get(l, "max_inflight_bytes", source, "limits", &c.max_inflight_bytes));
     SS_CFG(Get(l, "open_files", source, "limits", &c.open_files));
+    SS_CFG(Get(l, "piece_bytes", source, "limits", &c.piece_bytes));
   }
   if (const YAML::Node t = root["tls"]) {
     SS_CFG(CheckKeys(t, source, "tls", {"cert", "key", "client_ca"}));
@@ -230,6 +231,9 @@ absl::Status ValidateServerConfig(const ServerConfig& c) {
   }
   if (c.max_chunk_bytes < 1024) {
     return absl::InvalidArgumentError("limits.max_chunk_bytes: at least 1024");
+  }
+  if (c.piece_bytes != 0 && c.piece_bytes < 1024) {
+    return absl::InvalidArgumentError("limits.piece_bytes: 0 (never) or at least 1024");
   }
   if (c.default_chunk_bytes != 0 &&
       (c.default_chunk_bytes < 1024 || c.default_chunk_bytes > c.max_chunk_bytes)) {

@@ -55,6 +55,9 @@ struct ServerConfig {
   uint32_t max_streams = defaults::kMaxStreams;                   // all peers
   uint32_t max_streams_per_peer = defaults::kMaxStreamsPerPeer;   // one peer address
   uint64_t max_inflight_bytes = defaults::kMaxInflightBytes;      // decoded, all streams
+  // Shots of more float32 bytes are read, encoded and sent in pieces of about this size
+  // (whole chunks), so that a stream holds pieces, not gigabyte gathers; 0: never.
+  uint64_t piece_bytes = defaults::kPieceBytes;
   // Data files (SEG-Y, SU, .npy) held open at once, least recently used closed first;
   // 0: half the descriptor limit (raised to the hard limit at start), 16..32768.
   uint64_t open_files = 0;

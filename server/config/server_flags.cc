@@ -57,6 +57,9 @@ ABSL_FLAG(int64_t, max_streams, -1, "concurrent streams, all peers (256)");
 ABSL_FLAG(int64_t, max_streams_per_peer, -1, "concurrent streams from one address (64)");
 ABSL_FLAG(int64_t, max_shots_per_request, -1, "shot ids in one request (1000000)");
 ABSL_FLAG(int64_t, max_inflight_bytes, -1, "decoded shot bytes all streams may hold (1 GiB)");
+ABSL_FLAG(int64_t, piece_bytes, -1,
+          "shots of more float32 bytes are read and sent in pieces of about this size "
+          "(8 MiB; 0: every shot whole)");
 ABSL_FLAG(int64_t, open_files, -1,
           "data files held open at once, least recently used closed first (0: half the "
           "descriptor limit)");
@@ -141,6 +144,7 @@ absl::StatusOr<ServerConfig> BuildConfig(const std::vector<std::string>& dataset
   OverrideIfSet(absl::GetFlag(FLAGS_max_shots_per_request), &c.max_shots_per_request);
   OverrideIfSet(absl::GetFlag(FLAGS_max_inflight_bytes), &c.max_inflight_bytes);
   OverrideIfSet(absl::GetFlag(FLAGS_open_files), &c.open_files);
+  OverrideIfSet(absl::GetFlag(FLAGS_piece_bytes), &c.piece_bytes);
   SS_RETURN_IF_ERROR(
       OverrideDuration("grace_period", absl::GetFlag(FLAGS_grace_period), &c.grace_period));
   SS_RETURN_IF_ERROR(

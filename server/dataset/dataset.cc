@@ -121,9 +121,8 @@ absl::StatusOr<segy::HeaderSelector> Dataset::ResolveHeader(const std::string& n
   return custom;
 }
 
-absl::StatusOr<ShotData> Dataset::ReadShot(int64_t shot_id, const ShotPlan& plan,
-                                           io::ReadStats* stats) const {
-  const ShotSelection& sel = plan.selection;
+absl::StatusOr<std::vector<io::TraceRef>> Dataset::ShotTraces(int64_t shot_id,
+                                                             const ShotSelection& sel) const {
   const uint32_t ns = n_samples();
   const catalog::ShotEntry* shot = catalog().Find(shot_id);
   if (shot == nullptr) {
@@ -134,15 +133,137 @@ absl::StatusOr<ShotData> Dataset::ReadShot(int64_t shot_id, const ShotPlan& plan
         absl::StrCat("dataset '", spec_.name, "': samples [", sel.start, ", ",
                      sel.start + sel.count, ") are outside its traces of ", ns));
   }
-  const io::SampleRange range{sel.start, sel.count == 0 ? ns - sel.start : sel.count};
-  const std::vector<io::TraceRef> shot_traces = catalog().TracesOf(*shot);
-  const absl::Span<const io::TraceRef> traces = shot_traces;
+  std::vector<io::TraceRef> traces = catalog().TracesOf(*shot);
   SS_RETURN_IF_ERROR(CheckFilesOf(traces));
+  return traces;
+}
+
+io::SampleRange Dataset::RangeOf(const ShotSelection& sel) const {
+  return io::SampleRange{sel.start, sel.count == 0 ? n_samples() - sel.start : sel.count};
+}
+
+absl::StatusOr<ShotData> Dataset::ReadShot(int64_t shot_id, const ShotPlan& plan,
+                                           io::ReadStats* stats) const {
+  SS_ASSIGN_OR_RETURN(const std::vector<io::TraceRef> traces, ShotTraces(shot_id, plan.selection));
+  return ReadTraces(shot_id, plan, traces, /*select=*/true, stats);
+}
+
+absl::StatusOr<ShotHead> Dataset::ReadShotHead(int64_t shot_id, const ShotPlan& plan,
+                                               uint64_t piece_bytes,
+                                               io::ReadStats* stats) const {
+  const ShotSelection& sel = plan.selection;
+  SS_ASSIGN_OR_RETURN(std::vector<io::TraceRef> traces, ShotTraces(shot_id, sel));
+  const io::SampleRange range = RangeOf(sel);
+  ShotHead head;
+  head.shot_id = shot_id;
+  head.n_samples = range.count;
+  if (!sel.where.empty() || !sel.headers.empty() || sel.raw_trace_headers) {
+    // The header pass: one sample a trace, for the headers that come with it.
+    std::vector<float> one(traces.size());
+    std::vector<uint8_t*> dst(traces.size());
+    std::vector<uint32_t> crc(traces.size());
+    for (size_t i = 0; i < traces.size(); ++i) dst[i] = reinterpret_cast<uint8_t*>(&one[i]);
+    source::TraceRead read;
+    read.shot_id = shot_id;
+    read.traces = traces;
+    read.range = io::SampleRange{range.start, 1};
+    read.dst = dst.data();
+    read.trace_crc = crc.data();
+    read.stats = stats;
+    SS_ASSIGN_OR_RETURN(source::ReadResult got, source_->Read(read));
+    const source::TraceHeaders& headers = *got.headers;
+    SS_RETURN_IF_ERROR(CheckShotKeys(shot_id, traces, headers));
+    const std::vector<size_t> kept = Kept(sel, headers, traces.size());
+    Select(sel, headers, kept, &head.headers, &head.trace_headers);
+    std::vector<io::TraceRef> kept_traces;
+    kept_traces.reserve(kept.size());
+    for (size_t i : kept) kept_traces.push_back(traces[i]);
+    traces = std::move(kept_traces);
+  }
+  head.n_traces = static_cast<uint32_t>(traces.size());
+  head.total_bytes = uint64_t{head.n_traces} * range.count * sizeof(float);
+  // Whole chunks a piece, at least one: the chunk's traces as ReadTraces will cut them.
+  const uint64_t trace_bytes = uint64_t{range.count} * sizeof(float);
+  head.form = source_->FormOf(traces);
+  const std::optional<io::StoredForm>& form = head.form;
+  const int native_width =
+      plan.native && form.has_value() ? wire::NativeBytesPerSample(static_cast<int>(form->format))
+                                      : 0;
+  const uint64_t wire_bytes = native_width > 0 ? uint64_t{range.count} * native_width : trace_bytes;
+  const uint64_t per_chunk = std::max<uint64_t>(1, sel.max_chunk_bytes / wire_bytes);
+  const uint64_t chunks = std::max<uint64_t>(1, piece_bytes / (per_chunk * trace_bytes));
+  head.traces_per_piece = static_cast<uint32_t>(std::min<uint64_t>(chunks * per_chunk, UINT32_MAX));
+  head.traces = std::move(traces);
+  return head;
+}
+
+absl::StatusOr<ShotData> Dataset::ReadPiece(const ShotHead& head, size_t piece,
+                                            const ShotPlan& plan, io::ReadStats* stats) const {
+  const uint32_t first = head.piece_first(piece);
+  const uint32_t n = head.piece_traces(piece);
+  const absl::Span<const io::TraceRef> traces =
+      absl::MakeConstSpan(head.traces).subspan(first, n);
+  SS_RETURN_IF_ERROR(CheckFilesOf(traces));
+  if (traces.empty()) {  // no trace kept: one empty chunk says so
+    ShotData out;
+    out.shot_id = head.shot_id;
+    out.n_samples = head.n_samples;
+    out.chunks.emplace_back();
+    out.chunk_traces.push_back(0);
+    out.chunk_crc32.push_back(0);
+    return out;
+  }
+  SS_ASSIGN_OR_RETURN(ShotData out,
+                      ReadTraces(head.shot_id, plan, traces, /*select=*/false, stats, &head.form));
+  out.first_trace = first;
+  return out;
+}
+
+std::vector<size_t> Dataset::Kept(const ShotSelection& sel, const source::TraceHeaders& headers,
+                                  size_t n) {
+  std::vector<size_t> kept;
+  kept.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    bool keep = true;
+    for (const TraceCondition& c : sel.where) {
+      const double v = headers.Value(i, c.header);
+      if (!(v >= c.low && v <= c.high)) keep = false;
+    }
+    if (keep) kept.push_back(i);
+  }
+  return kept;
+}
+
+void Dataset::Select(const ShotSelection& sel, const source::TraceHeaders& headers,
+                     const std::vector<size_t>& kept,
+                     std::vector<std::pair<std::string, std::vector<double>>>* columns,
+                     std::string* trace_headers) {
+  for (const segy::HeaderSelector& h : sel.headers) {
+    std::vector<double> column(kept.size());
+    for (size_t k = 0; k < kept.size(); ++k) column[k] = headers.Value(kept[k], h);
+    columns->emplace_back(h.name, std::move(column));
+  }
+  if (sel.raw_trace_headers) {
+    trace_headers->resize(kept.size() * segy::kTraceHeaderBytes);
+    for (size_t k = 0; k < kept.size(); ++k) {
+      headers.BigEndianHeader(kept[k], reinterpret_cast<uint8_t*>(&(*trace_headers)[0]) +
+                                           k * segy::kTraceHeaderBytes);
+    }
+  }
+}
+
+absl::StatusOr<ShotData> Dataset::ReadTraces(int64_t shot_id, const ShotPlan& plan,
+                                             absl::Span<const io::TraceRef> traces, bool select,
+                                             io::ReadStats* stats,
+                                             const std::optional<io::StoredForm>* shot_form) const {
+  const ShotSelection& sel = plan.selection;
+  const io::SampleRange range = RangeOf(sel);
 
   // How the samples are read: as stored for NATIVE where the shot's traces share a format
   // sent natively; located in the mapping (zero copy) where they are mapped IEEE float32
   // of a byte order the plan allows; else decoded to float32.
-  const std::optional<io::StoredForm> form = source_->FormOf(traces);
+  const std::optional<io::StoredForm> form =
+      shot_form != nullptr ? *shot_form : source_->FormOf(traces);
   const int native_width =
       plan.native && form.has_value() ? wire::NativeBytesPerSample(static_cast<int>(form->format))
                                       : 0;
@@ -162,7 +283,7 @@ absl::StatusOr<ShotData> Dataset::ReadShot(int64_t shot_id, const ShotPlan& plan
   // Without conditions the samples go straight into their chunks; with them, into one
   // buffer for the shot, and the traces kept are copied into chunks once the headers say
   // which.
-  const bool filter = !sel.where.empty();
+  const bool filter = select && !sel.where.empty();
   std::vector<uint32_t> trace_crc;
   std::vector<SampleBuffer> read_into;
   std::vector<uint8_t*> dst(traces.size());
@@ -199,14 +320,11 @@ absl::StatusOr<ShotData> Dataset::ReadShot(int64_t shot_id, const ShotPlan& plan
 
   // The traces kept: all, or those whose header values meet every condition.
   std::vector<size_t> kept;
-  kept.reserve(traces.size());
-  for (size_t i = 0; i < traces.size(); ++i) {
-    bool keep = true;
-    for (const TraceCondition& c : sel.where) {
-      const double v = headers.Value(i, c.header);
-      if (!(v >= c.low && v <= c.high)) keep = false;
-    }
-    if (keep) kept.push_back(i);
+  if (filter) {
+    kept = Kept(sel, headers, traces.size());
+  } else {
+    kept.resize(traces.size());
+    for (size_t i = 0; i < kept.size(); ++i) kept[i] = i;
   }
   out.n_traces = static_cast<uint32_t>(kept.size());
   out.total_bytes = trace_out_bytes * out.n_traces;
@@ -217,6 +335,7 @@ absl::StatusOr<ShotData> Dataset::ReadShot(int64_t shot_id, const ShotPlan& plan
       out.stored.reset();
       out.chunks.emplace_back();
       out.chunk_traces.push_back(0);
+      out.chunk_crc32.push_back(0);
     }
   } else {
     if (!filter) {
@@ -231,26 +350,21 @@ absl::StatusOr<ShotData> Dataset::ReadShot(int64_t shot_id, const ShotPlan& plan
                       all + kept[k + i] * trace_wire_bytes, trace_wire_bytes);
         }
       }
-      if (out.chunks.empty()) out.chunks.emplace_back();
     }
-    for (const SampleBuffer& c : out.chunks) {
-      out.chunk_traces.push_back(static_cast<uint32_t>(c.size() / trace_wire_bytes));
-    }
+    if (out.chunks.empty()) out.chunks.emplace_back();
+    // Each chunk's CRC-32 joins its traces'; the shot's joins the chunks'.
     const Crc32Joiner join(trace_out_bytes);
-    for (size_t i : kept) out.crc32 = join.Append(out.crc32, trace_crc[i]);
-  }
-  for (const segy::HeaderSelector& h : sel.headers) {
-    std::vector<double> column(kept.size());
-    for (size_t k = 0; k < kept.size(); ++k) column[k] = headers.Value(kept[k], h);
-    out.headers.emplace_back(h.name, std::move(column));
-  }
-  if (sel.raw_trace_headers) {
-    out.trace_headers.resize(kept.size() * segy::kTraceHeaderBytes);
-    for (size_t k = 0; k < kept.size(); ++k) {
-      headers.BigEndianHeader(kept[k], reinterpret_cast<uint8_t*>(&out.trace_headers[0]) +
-                                           k * segy::kTraceHeaderBytes);
+    size_t k = 0;
+    for (size_t c = 0; c < out.chunks.size(); ++c) {
+      const uint32_t n = static_cast<uint32_t>(out.chunks[c].size() / trace_wire_bytes);
+      uint32_t crc = 0;
+      for (uint32_t i = 0; i < n; ++i) crc = join.Append(crc, trace_crc[kept[k++]]);
+      out.chunk_traces.push_back(n);
+      out.chunk_crc32.push_back(crc);
+      out.crc32 = Crc32Combine(out.crc32, crc, uint64_t{n} * trace_out_bytes);
     }
   }
+  if (select) Select(sel, headers, kept, &out.headers, &out.trace_headers);
   return out;
 }
 

@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -114,6 +115,17 @@ class Dataset {
   // ("changed since its catalog was built"), after spec().on_files_changed is called.
   absl::StatusOr<ShotData> ReadShot(int64_t shot_id, const ShotPlan& plan,
                                     io::ReadStats* stats = nullptr) const;
+  // A shot read in pieces, for shots larger than a stream's piece size: its head first
+  // (the traces kept: where the plan has conditions, or asks for header columns or raw
+  // headers, a header pass reads one sample a trace for them; the columns; pieces of
+  // whole chunks holding about piece_bytes of float32 each, at least one chunk), then each
+  // piece as ReadShot reads a shot (no header columns: the head has them), with the same
+  // checks. A piece's chunk_crc32 and crc32 are its own.
+  absl::StatusOr<ShotHead> ReadShotHead(int64_t shot_id, const ShotPlan& plan,
+                                        uint64_t piece_bytes,
+                                        io::ReadStats* stats = nullptr) const;
+  absl::StatusOr<ShotData> ReadPiece(const ShotHead& head, size_t piece, const ShotPlan& plan,
+                                     io::ReadStats* stats = nullptr) const;
 
  private:
   Dataset() = default;
@@ -124,6 +136,25 @@ class Dataset {
   absl::Status CheckShotKeys(int64_t shot_id, absl::Span<const io::TraceRef> traces,
                              const source::TraceHeaders& headers) const;
   absl::Status FilesChanged(absl::Status why) const;
+  // The shot's catalog traces, its files checked; NOT_FOUND / INVALID_ARGUMENT for an
+  // unknown shot or a window outside the traces.
+  absl::StatusOr<std::vector<io::TraceRef>> ShotTraces(int64_t shot_id,
+                                                       const ShotSelection& sel) const;
+  io::SampleRange RangeOf(const ShotSelection& sel) const;
+  // Reads `traces` of shot `shot_id` into chunks; with `select`, keeps those meeting the
+  // plan's conditions and makes the header columns and raw headers. `shot_form`: how the
+  // whole shot's traces are stored (a piece is read as its shot is); null: theirs.
+  absl::StatusOr<ShotData> ReadTraces(
+      int64_t shot_id, const ShotPlan& plan, absl::Span<const io::TraceRef> traces, bool select,
+      io::ReadStats* stats, const std::optional<io::StoredForm>* shot_form = nullptr) const;
+  // The traces (of n) whose header values meet every condition of `sel`.
+  static std::vector<size_t> Kept(const ShotSelection& sel, const source::TraceHeaders& headers,
+                                  size_t n);
+  // The header columns and raw headers `sel` asks for, of traces `kept`.
+  static void Select(const ShotSelection& sel, const source::TraceHeaders& headers,
+                     const std::vector<size_t>& kept,
+                     std::vector<std::pair<std::string, std::vector<double>>>* columns,
+                     std::string* trace_headers);
 
   DatasetSpec spec_;
   std::unique_ptr<source::Source> source_;

@@ -215,6 +215,73 @@ TEST(DatasetTest, WindowAndConditionsSelectSamplesAndTraces) {
   EXPECT_EQ((*d)->ReadShot(2, plan).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+// A shot read in pieces is the shot read whole: the head has the whole shot's kept traces,
+// columns and raw headers; the pieces' chunks, in order, are the whole read's, each with
+// its CRC-32; for every selection (none, conditions, a window), decoded, native, stored.
+TEST(DatasetTest, AShotReadInPiecesIsTheShotReadWhole) {
+  WriteSurvey("p", 6);  // shot 2: 8 traces, file 0 IBM, file 1 IEEE
+  DatasetSpec spec;
+  spec.name = "p";
+  spec.globs = {Dir() + "/p*.sgy"};
+  spec.io = io::IoMode::kMmap;
+  auto d = Dataset::Load(spec);
+  ASSERT_TRUE(d.ok()) << d.status();
+  const segy::HeaderSelector offset = *segy::ResolveHeader("offset");
+  for (int variant = 0; variant < 4; ++variant) {
+    ShotPlan plan = Plan({offset, *segy::ResolveHeader("group_x")}, 2 * 6 * 4);
+    plan.selection.raw_trace_headers = true;
+    if (variant == 1) plan.selection.where = {{offset, 25, 150}};  // traces 1..6
+    if (variant == 2) {
+      plan.selection.start = 2;
+      plan.selection.count = 3;
+      plan.native = true;
+    }
+    if (variant == 3) plan.zero_copy = ZeroCopy::kAnyByteOrder;
+    auto whole = (*d)->ReadShot(2, plan);
+    ASSERT_TRUE(whole.ok()) << whole.status();
+    // A piece of 2 chunks (4 traces of float32 at most).
+    const uint64_t piece_bytes = 4 * uint64_t{whole->n_samples} * 4;
+    auto head = (*d)->ReadShotHead(2, plan, piece_bytes);
+    ASSERT_TRUE(head.ok()) << head.status();
+    EXPECT_EQ(head->n_traces, whole->n_traces) << variant;
+    EXPECT_EQ(head->total_bytes, whole->total_bytes);
+    EXPECT_EQ(head->headers, whole->headers);
+    EXPECT_EQ(head->trace_headers, whole->trace_headers);
+    EXPECT_EQ(head->traces_per_piece, 4u);
+    EXPECT_EQ(head->n_pieces(), (whole->n_traces + 3) / 4);
+    std::string from_pieces, from_whole;
+    auto bytes_of = [](const ShotData& s, std::string* out) {
+      if (s.is_stored()) {
+        for (const uint8_t* t : s.stored->traces()) {
+          out->append(reinterpret_cast<const char*>(t), s.stored->trace_bytes());
+        }
+      }
+      for (const auto& c : s.chunks) out->append(c.view());
+    };
+    bytes_of(*whole, &from_whole);
+    for (size_t p = 0; p < head->n_pieces(); ++p) {
+      auto piece = (*d)->ReadPiece(*head, p, plan);
+      ASSERT_TRUE(piece.ok()) << piece.status();
+      EXPECT_EQ(piece->first_trace, 4 * p);
+      EXPECT_EQ(piece->n_traces, head->piece_traces(p));
+      EXPECT_TRUE(piece->headers.empty()) << "the head has them";
+      EXPECT_EQ(piece->encoding, whole->encoding);
+      EXPECT_EQ(piece->is_stored(), whole->is_stored());
+      if (!piece->is_stored()) {
+        ASSERT_EQ(piece->chunk_crc32.size(), piece->chunks.size());
+        for (size_t c = 0; c < piece->chunks.size(); ++c) {
+          EXPECT_EQ(piece->chunk_traces[c], whole->chunk_traces[0]);
+          if (piece->encoding == wire::Encoding::kFloat32) {
+            EXPECT_EQ(piece->chunk_crc32[c], Crc32(0, piece->chunks[c].data(), piece->chunks[c].size()));
+          }
+        }
+      }
+      bytes_of(*piece, &from_pieces);
+    }
+    EXPECT_EQ(from_pieces, from_whole) << variant;
+  }
+}
+
 TEST(DatasetTest, NativeKeepsIntegerSamplesAsStoredWithTheCrcOfTheirValues) {
   segy::TestFileSpec spec16;
   spec16.format = 3;

@@ -256,6 +256,7 @@ class ShotStreamServiceImpl final
     plan.source = stream::MakeDatasetShotSource(std::move(v.dataset));
     plan.shot_ids = std::move(v.shot_ids);
     plan.queue_depth = v.queue_depth;
+    plan.piece_bytes = parts_.piece_bytes;
     plan.corrupt_shot = parts_.corrupt_shot_for_testing;
     plan.counters = parts_.counters;
     plan.budget = parts_.budget;

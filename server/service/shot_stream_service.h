@@ -51,6 +51,8 @@ struct ServiceParts {
   // to every client, big-endian ones to clients that accept them) as slices over the
   // file's mapping, without copying them (--zero_copy).
   bool zero_copy = true;
+  // Shots of more float32 bytes are read and sent in pieces of about this size; 0: never.
+  uint64_t piece_bytes = 0;
   bool log_streams = true;  // a stderr line per stream, job stream and write
   // WriteShots: where written datasets go (empty: writing is off, FAILED_PRECONDITION),
   // how a written file is loaded into its new entry (the server's dataset settings, its

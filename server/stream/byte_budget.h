@@ -1,21 +1,26 @@
-// ByteBudget: the server-wide budget of bytes held by decoded shots not yet sent, shared
-// by streams through one Account each.
+// ByteBudget: the server-wide budget of bytes held by decoded shots (and pieces of shots)
+// not yet sent, shared by streams through one Account each.
 //
-// A stream takes a shot's bytes before reading it and gives them back once the shot is on
-// the wire. The rules, each checked by byte_budget_test:
-// - Progress: a stream that holds nothing always gets its next shot, at once, even over
+// A stream takes a unit's bytes before reading it and gives them back once the unit is on
+// the wire; a unit is a shot, or a piece of a shot larger than the server's piece size
+// (ShotWindow). The rules, each checked by byte_budget_test:
+// - Progress: a stream that holds nothing always gets its next unit, at once, even over
 //   the limit, also when its request was queued while it still held something (it is
 //   granted the moment its last bytes come back). So every stream makes progress, however
 //   many others wait or stall.
 // - Fair share: a stream may hold at most its share, limit / the streams that hold or
-//   want bytes, unless it holds nothing (then it gets one shot, whatever its size); a
+//   want bytes, unless it holds nothing (then it gets one unit, whatever its size); a
 //   queue depth is a ceiling, not a claim.
 // - Order: bytes given back go first to the waiting stream that holds least (then the one
 //   that asked first), not to whoever queued first; a new request that would fit still
 //   queues behind a waiting stream that holds less and waits only for room.
-// Memory stays within limit + (streams x largest shot): only the progress rule exceeds the
-// limit, by at most one shot a stream. Stalled streams give their unsent read-ahead back
-// (ShotWindow::GiveBackIfStalled), so they hold one shot each, not their queue depth.
+// Memory stays within limit + (streams x largest unit), and a unit is at most
+// max(piece size, one chunk) (8 MiB by default) or a smaller shot whole: the bound does not
+// grow with the size of a shot. Only the progress rule exceeds the limit, by at most one
+// unit a stream. Stalled streams give their unsent read-ahead back
+// (ShotWindow::GiveBackIfStalled), so they hold one unit each, not their queue depth.
+// (A shot read in pieces also keeps its head, the header columns and raw headers asked
+// for, 8 to 240 bytes a trace, outside the budget.)
 //
 // Thread-safe. Lock order: a waiter's own lock may be held while calling TryAcquire or
 // Cancel; Release and ~Account must be called holding no waiter's lock (they call Wake).

@@ -24,13 +24,36 @@ class DatasetShotSource final : public ShotSource {
                                              ShotReadCost* cost) const override {
     io::ReadStats stats;
     absl::StatusOr<dataset::ShotData> shot = dataset_->ReadShot(shot_id, plan, &stats);
-    cost->reads = stats.reads;
-    cost->bytes_read = stats.bytes_read;
-    cost->bytes_wanted = stats.bytes_wanted;
+    Count(stats, cost);
     return shot;
   }
 
+  absl::StatusOr<dataset::ShotHead> ReadShotHead(int64_t shot_id, const dataset::ShotPlan& plan,
+                                                 uint64_t piece_bytes,
+                                                 ShotReadCost* cost) const override {
+    io::ReadStats stats;
+    absl::StatusOr<dataset::ShotHead> head =
+        dataset_->ReadShotHead(shot_id, plan, piece_bytes, &stats);
+    Count(stats, cost);
+    return head;
+  }
+
+  absl::StatusOr<dataset::ShotData> ReadPiece(const dataset::ShotHead& head, size_t piece,
+                                              const dataset::ShotPlan& plan,
+                                              ShotReadCost* cost) const override {
+    io::ReadStats stats;
+    absl::StatusOr<dataset::ShotData> data = dataset_->ReadPiece(head, piece, plan, &stats);
+    Count(stats, cost);
+    return data;
+  }
+
  private:
+  static void Count(const io::ReadStats& stats, ShotReadCost* cost) {
+    cost->reads += stats.reads;
+    cost->bytes_read += stats.bytes_read;
+    cost->bytes_wanted += stats.bytes_wanted;
+  }
+
   const std::shared_ptr<const dataset::Dataset> dataset_;
 };
 

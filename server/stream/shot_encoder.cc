@@ -112,13 +112,18 @@ absl::Status EncodeShot(dataset::ShotData* shot, wire::Encoding encoding, double
     encode_all(encoding, /*keep_float32=*/false);
   }
   uint32_t crc = 0;
+  std::vector<uint32_t> chunk_crc(n);
   for (size_t c = 0; c < n; ++c) {
     if (!encoded[c].ok()) return encoded[c].status();
     shot->chunks[c] = *std::move(encoded[c]);  // the float32 chunk (INT16's) is freed here
-    crc = Crc32(crc, shot->chunks[c].data(), shot->chunks[c].size());
+    chunk_crc[c] = Crc32(0, shot->chunks[c].data(), shot->chunks[c].size());
+    crc = Crc32Combine(crc, chunk_crc[c], shot->chunks[c].size());
   }
   shot->encoding = encoding;
-  if (!wire::IsExact(encoding)) shot->crc32 = crc;
+  if (!wire::IsExact(encoding)) {
+    shot->crc32 = crc;
+    shot->chunk_crc32 = std::move(chunk_crc);
+  }
   return absl::OkStatus();
 }
 

@@ -5,6 +5,7 @@
 #ifndef SHOTSTREAM_SERVER_STREAM_SHOT_SOURCE_H_
 #define SHOTSTREAM_SERVER_STREAM_SHOT_SOURCE_H_
 
+#include <cstddef>
 #include <cstdint>
 
 #include "absl/status/statusor.h"
@@ -33,6 +34,16 @@ class ShotSource {
   virtual absl::StatusOr<dataset::ShotData> ReadShot(int64_t shot_id,
                                                      const dataset::ShotPlan& plan,
                                                      ShotReadCost* cost) const = 0;
+  // A shot larger than the stream's piece size, read in pieces (Dataset::ReadShotHead
+  // and ReadPiece): its head once, then its pieces, each as ReadShot reads a shot.
+  virtual absl::StatusOr<dataset::ShotHead> ReadShotHead(int64_t shot_id,
+                                                         const dataset::ShotPlan& plan,
+                                                         uint64_t piece_bytes,
+                                                         ShotReadCost* cost) const = 0;
+  virtual absl::StatusOr<dataset::ShotData> ReadPiece(const dataset::ShotHead& head,
+                                                      size_t piece,
+                                                      const dataset::ShotPlan& plan,
+                                                      ShotReadCost* cost) const = 0;
 };
 
 }  // namespace shotstream::stream

@@ -6,6 +6,8 @@
 
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "absl/strings/str_cat.h"
+#include "common/crc32.h"
 #include "common/status_macros.h"
 #include "server/stream/shot_encoder.h"
 #include "wire/encoding_proto.h"
@@ -109,36 +111,83 @@ void ShotWindow::HoldLocked(uint64_t bytes) {
   RaiseMax(&counters_->inflight_bytes_peak, counters_->inflight_bytes.load());
 }
 
+bool ShotWindow::NextUnitLocked(Unit* unit) {
+  for (;;) {
+    if (next_piece_ > 0) {  // within a shot read in pieces
+      auto it = heads_.find(next_submit_);
+      if (it == heads_.end()) return false;  // its first piece (and head) is being read
+      const dataset::ShotHead& head = *it->second;
+      if (next_piece_ < head.n_pieces()) {
+        unit->index = next_submit_;
+        unit->piece = next_piece_;
+        unit->pieced = true;
+        unit->bytes = uint64_t{head.piece_traces(next_piece_)} * head.n_samples * sizeof(float);
+        unit->head = it->second;
+        return true;
+      }
+      ++next_submit_;
+      next_piece_ = 0;
+      continue;
+    }
+    if (!HaveNextLocked()) return false;
+    const uint64_t bytes =
+        plan_.source->ShotBytes(ids_[next_submit_], plan_.shot.selection.count);
+    unit->index = next_submit_;
+    unit->piece = 0;
+    unit->pieced = plan_.piece_bytes > 0 && bytes > plan_.piece_bytes;
+    unit->bytes = unit->pieced ? plan_.piece_bytes : bytes;
+    unit->head.reset();
+    return true;
+  }
+}
+
+ShotWindow::Slot* ShotWindow::FindSlotLocked(uint64_t read) {
+  for (Slot& slot : window_) {
+    if (slot.read == read) return &slot;
+  }
+  return nullptr;
+}
+
 void ShotWindow::SubmitReadsLocked() {
-  while (!stopped_ && !waiting_ && !stalled_ && next_submit_ - window_base_ < plan_.queue_depth &&
-         HaveNextLocked()) {
+  Unit unit;
+  while (!stopped_ && !waiting_ && !stalled_ && window_.size() < plan_.queue_depth &&
+         NextUnitLocked(&unit)) {
     uint64_t bytes = 0;
     if (account_ != nullptr) {
-      bytes = plan_.source->ShotBytes(ids_[next_submit_], plan_.shot.selection.count);
+      bytes = unit.bytes;
       if (!account_->TryAcquire(bytes)) {
         counters_->budget_waits++;
         waiting_ = true;
         waiting_bytes_ = bytes;
+        waiting_unit_ = std::move(unit);
         self_while_waiting_ = shared_from_this();
         return;
       }
       HoldLocked(bytes);
     }
-    SubmitOneLocked(bytes);
+    SubmitOneLocked(unit, bytes);
   }
 }
 
-void ShotWindow::SubmitOneLocked(uint64_t budget_bytes) {
-  const size_t index = next_submit_++;
+void ShotWindow::SubmitOneLocked(const Unit& unit, uint64_t budget_bytes) {
   Slot& slot = window_.emplace_back();
+  slot.index = unit.index;
+  slot.piece = unit.piece;
   slot.budget_bytes = budget_bytes;
   slot.read = ++reads_;
   counters_->reads_in_flight++;
   counters_->shots_held++;
   RaiseMax(&counters_->max_shots_held_by_one_stream, static_cast<int64_t>(window_.size()));
-  executor_->Submit([self = shared_from_this(), index, id = ids_[index], read = slot.read] {
-    self->Read(index, id, read);
+  executor_->Submit([self = shared_from_this(), unit, id = ids_[unit.index], read = slot.read] {
+    self->Read(unit, id, read);
   });
+  // The cursor moves on: to the shot's next piece, or to the next shot.
+  if (unit.pieced) {
+    next_piece_ = unit.piece + 1;
+  } else {
+    ++next_submit_;
+    next_piece_ = 0;
+  }
 }
 
 void ShotWindow::Wake() {
@@ -148,35 +197,52 @@ void ShotWindow::Wake() {
     absl::MutexLock lock(&mu_);
     waiting_ = false;
     self = std::move(self_while_waiting_);
+    Unit unit = std::move(waiting_unit_);
+    waiting_unit_ = Unit();
     if (stopped_ || stalled_) {  // (a stall that could not cancel the request: read later)
       give_back = waiting_bytes_;
     } else {
       HoldLocked(waiting_bytes_);
-      SubmitOneLocked(waiting_bytes_);
+      SubmitOneLocked(unit, waiting_bytes_);
       SubmitReadsLocked();
     }
   }
   if (give_back > 0) account_->Release(give_back);
 }
 
-absl::StatusOr<dataset::ShotData> ShotWindow::ReadShot(size_t index, int64_t id) const {
-  const bool corrupt = plan_.corrupt_shot == id;
+absl::StatusOr<dataset::ShotData> ShotWindow::ReadUnit(const Unit& unit, int64_t id) const {
+  const bool corrupt = plan_.corrupt_shot == id && unit.piece == 0;
   ShotReadCost cost;
   const absl::Time t0 = absl::Now();
   absl::StatusOr<dataset::ShotData> shot;
+  dataset::ShotPlan decoded;
   if (corrupt) {  // its bytes get flipped: never sent as stored
-    dataset::ShotPlan decoded = plan_.shot;
+    decoded = plan_.shot;
     decoded.zero_copy = dataset::ZeroCopy::kOff;
-    shot = plan_.source->ReadShot(id, decoded, &cost);
+  }
+  const dataset::ShotPlan& plan = corrupt ? decoded : plan_.shot;
+  if (!unit.pieced) {
+    shot = plan_.source->ReadShot(id, plan, &cost);
+  } else if (unit.piece == 0) {  // the shot's head, then its first piece
+    absl::StatusOr<dataset::ShotHead> head =
+        plan_.source->ReadShotHead(id, plan, plan_.piece_bytes, &cost);
+    if (!head.ok()) {
+      shot = head.status();
+    } else {
+      auto shared = std::make_shared<const dataset::ShotHead>(*std::move(head));
+      shot = plan_.source->ReadPiece(*shared, 0, plan, &cost);
+      if (shot.ok()) shot->head = std::move(shared);
+    }
   } else {
-    shot = plan_.source->ReadShot(id, plan_.shot, &cost);
+    shot = plan_.source->ReadPiece(*unit.head, unit.piece, plan, &cost);
+    if (shot.ok()) shot->head = unit.head;
   }
   if (shot.ok() && shot->is_stored()) {
     // The first touch of the mapped pages, here on the executor, not in the writer.
     if (absl::Status touched = shot->stored->Touch(); !touched.ok()) shot = touched;
   }
   if (shot.ok()) {  // compression, here on the executor too
-    if (absl::Status encoded = Encode(index, &*shot); !encoded.ok()) shot = encoded;
+    if (absl::Status encoded = Encode(unit, &*shot); !encoded.ok()) shot = encoded;
   }
   ObserveLatency(counters_, absl::ToDoubleSeconds(absl::Now() - t0));
   counters_->reads_issued += static_cast<int64_t>(cost.reads);
@@ -188,9 +254,10 @@ absl::StatusOr<dataset::ShotData> ShotWindow::ReadShot(size_t index, int64_t id)
   return shot;
 }
 
-absl::Status ShotWindow::Encode(size_t index, dataset::ShotData* shot) const {
+absl::Status ShotWindow::Encode(const Unit& unit, dataset::ShotData* shot) const {
   const double tolerance = plan_.shot.selection.tolerance;
-  if (plan_.advisor != nullptr && !plan_.shot.probes.empty() && index % kProbeEvery == 0) {
+  if (plan_.advisor != nullptr && !plan_.shot.probes.empty() && unit.piece == 0 &&
+      unit.index % kProbeEvery == 0) {
     const std::vector<float> probe = FirstTraces(*shot, 64);
     const uint32_t n_traces = shot->n_samples == 0 ? 0 : probe.size() / shot->n_samples;
     auto measure = [&](wire::Encoding e) {
@@ -227,35 +294,34 @@ absl::Status ShotWindow::Encode(size_t index, dataset::ShotData* shot) const {
   return absl::OkStatus();
 }
 
-void ShotWindow::Read(size_t index, int64_t id, uint64_t read) {
+void ShotWindow::Read(const Unit& unit, int64_t id, uint64_t read) {
   bool skip;
   {
     absl::MutexLock lock(&mu_);
-    skip = stopped_.has_value() || index < window_base_ ||
-           index - window_base_ >= window_.size() || window_[index - window_base_].read != read;
+    skip = stopped_.has_value() || FindSlotLocked(read) == nullptr;
   }
   absl::StatusOr<dataset::ShotData> shot =
-      skip ? absl::CancelledError("stream stopped") : ReadShot(index, id);
+      skip ? absl::CancelledError("stream stopped") : ReadUnit(unit, id);
   bool notify = false;
   {
     absl::MutexLock lock(&mu_);
     counters_->reads_in_flight--;
-    // Its slot may be gone (a stall gave it back, and its index may be read again by a
+    // Its slot may be gone (a stall gave it back, and its unit may be read again by a
     // read of its own): only the read the slot waits for fills it.
-    const bool waited = index >= window_base_ && index - window_base_ < window_.size() &&
-                        window_[index - window_base_].read == read;
-    if (!stopped_ && waited) {
-      Slot& slot = window_[index - window_base_];
-      slot.shot = std::move(shot);
-      slot.ready = true;
-      notify = index == window_base_;
+    Slot* slot = FindSlotLocked(read);
+    if (!stopped_ && slot != nullptr) {
+      const bool head_learned = unit.pieced && unit.piece == 0 && shot.ok();
+      if (head_learned) heads_[unit.index] = shot->head;
+      slot->shot = std::move(shot);
+      slot->ready = true;
+      notify = slot == &window_.front();
+      if (head_learned) SubmitReadsLocked();  // the shot's later pieces may now be read
     }
   }
   if (notify) Notify();
 }
 
 ShotWindow::Pull ShotWindow::Next(OutgoingChunk* chunk, absl::Status* end) {
-  uint32_t crc_before;
   {
     absl::MutexLock lock(&mu_);
     if (stopped_) {
@@ -263,65 +329,76 @@ ShotWindow::Pull ShotWindow::Next(OutgoingChunk* chunk, absl::Status* end) {
       return Pull::kEnd;
     }
     if (window_.empty()) {
-      if (window_base_ < ids_.size() || !AllKnownLocked()) return Pull::kNotReady;
+      if (shots_done_ < ids_.size() || !AllKnownLocked()) return Pull::kNotReady;
       *end = absl::OkStatus();
       wire_.ended_ok = true;
       return Pull::kEnd;
     }
     Slot& slot = window_.front();
     if (!slot.ready) return Pull::kNotReady;
+    if (slot.shot.ok() && !slot.shot->is_stored() &&
+        slot.shot->chunk_crc32.size() != slot.shot->chunks.size()) {
+      slot.shot = absl::InternalError(absl::StrCat("shot ", slot.shot->shot_id,
+                                                   ": its chunks' CRC-32s are missing"));
+    }
     if (!slot.shot.ok()) {
       stopped_ = slot.shot.status();
       *end = *stopped_;
       return Pull::kEnd;
     }
-    crc_before = chunk_trace_ == 0 ? 0 : stored_crc_;
     FillChunkLocked(slot, chunk);
     if (chunk->stored.empty()) return Pull::kChunk;
   }
   // A stored chunk's CRC-32, taken by the writer without the lock (the pages were
-  // touched on the executor). Only the writer reads or writes stored_crc_.
-  absl::StatusOr<uint32_t> crc =
-      chunk->stored_set->Crc(chunk->stored_first, chunk->stored.size(), crc_before);
+  // touched on the executor). Only the writer reads or writes shot_crc_.
+  absl::StatusOr<uint32_t> crc = chunk->stored_set->Crc(chunk->stored_first, chunk->stored.size(), 0);
   absl::MutexLock lock(&mu_);
   if (!crc.ok()) {
     if (!stopped_) stopped_ = crc.status();
     *end = *stopped_;
     return Pull::kEnd;
   }
-  stored_crc_ = *crc;
-  if (chunk->meta.last()) chunk->meta.set_crc32(*crc);
+  chunk->meta.set_chunk_crc32(*crc);
+  shot_crc_ = Crc32Combine(shot_crc_, *crc, chunk->sample_bytes());
+  if (chunk->meta.last()) chunk->meta.set_crc32(shot_crc_);
   return Pull::kChunk;
 }
 
 void ShotWindow::FillChunkLocked(Slot& slot, OutgoingChunk* chunk) {
   dataset::ShotData& shot = *slot.shot;
+  const dataset::ShotHead* head = shot.head.get();
   const size_t c = slot.next_chunk++;
+  const bool first_of_shot = slot.piece == 0 && c == 0;
   v1::ShotChunk& meta = chunk->meta;
   meta.Clear();
-  meta.set_index(static_cast<uint32_t>(window_base_));
+  meta.set_index(static_cast<uint32_t>(slot.index));
   meta.set_shot_id(shot.shot_id);
-  meta.set_n_traces(shot.n_traces);
+  meta.set_n_traces(head != nullptr ? head->n_traces : shot.n_traces);
   meta.set_n_samples(shot.n_samples);
   meta.set_sample_interval_us(plan_.source->sample_interval_us());
   meta.set_offset(chunk_trace_ * shot.n_samples * sizeof(float));
-  meta.set_total_bytes(shot.total_bytes);
+  meta.set_total_bytes(head != nullptr ? head->total_bytes : shot.total_bytes);
   meta.set_encoding(wire::ToProto(shot.encoding));
   if (shot.encoding == wire::Encoding::kNative) meta.set_sample_format(shot.sample_format);
-  if (c == 0) {
-    for (auto& [name, values] : shot.headers) {
+  if (first_of_shot) {
+    shot_crc_ = 0;
+    // A shot read whole gives its columns away; a head's stay with the head.
+    auto& columns = head != nullptr ? head->headers : shot.headers;
+    for (auto& [name, values] : columns) {
       v1::HeaderColumn* col = meta.add_headers();
       col->set_name(name);
       col->mutable_values()->Add(values.begin(), values.end());
     }
-    if (!shot.trace_headers.empty()) meta.set_trace_headers(std::move(shot.trace_headers));
+    if (head != nullptr) {
+      if (!head->trace_headers.empty()) meta.set_trace_headers(head->trace_headers);
+    } else if (!shot.trace_headers.empty()) {
+      meta.set_trace_headers(std::move(shot.trace_headers));
+    }
   }
   meta.set_big_endian(shot.big_endian);
-  const bool last = slot.next_chunk == shot.n_chunks();
-  if (last) {
-    meta.set_last(true);
-    if (!shot.is_stored()) meta.set_crc32(shot.crc32);  // stored: Next() takes it
-  }
+  const bool last_of_unit = slot.next_chunk == shot.n_chunks();
+  const bool last = last_of_unit && (head == nullptr || slot.piece + 1 == head->n_pieces());
+  if (last) meta.set_last(true);
   chunk->samples = SampleBuffer();
   chunk->stored.clear();
   chunk->stored_set.reset();
@@ -335,13 +412,20 @@ void ShotWindow::FillChunkLocked(Slot& slot, OutgoingChunk* chunk) {
     chunk->stored_set = shot.stored;
     chunk->stored_first = first;
     chunk->trace_bytes = shot.stored->trace_bytes();
-    traces = static_cast<uint32_t>(n);
+    traces = static_cast<uint32_t>(n);  // its CRC-32: Next() takes it
   } else {
     chunk->samples = std::move(shot.chunks[c]);
     traces = c < shot.chunk_traces.size()
                  ? shot.chunk_traces[c]
                  : static_cast<uint32_t>(chunk->samples.size() / sizeof(float) /
                                          std::max<uint32_t>(shot.n_samples, 1));
+    // The CRC-32 covers the float32 samples (exact encodings) or the bytes sent (lossy).
+    const uint64_t covered = wire::IsExact(shot.encoding)
+                                 ? uint64_t{traces} * shot.n_samples * sizeof(float)
+                                 : chunk->samples.size();
+    meta.set_chunk_crc32(shot.chunk_crc32[c]);
+    shot_crc_ = Crc32Combine(shot_crc_, shot.chunk_crc32[c], covered);
+    if (last) meta.set_crc32(shot_crc_);
   }
   if (shot.encoding != wire::Encoding::kFloat32) meta.set_chunk_traces(traces);
   const uint64_t size = chunk->sample_bytes();
@@ -352,13 +436,17 @@ void ShotWindow::FillChunkLocked(Slot& slot, OutgoingChunk* chunk) {
   chunk_trace_ += traces;
   bytes_sent_ += size;
   counters_->bytes_sent += static_cast<int64_t>(size);
-  if (last) {
-    if (shot.is_stored()) counters_->shots_sent_zero_copy++;
+  if (last && shot.is_stored()) counters_->shots_sent_zero_copy++;
+  const size_t index = slot.index;
+  if (last_of_unit) {  // the unit leaves the window; its bytes go back once Sent()
     release_after_sent_ += slot.budget_bytes;
-    counters_->shots_sent++;
     counters_->shots_held--;
     window_.pop_front();
-    ++window_base_;
+  }
+  if (last) {
+    counters_->shots_sent++;
+    ++shots_done_;
+    heads_.erase(index);
     chunk_trace_ = 0;
   }
 }
@@ -441,36 +529,48 @@ bool ShotWindow::GiveBackIfStalled(absl::Time now, absl::Duration timeout) {
   {
     absl::MutexLock lock(&mu_);
     if (stalled_ || stopped_ || !on_wire_ || now - wire_.chunk_since < timeout) return false;
-    // A shot begun on the wire stays (its chunks go out in one piece); every other shot
-    // read, being read or waited for goes back. (The shot whose last chunk is on the
+    // A unit begun on the wire stays (its chunks go out in one piece); every other unit
+    // read, being read or waited for goes back. (The unit whose last chunk is on the
     // wire has left the window; its bytes go back when Sent() says so.)
     if (waiting_ && account_->Cancel()) {
       waiting_ = false;
       self = std::move(self_while_waiting_);
+      waiting_unit_ = Unit();
     }
     // A read in flight behind the front finds its slot gone and is dropped.
     const size_t keep = !window_.empty() && window_.front().next_chunk > 0 ? 1 : 0;
-    size_t shots = 0;
+    size_t units = 0;
     while (window_.size() > keep) {
       Slot& slot = window_.back();
       give_back += slot.budget_bytes;
+      next_submit_ = slot.index;  // the cursor goes back to the first unit given back
+      next_piece_ = slot.piece;
       window_.pop_back();
-      ++shots;
+      ++units;
     }
-    counters_->shots_held -= static_cast<int64_t>(shots);
+    counters_->shots_held -= static_cast<int64_t>(units);
     held_bytes_ -= give_back;
     counters_->inflight_bytes -= static_cast<int64_t>(give_back);
-    const size_t resume = window_base_ + keep;
+    // A shot whose first piece went back is read again from its head.
+    for (auto it = heads_.begin(); it != heads_.end();) {
+      const bool again =
+          it->first > next_submit_ || (it->first == next_submit_ && next_piece_ == 0);
+      if (again) {
+        heads_.erase(it++);
+      } else {
+        ++it;
+      }
+    }
     if (plan_.feed != nullptr) {
       // A job's shots go back to the job (any consumer may take them), and this stream's
-      // later positions are taken afresh from the feed.
-      fed_back.assign(ids_.begin() + std::min(resume, ids_.size()), ids_.end());
-      ids_.resize(std::min(resume, ids_.size()));
+      // later positions are taken afresh from the feed; a shot partly sent stays.
+      const size_t ours = std::min(next_piece_ > 0 ? next_submit_ + 1 : next_submit_, ids_.size());
+      fed_back.assign(ids_.begin() + ours, ids_.end());
+      ids_.resize(ours);
     }
-    next_submit_ = resume;
     stalled_ = true;
     counters_->stalled_streams++;
-    counters_->shots_given_back += static_cast<int64_t>(shots);
+    counters_->shots_given_back += static_cast<int64_t>(units);
     counters_->bytes_given_back += static_cast<int64_t>(give_back);
   }
   if (give_back > 0) account_->Release(give_back);  // may wake other windows
@@ -480,7 +580,7 @@ bool ShotWindow::GiveBackIfStalled(absl::Time now, absl::Duration timeout) {
 
 size_t ShotWindow::shots_sent() const {
   absl::MutexLock lock(&mu_);
-  return window_base_;
+  return shots_done_;
 }
 
 uint64_t ShotWindow::bytes_sent() const {

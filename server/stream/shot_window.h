@@ -1,16 +1,21 @@
 // ShotWindow: one stream's read-ahead window, with no transport in it.
 //
-// A window reads the shots of a request ahead of the writer, at most `queue_depth` shots
-// held (read, being read, or waiting to be sent), each shot's decoded bytes taken from the
-// shared ByteBudget (through the window's own account) before its read. A window whose
-// writer has had a chunk on the wire for longer than the stall timeout (its consumer
-// stopped reading) gives back the shots it read ahead and has not begun to send
-// (GiveBackIfStalled, asked by the plan's StallWatch); they are read again, in order, once
-// the consumer reads on. Reads run on the executor, and so does the first touch of shots
+// A window reads the shots of a request ahead of the writer in units: a shot, or, for a
+// shot of more than the plan's piece_bytes, each piece of it (whole traces, whole chunks:
+// Dataset::ReadShotHead, then ReadPiece), so that a gigabyte gather is read, encoded and
+// sent a piece at a time, a piece on the wire while the next is read. At most
+// `queue_depth` units are held (read, being read, or waiting to be sent), each unit's
+// decoded bytes taken from the shared ByteBudget (through the window's own account)
+// before its read: a stream's memory is bounded by its units, not by the size of a shot.
+// A window whose writer has had a chunk on the wire for longer than the stall timeout
+// (its consumer stopped reading) gives back the units it read ahead and has not begun to
+// send (GiveBackIfStalled, asked by the plan's StallWatch); they are read again, in order,
+// once the consumer reads on. Reads run on the executor, and so does the first touch of shots
 // sent from the file mapping (every page brought into memory, from disk if need be). The
 // writer pulls chunks in request order with Next(); when Next() said kNotReady, the window
 // calls `on_ready` (from the executor) once something changed.
-// Next() takes a stored chunk's CRC-32 on the writer's thread, just before the chunk is
+// Every chunk carries its own CRC-32 (ShotChunk.chunk_crc32), and a shot's last chunk the
+// shot's (their join). Next() takes a stored chunk's CRC-32 on the writer's thread, just before the chunk is
 // sent, so that the kernel's copy to the socket finds it in cache (docs/server.md).
 //
 // Thread-safe: Next/Sent are for one writer at a time; Stop and Close may be called from
@@ -29,6 +34,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
@@ -50,7 +56,10 @@ struct WindowPlan {
   std::vector<int64_t> shot_ids;  // in the order they are sent
   // Instead of shot_ids: shots taken from the feed as the window has room (a job).
   std::shared_ptr<ShotFeed> feed;
-  uint32_t queue_depth = 2;  // >= 1
+  uint32_t queue_depth = 2;  // >= 1: units (shots, or pieces of a shot) held at once
+  // Shots of more float32 bytes than this are read and sent in pieces of about this size
+  // (whole chunks, at least one); 0: every shot whole.
+  uint64_t piece_bytes = 0;
   // How every shot is read and encoded (decided once per stream, passed unchanged to the
   // source): LOSSLESS, INT16, ZFP and QUANTIZED are encoded on the executor, a shot's
   // chunks at once (ZFP and QUANTIZED within tolerance x the shot's RMS).
@@ -66,7 +75,7 @@ struct WindowPlan {
   std::string dataset;
   std::string peer;
   // Testing only: flip one sample byte of this shot's first chunk after its checksum was
-  // computed (the shot is decoded, never sent as stored), to test clients' verification.
+  // computed (of its first piece, for a shot read in pieces) (the shot is decoded, never sent as stored), to test clients' verification.
   std::optional<int64_t> corrupt_shot;
   WindowCounters* counters = nullptr;  // never null
   ByteBudget* budget = nullptr;        // null: no budget
@@ -120,7 +129,7 @@ class ShotWindow final : public ByteBudget::Waiter,
   // Stops, and returns once on_ready is not running and will not be called again.
   void Close() ABSL_LOCKS_EXCLUDED(mu_);
 
-  // Shots and sample bytes (as encoded) handed out by Next() so far.
+  // Shots (whose last chunk went) and sample bytes (as encoded) handed out by Next() so far.
   size_t shots_sent() const ABSL_LOCKS_EXCLUDED(mu_);
   uint64_t bytes_sent() const ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -132,14 +141,25 @@ class ShotWindow final : public ByteBudget::Waiter,
   void Wake() override ABSL_LOCKS_EXCLUDED(mu_);
 
   // A stall: when a chunk handed out by Next() has not been Sent() since before
-  // `now - timeout`, the window gives back the shots behind the one being sent (their
+  // `now - timeout`, the window gives back the units behind the one being sent (their
   // bytes to the budget, a job's shots to the job), counts itself stalled, and returns
   // true; the next Sent() ends the stall and the window reads them again. Once per stall.
   bool GiveBackIfStalled(absl::Time now, absl::Duration timeout) override
       ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
+  // What one read fills: a shot (piece 0, not pieced), or piece `piece` of a shot read in
+  // pieces (piece 0 reads the shot's head too; later pieces are read with it).
+  struct Unit {
+    size_t index = 0;  // the shot's position in the stream
+    uint32_t piece = 0;
+    bool pieced = false;
+    uint64_t bytes = 0;  // float32 bytes it holds, at most (what the budget is asked for)
+    std::shared_ptr<const dataset::ShotHead> head;  // pieces after the first
+  };
   struct Slot {
+    size_t index = 0;
+    uint32_t piece = 0;
     bool ready = false;
     absl::StatusOr<dataset::ShotData> shot;
     size_t next_chunk = 0;
@@ -151,15 +171,20 @@ class ShotWindow final : public ByteBudget::Waiter,
   void SubmitReadsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Whether there is a shot to submit at next_submit_ (asking the feed for one).
   bool HaveNextLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The next unit to read, at the cursor (false: none yet, as when a shot's later pieces
+  // wait for its head, or none ever).
+  bool NextUnitLocked(Unit* unit) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  Slot* FindSlotLocked(uint64_t read) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool AllKnownLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_) {
     return plan_.feed == nullptr || feed_ended_;
   }
   void Poke() ABSL_LOCKS_EXCLUDED(mu_);  // the feed may have a shot now
-  void SubmitOneLocked(uint64_t budget_bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void SubmitOneLocked(const Unit& unit, uint64_t budget_bytes)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void HoldLocked(uint64_t bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void Read(size_t index, int64_t id, uint64_t read) ABSL_LOCKS_EXCLUDED(mu_);
-  absl::StatusOr<dataset::ShotData> ReadShot(size_t index, int64_t id) const;
-  absl::Status Encode(size_t index, dataset::ShotData* shot) const;
+  void Read(const Unit& unit, int64_t id, uint64_t read) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<dataset::ShotData> ReadUnit(const Unit& unit, int64_t id) const;
+  absl::Status Encode(const Unit& unit, dataset::ShotData* shot) const;
   void Notify() ABSL_LOCKS_EXCLUDED(mu_);
   void FillChunkLocked(Slot& slot, OutgoingChunk* chunk) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool NoCallbackRunning() const ABSL_SHARED_LOCKS_REQUIRED(mu_) {
@@ -177,15 +202,21 @@ class ShotWindow final : public ByteBudget::Waiter,
   mutable absl::Mutex mu_;
   std::vector<int64_t> ids_ ABSL_GUARDED_BY(mu_);  // the shots, in stream order
   bool feed_ended_ ABSL_GUARDED_BY(mu_) = false;
-  std::deque<Slot> window_ ABSL_GUARDED_BY(mu_);  // shots window_base_.. in request order
-  size_t window_base_ ABSL_GUARDED_BY(mu_) = 0;   // request index of window_.front()
-  size_t next_submit_ ABSL_GUARDED_BY(mu_) = 0;   // request index of the next read
+  std::deque<Slot> window_ ABSL_GUARDED_BY(mu_);  // units, in stream order
+  size_t shots_done_ ABSL_GUARDED_BY(mu_) = 0;    // shots whose last chunk was handed out
+  // The cursor: the next unit to read is piece next_piece_ of the shot at next_submit_.
+  size_t next_submit_ ABSL_GUARDED_BY(mu_) = 0;
+  uint32_t next_piece_ ABSL_GUARDED_BY(mu_) = 0;
+  // The heads of shots read in pieces (by stream position), once their first piece is read.
+  absl::flat_hash_map<size_t, std::shared_ptr<const dataset::ShotHead>> heads_
+      ABSL_GUARDED_BY(mu_);
   uint64_t chunk_trace_ ABSL_GUARDED_BY(mu_) = 0;  // first trace of the next chunk, front shot
-  uint32_t stored_crc_ ABSL_GUARDED_BY(mu_) = 0;    // of the front shot's stored chunks so far
+  uint32_t shot_crc_ ABSL_GUARDED_BY(mu_) = 0;      // of the front shot's chunks so far
   uint64_t held_bytes_ ABSL_GUARDED_BY(mu_) = 0;    // taken from the budget, not given back
   uint64_t release_after_sent_ ABSL_GUARDED_BY(mu_) = 0;  // bytes of a shot on the wire
   bool waiting_ ABSL_GUARDED_BY(mu_) = false;             // queued in the byte budget
   uint64_t waiting_bytes_ ABSL_GUARDED_BY(mu_) = 0;       // what it asked the budget for
+  Unit waiting_unit_ ABSL_GUARDED_BY(mu_);                // and for which unit
   // While waiting_: the window itself, so that the budget's Wake finds it alive.
   std::shared_ptr<ShotWindow> self_while_waiting_ ABSL_GUARDED_BY(mu_);
   std::optional<absl::Status> stopped_ ABSL_GUARDED_BY(mu_);  // why no more reads

@@ -83,7 +83,10 @@ class FakeSource final : public ShotSource {
     return reinterpret_cast<const uint8_t*>(samples_.at(id).data());
   }
   std::set<int64_t> fail_read, fail_touch, fail_crc;
+  std::set<size_t> fail_piece;  // pieces (of any shot) whose read fails
   mutable std::atomic<int> reads{0};
+  mutable std::atomic<int> heads{0};
+  mutable std::atomic<int> pieces_read{0};
   mutable std::atomic<int> touches_off_the_executor{0};
   mutable std::atomic<int> crcs_on_the_executor{0};
   const ManualExecutor* executor() const { return executor_; }
@@ -96,30 +99,69 @@ class FakeSource final : public ShotSource {
     ++reads;
     cost->reads = 1;
     if (fail_read.count(id)) return absl::DataLossError("shot " + std::to_string(id) + " lost");
-    dataset::ShotData shot;
-    shot.shot_id = id;
-    shot.n_traces = n_traces_;
-    shot.n_samples = n_samples_;
-    shot.total_bytes = shot_bytes();
-    shot.traces_per_chunk = static_cast<uint32_t>(
-        std::max<uint64_t>(1, plan.selection.max_chunk_bytes / trace_bytes()));
-    const uint8_t* base = bytes_of(id);
-    if (plan.zero_copy != dataset::ZeroCopy::kOff) {
-      std::vector<const uint8_t*> traces;
-      for (uint32_t t = 0; t < n_traces_; ++t) traces.push_back(base + t * trace_bytes());
-      shot.stored = std::make_shared<FakeStored>(this, id, std::move(traces), trace_bytes());
-      return shot;
-    }
-    for (uint32_t t = 0; t < n_traces_; t += shot.traces_per_chunk) {
-      const uint32_t n = std::min(shot.traces_per_chunk, n_traces_ - t);
-      shot.chunks.push_back(SampleBuffer::CopyOf(std::string_view(
-          reinterpret_cast<const char*>(base + t * trace_bytes()), n * trace_bytes())));
-    }
-    shot.crc32 = Crc32(0, base, shot_bytes());
-    return shot;
+    return Traces(id, plan, 0, n_traces_);
+  }
+
+  // Pieces: whole chunks of about piece_bytes.
+  absl::StatusOr<dataset::ShotHead> ReadShotHead(int64_t id, const dataset::ShotPlan& plan,
+                                                 uint64_t piece_bytes,
+                                                 ShotReadCost* cost) const override {
+    ++heads;
+    cost->reads = 1;
+    if (fail_read.count(id)) return absl::DataLossError("shot " + std::to_string(id) + " lost");
+    dataset::ShotHead head;
+    head.shot_id = id;
+    head.n_traces = n_traces_;
+    head.n_samples = n_samples_;
+    head.total_bytes = shot_bytes();
+    const uint64_t per_chunk = std::max<uint64_t>(1, plan.selection.max_chunk_bytes / trace_bytes());
+    head.traces_per_piece = static_cast<uint32_t>(
+        std::max<uint64_t>(1, piece_bytes / (per_chunk * trace_bytes())) * per_chunk);
+    head.headers.emplace_back("trace", std::vector<double>(n_traces_, 1.0));
+    return head;
+  }
+  absl::StatusOr<dataset::ShotData> ReadPiece(const dataset::ShotHead& head, size_t piece,
+                                              const dataset::ShotPlan& plan,
+                                              ShotReadCost* cost) const override {
+    ++reads;
+    ++pieces_read;
+    cost->reads = 1;
+    if (fail_piece.count(piece)) return absl::DataLossError("piece " + std::to_string(piece));
+    dataset::ShotData data =
+        Traces(head.shot_id, plan, head.piece_first(piece), head.piece_traces(piece));
+    data.first_trace = head.piece_first(piece);
+    return data;
   }
 
  private:
+  // Traces [first, first + n) of shot `id`, as the plan says (stored, or decoded chunks).
+  dataset::ShotData Traces(int64_t id, const dataset::ShotPlan& plan, uint32_t first,
+                           uint32_t n) const {
+    dataset::ShotData shot;
+    shot.shot_id = id;
+    shot.n_traces = n;
+    shot.n_samples = n_samples_;
+    shot.total_bytes = trace_bytes() * n;
+    shot.traces_per_chunk = static_cast<uint32_t>(
+        std::max<uint64_t>(1, plan.selection.max_chunk_bytes / trace_bytes()));
+    const uint8_t* base = bytes_of(id) + first * trace_bytes();
+    if (plan.zero_copy != dataset::ZeroCopy::kOff) {
+      std::vector<const uint8_t*> traces;
+      for (uint32_t t = 0; t < n; ++t) traces.push_back(base + t * trace_bytes());
+      shot.stored = std::make_shared<FakeStored>(this, id, std::move(traces), trace_bytes());
+      return shot;
+    }
+    for (uint32_t t = 0; t < n; t += shot.traces_per_chunk) {
+      const uint32_t k = std::min(shot.traces_per_chunk, n - t);
+      shot.chunks.push_back(SampleBuffer::CopyOf(std::string_view(
+          reinterpret_cast<const char*>(base + t * trace_bytes()), k * trace_bytes())));
+      shot.chunk_traces.push_back(k);
+      shot.chunk_crc32.push_back(Crc32(0, base + t * trace_bytes(), k * trace_bytes()));
+    }
+    shot.crc32 = Crc32(0, base, trace_bytes() * n);
+    return shot;
+  }
+
   const uint32_t n_traces_, n_samples_;
   const ManualExecutor* executor_;  // null: any thread may read
   std::map<int64_t, std::vector<float>> samples_;
@@ -712,6 +754,150 @@ TEST_F(ShotWindowTest, TheTestHookCorruptsOneByteAfterTheCrcOfADecodedShot) {
 
 // The same window on real threads (run under TSan too): writers on their own threads,
 // reads on a reader pool, one budget for all, some streams stopped midway.
+// Pieces: shots of 5 traces (160 bytes) with 2 traces a chunk; piece_bytes of one chunk
+// (64 bytes) makes 3 pieces a shot: traces [0, 2), [2, 4), [4, 5).
+class ShotWindowPieceTest : public ShotWindowTest {
+ protected:
+  WindowPlan Pieced(std::vector<int64_t> ids, uint32_t depth) {
+    WindowPlan plan = Plan(std::move(ids), depth);
+    plan.piece_bytes = 2 * source_->trace_bytes();
+    return plan;
+  }
+  // Sends every chunk of the shot at the front, checking each as a client would: its own
+  // CRC-32, its place, and at the end the shot's CRC-32 and bytes.
+  void ExpectShot(ShotWindow& w, uint32_t index, int64_t id) {
+    std::string bytes;
+    for (int c = 0; c < 3; ++c) {
+      while (executor_.pending() > 0) executor_.RunFirst();
+      OutgoingChunk chunk = MustChunk(w);
+      const std::string part = chunk.stored.empty() ? std::string(chunk.samples.view())
+                                                    : StoredBytes(chunk);
+      EXPECT_EQ(chunk.meta.index(), index);
+      EXPECT_EQ(chunk.meta.shot_id(), id);
+      EXPECT_EQ(chunk.meta.n_traces(), 5u) << "every chunk says the whole shot";
+      EXPECT_EQ(chunk.meta.total_bytes(), source_->shot_bytes());
+      EXPECT_EQ(chunk.meta.offset(), bytes.size());
+      EXPECT_EQ(chunk.meta.headers_size(), c == 0 ? 1 : 0) << "the head's columns, once";
+      ASSERT_TRUE(chunk.meta.has_chunk_crc32());
+      EXPECT_EQ(chunk.meta.chunk_crc32(), Crc32(0, part.data(), part.size()));
+      bytes += part;
+      EXPECT_EQ(chunk.meta.last(), c == 2);
+      if (chunk.meta.last()) EXPECT_EQ(chunk.meta.crc32(), Crc32(0, bytes.data(), bytes.size()));
+      w.Sent();
+    }
+    ASSERT_EQ(bytes.size(), source_->shot_bytes());
+    EXPECT_EQ(std::memcmp(bytes.data(), source_->bytes_of(id), bytes.size()), 0);
+  }
+  static std::string StoredBytes(const OutgoingChunk& chunk) {
+    std::string out;
+    for (const uint8_t* t : chunk.stored) {
+      out.append(reinterpret_cast<const char*>(t), chunk.trace_bytes);
+    }
+    return out;
+  }
+};
+
+TEST_F(ShotWindowPieceTest, AShotLargerThanAPieceIsReadAndSentPieceByPieceInOrder) {
+  auto w = Make(Pieced({2, 4}, /*depth=*/2));
+  ASSERT_EQ(executor_.pending(), 1u) << "the first piece; the next waits for the head";
+  executor_.RunFirst();
+  EXPECT_EQ(source_->heads.load(), 1);
+  EXPECT_EQ(executor_.pending(), 1u) << "the head known: the second piece is read";
+  ExpectShot(*w, 0, 2);
+  ExpectShot(*w, 1, 4);
+  EXPECT_TRUE(MustEnd(*w).ok());
+  EXPECT_EQ(source_->heads.load(), 2);
+  EXPECT_EQ(source_->pieces_read.load(), 6);
+  EXPECT_EQ(w->shots_sent(), 2u);
+  EXPECT_EQ(counters_.shots_sent.load(), 2);
+  w.reset();
+  ExpectNothingHeld();
+}
+
+TEST_F(ShotWindowPieceTest, StoredPiecesCarryTheirOwnCrcAndTheShotsJoined) {
+  WindowPlan plan = Pieced({3}, /*depth=*/3);
+  plan.shot.zero_copy = dataset::ZeroCopy::kLittleEndian;
+  auto w = Make(std::move(plan));
+  ExpectShot(*w, 0, 3);
+  EXPECT_TRUE(MustEnd(*w).ok());
+  EXPECT_EQ(counters_.shots_sent_zero_copy.load(), 1);
+}
+
+TEST_F(ShotWindowPieceTest, TheBudgetHoldsPiecesNotTheShot) {
+  ByteBudget budget(1 << 20);
+  WindowPlan plan = Pieced({1, 2}, /*depth=*/2);
+  plan.budget = &budget;
+  auto w = Make(std::move(plan));
+  const uint64_t piece = 2 * source_->trace_bytes();
+  for (int k = 0; k < 8; ++k) executor_.RunAll();
+  EXPECT_EQ(budget.in_use(), 2 * piece) << "two pieces held, not two shots";
+  ExpectShot(*w, 0, 1);
+  ExpectShot(*w, 1, 2);
+  EXPECT_TRUE(MustEnd(*w).ok());
+  EXPECT_LE(budget.peak(), 2 * piece);
+  EXPECT_LT(budget.peak(), source_->shot_bytes());
+  w.reset();
+  EXPECT_EQ(budget.in_use(), 0u);
+}
+
+TEST_F(ShotWindowPieceTest, AStalledWindowKeepsOnlyThePieceOnTheWireAndResumesAtTheNext) {
+  ByteBudget budget(1 << 20);
+  WindowPlan plan = Pieced({5, 6}, /*depth=*/4);
+  plan.budget = &budget;
+  auto w = Make(std::move(plan));
+  for (int k = 0; k < 8; ++k) executor_.RunAll();
+  const uint64_t piece = 2 * source_->trace_bytes();
+  // Shot 5's three pieces (the last of one trace) and shot 6's first.
+  EXPECT_EQ(budget.in_use(), 3 * piece + source_->trace_bytes());
+  OutgoingChunk first = MustChunk(*w);  // shot 5's first piece (one chunk) on the wire
+  EXPECT_EQ(first.meta.offset(), 0u);
+  const std::string part(first.samples.view());
+  ASSERT_TRUE(w->GiveBackIfStalled(absl::Now() + absl::Hours(1), absl::Seconds(1)));
+  EXPECT_EQ(counters_.shots_given_back.load(), 3) << "the pieces behind the one on the wire";
+  EXPECT_EQ(budget.in_use(), piece) << "a stalled consumer holds only its piece";
+  w->Sent();  // reads on: the rest of shot 5 from its second piece, then shot 6
+  for (int k = 0; k < 8; ++k) executor_.RunAll();
+  std::string bytes = part;
+  uint32_t crc = 0;
+  for (;;) {
+    OutgoingChunk c = MustChunk(*w);
+    EXPECT_EQ(c.meta.shot_id(), 5);
+    EXPECT_EQ(c.meta.offset(), bytes.size()) << "nothing sent twice, nothing skipped";
+    bytes += c.samples.view();
+    const bool last = c.meta.last();
+    if (last) crc = c.meta.crc32();
+    w->Sent();
+    for (int k = 0; k < 4; ++k) executor_.RunAll();
+    if (last) break;
+  }
+  EXPECT_EQ(std::memcmp(bytes.data(), source_->bytes_of(5), source_->shot_bytes()), 0);
+  EXPECT_EQ(crc, Crc32(0, bytes.data(), bytes.size()));
+  EXPECT_EQ(source_->heads.load(), 3) << "shot 5's head was kept; shot 6's read again";
+  ExpectShot(*w, 1, 6);
+  EXPECT_TRUE(MustEnd(*w).ok());
+  w.reset();
+  EXPECT_EQ(budget.in_use(), 0u);
+}
+
+TEST_F(ShotWindowPieceTest, APieceThatCannotBeReadEndsTheStreamAfterThePiecesBefore) {
+  source_->fail_piece.insert(1);
+  auto w = Make(Pieced({1}, /*depth=*/2));
+  for (int k = 0; k < 4; ++k) executor_.RunAll();
+  OutgoingChunk c = MustChunk(*w);
+  EXPECT_EQ(c.meta.offset(), 0u);
+  w->Sent();
+  EXPECT_EQ(MustEnd(*w).code(), absl::StatusCode::kDataLoss);
+}
+
+TEST_F(ShotWindowPieceTest, ShotsWithinThePieceSizeAreReadWhole) {
+  WindowPlan plan = Plan({1, 2}, /*depth=*/2);
+  plan.piece_bytes = source_->shot_bytes();  // not larger: whole
+  auto w = Make(std::move(plan));
+  executor_.RunAll();
+  EXPECT_EQ(source_->heads.load(), 0);
+  EXPECT_EQ(source_->reads.load(), 2);
+}
+
 TEST(ShotWindowThreadsTest, ManyWindowsOnARealPoolShareABudgetAndFreeEverything) {
   constexpr int kWindows = 8;
   auto source = std::make_shared<FakeSource>(20, 7, 64, nullptr);
