@@ -115,7 +115,12 @@ bool ShotWindow::NextUnitLocked(Unit* unit) {
   for (;;) {
     if (next_piece_ > 0) {  // within a shot read in pieces
       auto it = heads_.find(next_submit_);
-      if (it == heads_.end()) return false;  // its first piece (and head) is being read
+      if (it == heads_.end()) {
+        if (next_submit_ >= shots_done_) return false;  // its first piece (and head) is read
+        ++next_submit_;  // sent to its end, and its head dropped
+        next_piece_ = 0;
+        continue;
+      }
       const dataset::ShotHead& head = *it->second;
       if (next_piece_ < head.n_pieces()) {
         unit->index = next_submit_;

@@ -814,6 +814,16 @@ TEST_F(ShotWindowPieceTest, AShotLargerThanAPieceIsReadAndSentPieceByPieceInOrde
   ExpectNothingHeld();
 }
 
+TEST_F(ShotWindowPieceTest, QueueDepthOneReadsPieceAfterPieceAndShotAfterShot) {
+  auto w = Make(Pieced({2, 4, 6}, /*depth=*/1));
+  ExpectShot(*w, 0, 2);
+  ExpectShot(*w, 1, 4);
+  ExpectShot(*w, 2, 6);
+  EXPECT_TRUE(MustEnd(*w).ok());
+  w.reset();
+  ExpectNothingHeld();
+}
+
 TEST_F(ShotWindowPieceTest, StoredPiecesCarryTheirOwnCrcAndTheShotsJoined) {
   WindowPlan plan = Pieced({3}, /*depth=*/3);
   plan.shot.zero_copy = dataset::ZeroCopy::kLittleEndian;

@@ -9,7 +9,8 @@
 //                connect_timeout_s)
 //     .stream(dataset, shot_ids, queue_depth, headers, max_chunk_bytes,
 //             raw_trace_headers=False, has_window=False, window_start=0, window_stop=0,
-//             where=[(header, lo, hi)], encoding="float32", tolerance=0) -> NativeStream
+//             where=[(header, lo, hi)], encoding="float32", tolerance=0, pieces=False)
+//         -> NativeStream
 //     .write(dataset, next_shot, sample_interval_us, sample_format, max_chunk_bytes)
 //         -> dict of the new dataset's summary (Client::Write); next_shot() returns None
 //         at the end or (shot_id, samples, n_traces, n_samples, [(header, values)]) with
@@ -18,7 +19,8 @@
 //     .close()  closes the connections once no stream is left (shots keep the pool only)
 //   NativeStream.next() -> None at the end, or (index, shot_id, sample_interval_us,
 //       n_traces, n_samples, samples, [(header name, bytearray of float64)],
-//       raw trace headers or None, the shot's encoding name)
+//       raw trace headers or None, the shot's encoding name, first_trace, shot_traces,
+//       last_piece): with pieces, a part of a shot (StreamOptions::pieces)
 //       where samples is a read-only buffer of n_traces * n_samples float32 that owns the
 //       shot's pool buffer (it goes back to the pool when the last view of it dies).
 //     .cancel(), .reconnects
@@ -284,10 +286,11 @@ PyObject* NativeStreamNext(NativeStreamObject* self, PyObject*) {
       return nullptr;
     }
   }
-  return Py_BuildValue("(ILdIINNNs#)", shot.index, static_cast<long long>(shot.shot_id),
+  return Py_BuildValue("(ILdIINNNs#IIN)", shot.index, static_cast<long long>(shot.shot_id),
                        shot.sample_interval_us, shot.n_traces, shot.n_samples, samples, headers,
                        trace_headers, shot.encoding.data(),
-                       static_cast<Py_ssize_t>(shot.encoding.size()));
+                       static_cast<Py_ssize_t>(shot.encoding.size()), shot.first_trace,
+                       shot.shot_traces, PyBool_FromLong(shot.last_piece));
 }
 
 PyObject* NativeStreamCancel(NativeStreamObject* self, PyObject*) {
@@ -318,7 +321,7 @@ PyObject* NativeClientStream(NativeClientObject* self, PyObject* args, PyObject*
                                     "headers",     "max_chunk_bytes", "raw_trace_headers",
                                     "has_window",  "window_start", "window_stop",
                                     "where",       "encoding",     "tolerance",
-                                    nullptr};
+                                    "pieces",      nullptr};
   const char* dataset = nullptr;
   Py_ssize_t dataset_len = 0;
   PyObject* ids_obj = nullptr;
@@ -331,11 +334,12 @@ PyObject* NativeClientStream(NativeClientObject* self, PyObject* args, PyObject*
   PyObject* where_obj = nullptr;
   const char* encoding = "float32";
   double tolerance = 0;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s#O|IOKppIIOsd", const_cast<char**>(kKeywords),
+  int pieces = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s#O|IOKppIIOsdp", const_cast<char**>(kKeywords),
                                    &dataset, &dataset_len, &ids_obj, &queue_depth, &headers_obj,
                                    &max_chunk_bytes, &raw_trace_headers, &has_window,
                                    &window_start, &window_stop, &where_obj, &encoding,
-                                   &tolerance)) {
+                                   &tolerance, &pieces)) {
     return nullptr;
   }
   if (self->client == nullptr || self->closed) {
@@ -362,6 +366,7 @@ PyObject* NativeClientStream(NativeClientObject* self, PyObject* args, PyObject*
   if (has_window) options.window = std::make_pair(window_start, window_stop);
   options.encoding = encoding;
   options.tolerance = tolerance;
+  options.pieces = pieces != 0;
   if (where_obj != nullptr && where_obj != Py_None) {  // [(header, low, high), ...]
     PyObject* list = PySequence_Fast(where_obj, "where must be a sequence of (str, lo, hi)");
     if (list == nullptr) return nullptr;

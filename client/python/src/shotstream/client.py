@@ -589,7 +589,8 @@ class Client:
                headers: Sequence[str] = (), max_chunk_bytes: Optional[int] = None,
                trace_headers: bool = False, window: Optional[Tuple[int, int]] = None,
                where: Optional[Dict[str, Tuple[float, float]]] = None,
-               encoding: str = "float32", tolerance: Optional[float] = None) -> Iterator[Shot]:
+               encoding: str = "float32", tolerance: Optional[float] = None,
+               pieces: bool = False) -> Iterator[Shot]:
         """Yields Shot objects in the order of shot_ids (repeats allowed).
 
         Asking for less: window=(start, stop) gives samples [start, stop) of every trace
@@ -615,6 +616,14 @@ class Client:
         Receiving runs ahead on a background thread (queue_depth shots), so the caller's
         compute overlaps the network. Raises ShotstreamError on errors.
 
+        pieces=True: each shot comes in parts as its messages arrive, each checked by its
+        own CRC-32 before it is yielded: Shot objects of the part's traces, shot.first_trace
+        .. shot.first_trace + len(shot.samples) of shot.shot_traces, the headers with the
+        first part, shot.last_piece on the last. For gathers of gigabytes (DAS, ocean
+        bottom nodes) that the consumer takes a part at a time: the client then holds
+        parts (queue_depth of them), not shots. A stream resumed after a break yields no
+        part twice.
+
         shot.samples is read-only: copy it (np.array(shot.samples)) to change it in place.
         Natively (self.native), samples land in the C++ client's buffer pool in one copy
         from gRPC's buffers and numpy views them there; the buffer goes back to the pool
@@ -633,15 +642,15 @@ class Client:
         sel = _Selection(window, where, encoding, tolerance, headers, max_chunk_bytes,
                          trace_headers)
         if self.native:
-            return self._stream_native(name, shot_ids, queue_depth, sel)
+            return self._stream_native(name, shot_ids, queue_depth, sel, bool(pieces))
         sel.limit_to_grpcio()
-        return self._stream_grpcio(name, shot_ids, queue_depth, sel)
+        return self._stream_grpcio(name, shot_ids, queue_depth, sel, bool(pieces))
 
-    def _stream_native(self, name, shot_ids, queue_depth, sel):
+    def _stream_native(self, name, shot_ids, queue_depth, sel, pieces):
         stream = self._native().stream(
             name, shot_ids, max(1, int(queue_depth)), sel.headers, sel.max_chunk_bytes,
             sel.trace_headers, sel.window is not None, *(sel.window or (0, 0)), sel.where,
-            sel.encoding, sel.tolerance)
+            sel.encoding, sel.tolerance, pieces)
         base = self.reconnects
         base_wire = self.wire_bytes
         try:
@@ -655,17 +664,18 @@ class Client:
                 if item is None:
                     return
                 (index, shot_id, interval, n_traces, n_samples, samples, header_columns,
-                 raw, encoding) = item
+                 raw, encoding, first_trace, shot_traces, last_piece) = item
                 samples = np.frombuffer(samples, dtype="<f4").reshape(n_traces, n_samples)
                 headers_out = {h: np.frombuffer(v, dtype=np.float64) for h, v in header_columns}
                 raw = None if raw is None else \
-                    np.frombuffer(raw, dtype=np.uint8).reshape(n_traces, 240)
+                    np.frombuffer(raw, dtype=np.uint8).reshape(shot_traces, 240)
                 self.wire_bytes = base_wire + stream.wire_bytes
-                yield Shot(index, shot_id, samples, headers_out, interval, raw, encoding)
+                yield Shot(index, shot_id, samples, headers_out, interval, raw, encoding,
+                           first_trace, shot_traces, last_piece)
         finally:
             stream.cancel()
 
-    def _stream_grpcio(self, name, shot_ids, queue_depth, sel):
+    def _stream_grpcio(self, name, shot_ids, queue_depth, sel, pieces):
         route, holders = self._route(name, shot_ids)
         out = queue.Queue(maxsize=max(1, int(queue_depth)))
         stop = threading.Event()
@@ -688,6 +698,7 @@ class Client:
 
         def receive():
             delivered = 0
+            parts = 0  # pieces: traces of the shot at `delivered` yielded (0 between shots)
             budget = RetryBudget(self._retries)
             given_up = set()
             try:
@@ -708,7 +719,7 @@ class Client:
                                                         selection=sel.message())
                             call = self._raw_stream[t](req, metadata=self._metadata)
                             state["call"] = call
-                            asm = Assembler()
+                            asm = Assembler(pieces)
                             for chunk in call:
                                 before = asm.wire_bytes
                                 shot = asm.add(chunk)
@@ -716,10 +727,21 @@ class Client:
                                 if shot is None:
                                     continue
                                 shot.index = delivered
+                                end = shot.first_trace + len(shot.samples)
+                                if pieces and shot.first_trace < parts:
+                                    # Resumed inside a shot: what came before is not again.
+                                    if end <= parts and not shot.last_piece:
+                                        continue
+                                    keep = parts - shot.first_trace
+                                    shot.samples = shot.samples[keep:]
+                                    shot.first_trace = parts
+                                    shot.headers, shot.trace_headers = {}, None
                                 if not put(shot):
                                     call.cancel()
                                     return
-                                delivered += 1
+                                parts = 0 if shot.last_piece else end
+                                if shot.last_piece:
+                                    delivered += 1
                                 budget.delivered()
                             if stop.is_set():
                                 return

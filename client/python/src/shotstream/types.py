@@ -75,6 +75,16 @@ class Shot:
     trace_headers: Optional[np.ndarray] = None
     # How its samples travelled (stream(..., encoding="auto"): what the server picked).
     encoding: str = "float32"
+    # stream(..., pieces=True): a part of a shot, its traces [first_trace, first_trace +
+    # len(samples)) of shot_traces; headers and trace_headers come with the first part,
+    # last_piece says the shot's last. A whole shot: 0, its trace count, True.
+    first_trace: int = 0
+    shot_traces: int = -1
+    last_piece: bool = True
+
+    def __post_init__(self) -> None:
+        if self.shot_traces < 0:
+            self.shot_traces = int(self.samples.shape[0]) if self.samples.ndim else 0
 
     def __repr__(self) -> str:
         return f"Shot(shot_id={self.shot_id}, samples={self.samples.shape})"

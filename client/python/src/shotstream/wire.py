@@ -245,13 +245,20 @@ def _dtype(chunk) -> str:
 
 
 class Assembler:
-    """Reassembles chunks into shots with one copy, and verifies each shot's CRC-32."""
+    """Reassembles chunks into shots with one copy and verifies them: each chunk by its own
+    CRC-32 where the server sent one (ShotChunk.chunk_crc32: every chunk checked, in
+    order, covering the shot, verifies the shot), else each shot by its CRC-32. With
+    pieces=True, a shot whose chunks carry their CRC-32 comes a part at a time: a Shot of
+    each chunk's traces (first_trace, shot_traces, last_piece), delivered once checked."""
 
-    def __init__(self) -> None:
+    def __init__(self, pieces: bool = False) -> None:
         self._buf: Optional[np.ndarray] = None
         self._crc = 0
         self._first = None
         self._lossy = []  # (chunk, payload) of a lossy shot, decoded once verified
+        self._pieces = pieces
+        self._checked = False  # the shot's chunks carry their own CRC-32s
+        self._next = 0  # byte offset (as float32) the next chunk must start at
         self.wire_bytes = 0  # sample bytes received as they travelled
 
     def _start(self, chunk) -> None:
@@ -260,14 +267,66 @@ class Assembler:
             raise ShotstreamError(grpc.StatusCode.DATA_LOSS,
                                   f"shot {chunk.shot_id}: total_bytes {chunk.total_bytes} "
                                   f"!= 4 * {chunk.n_traces} * {chunk.n_samples}")
-        self._buf = np.empty(n, dtype="<f4")
+        self._checked = chunk.HasField("chunk_crc32")
+        self._buf = None if (self._pieces and self._checked) else np.empty(n, dtype="<f4")
         self._crc = 0
+        self._next = 0
         self._first = chunk
         self._lossy = []
 
+    def _check(self, chunk, data, out_bytes: int) -> None:
+        """Checks a chunk's place and (checked shots) its CRC-32 over `data`, or continues
+        the shot's CRC-32 with it."""
+        first = self._first
+        if chunk.offset != self._next or chunk.offset + out_bytes > first.total_bytes:
+            raise ShotstreamError(grpc.StatusCode.DATA_LOSS,
+                                  f"shot {chunk.shot_id}: chunk at byte {chunk.offset} "
+                                  f"where byte {self._next} was due, or past the shot")
+        self._next += out_bytes
+        if not self._checked:
+            self._crc = crc32(data, self._crc)
+            return
+        got = crc32(data)
+        if not chunk.HasField("chunk_crc32") or got != chunk.chunk_crc32:
+            ns = max(first.n_samples, 1)
+            a, b = chunk.offset // 4 // ns, (chunk.offset + out_bytes) // 4 // ns
+            sent = f"{chunk.chunk_crc32:#010x}" if chunk.HasField("chunk_crc32") else "none"
+            raise ShotstreamError(grpc.StatusCode.DATA_LOSS,
+                                  f"shot {chunk.shot_id}: traces [{a}, {b}) (the chunk at "
+                                  f"byte {chunk.offset}): checksum mismatch (CRC-32 "
+                                  f"{got:#010x} received, {sent} sent)")
+
+    def _verified(self, chunk) -> None:
+        """At a shot's last chunk: every byte came, and its CRC-32 (or every chunk's) matched."""
+        if self._next != self._first.total_bytes:
+            raise ShotstreamError(grpc.StatusCode.DATA_LOSS,
+                                  f"shot {chunk.shot_id}: {self._next} of "
+                                  f"{self._first.total_bytes} bytes came")
+        if not self._checked:
+            _check_crc(chunk.shot_id, self._crc, chunk.crc32)
+
+    def _part(self, chunk, samples: np.ndarray) -> Shot:
+        """A checked chunk as a part of its shot (pieces=True)."""
+        first = self._first
+        ns = first.n_samples
+        samples = samples.reshape(-1, ns) if ns else samples.reshape(0, 0)
+        samples.flags.writeable = False
+        begin = chunk.offset == 0
+        headers = {c.name: np.array(c.values, dtype=np.float64) for c in first.headers} \
+            if begin else {}
+        part = Shot(first.index, first.shot_id, samples, headers, first.sample_interval_us,
+                    _trace_headers(first) if begin else None,
+                    ENCODING_NAMES.get(chunk.encoding, "float32"),
+                    first_trace=chunk.offset // 4 // max(ns, 1), shot_traces=first.n_traces,
+                    last_piece=chunk.last)
+        if chunk.last:
+            self._verified(chunk)
+            self._first = None
+        return part
+
     def _finish(self, chunk) -> Shot:
         first = self._first
-        _check_crc(first.shot_id, self._crc, chunk.crc32)
+        self._verified(chunk)
         ns = first.n_samples
         for c, payload in self._lossy:  # verified: now decoded
             start = c.offset // 4
@@ -283,31 +342,47 @@ class Assembler:
         return shot
 
     def _add_encoded(self, chunk, data) -> Optional[Shot]:
-        if self._buf is None:
+        if self._first is None:
             self._start(chunk)
         ns = self._first.n_samples
-        start = chunk.offset
-        if start % 4 or start // 4 + chunk.chunk_traces * ns > self._buf.size:
-            raise ShotstreamError(grpc.StatusCode.DATA_LOSS,
-                                  f"shot {chunk.shot_id}: chunk at byte {start} overruns the shot")
+        out_bytes = 4 * chunk.chunk_traces * ns
         if chunk.encoding in _LOSSY:
-            # Lossy: the CRC-32 covers the encoded bytes; nothing is decoded before it matched.
+            # Lossy: the CRC-32 covers the encoded bytes; nothing is decoded before it
+            # matched (the chunk's own, or the shot's).
             payload = bytes(data)
-            self._crc = crc32(payload, self._crc)
-            self._lossy.append((chunk, payload))
+            self._check(chunk, payload, out_bytes)
+            if self._checked:
+                out = decode_chunk(chunk, payload, ns)
+            else:
+                self._lossy.append((chunk, payload))
+                out = None
         else:
-            out = decode_chunk(chunk, data, ns)
-            self._buf[start // 4:start // 4 + out.size] = out.ravel()
-            self._crc = crc32(np.ascontiguousarray(out), self._crc)
+            start = chunk.offset
+            self._check_place(chunk, out_bytes)
+            out = np.ascontiguousarray(decode_chunk(chunk, data, ns))
+            self._check(chunk, out, out_bytes)
+        if self._buf is None:  # pieces: this chunk is a part
+            return self._part(chunk, out)
+        if out is not None:
+            start = chunk.offset // 4
+            self._buf[start:start + out.size] = out.ravel()
         return self._finish(chunk) if chunk.last else None
 
+    def _check_place(self, chunk, out_bytes: int) -> None:
+        """Before decoding: the chunk fits where it says it goes."""
+        if chunk.offset % 4 or chunk.offset + out_bytes > self._first.total_bytes:
+            raise ShotstreamError(grpc.StatusCode.DATA_LOSS,
+                                  f"shot {chunk.shot_id}: chunk at byte {chunk.offset} "
+                                  "overruns the shot")
+
     def add(self, raw: bytes) -> Optional[Shot]:
-        """Returns a Shot when the raw chunk completes one, else None."""
+        """Returns a Shot (or, with pieces, a part of one) when the raw chunk completes
+        one, else None."""
         chunk, data = split_chunk(raw)
         self.wire_bytes += len(data)
         if chunk.encoding != pb.ENCODING_FLOAT32:
             return self._add_encoded(chunk, data)
-        if self._buf is None and chunk.last and chunk.offset == 0 and \
+        if self._first is None and chunk.last and chunk.offset == 0 and \
                 len(data) == chunk.total_bytes == 4 * chunk.n_traces * chunk.n_samples:
             # The whole shot in one message: the samples are viewed where gRPC put them.
             _check_crc(chunk.shot_id, crc32(data), chunk.crc32)
@@ -318,15 +393,21 @@ class Assembler:
                 samples = samples.astype("<f4")
                 samples.flags.writeable = False
             return Shot(chunk.index, chunk.shot_id, samples, headers, chunk.sample_interval_us,
-                        _trace_headers(chunk))
-        if self._buf is None:
+                        _trace_headers(chunk), first_trace=0, shot_traces=chunk.n_traces)
+        if self._first is None:
             self._start(chunk)
-        start = chunk.offset
-        if start % 4 or len(data) % 4 or start + len(data) > self._buf.nbytes:
+        if len(data) % 4:
             raise ShotstreamError(grpc.StatusCode.DATA_LOSS,
-                                  f"shot {chunk.shot_id}: chunk at byte {start} overruns the shot")
-        self._buf[start // 4:(start + len(data)) // 4] = np.frombuffer(data, dtype=_dtype(chunk))
-        self._crc = crc32(data, self._crc)
+                                  f"shot {chunk.shot_id}: chunk at byte {chunk.offset} "
+                                  "overruns the shot")
+        self._check_place(chunk, len(data))
+        self._check(chunk, data, len(data))
+        samples = np.frombuffer(data, dtype=_dtype(chunk))
+        if self._buf is None:  # pieces: this chunk is a part
+            return self._part(chunk, samples.astype("<f4") if chunk.big_endian
+                              else samples.copy())
+        start = chunk.offset
+        self._buf[start // 4:(start + len(data)) // 4] = samples
         if not chunk.last:
             return None
         return self._finish(chunk)
