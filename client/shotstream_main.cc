@@ -5,7 +5,7 @@
 //   shotstream fetch --target=HOST:PORT --dataset=NAME [--shots=1,2,5|all] --out=DIR
 //                    [--headers=group_x,offset]
 //   shotstream bench --target=HOST:PORT --dataset=NAME [--shots=...] [--streams=N]
-//                    [--queue_depth=N] [--repeat=N]
+//                    [--queue_depth=N] [--repeat=N] [--pieces]
 //   fetch and bench: [--window=START:STOP] [--where=HEADER:LO:HI ...] [--encoding=E]
 //                    [--tolerance=T]
 //   shotstream put   --target=HOST:PORT --dataset=NAME --from=DIR --sample_interval_us=US
@@ -80,6 +80,9 @@ ABSL_FLAG(std::string, buffers, "pool",
           "bench: where shots land: pool (the client's reusable, pinned-when-possible "
           "buffers) or plain (a new pageable buffer per shot, the baseline)");
 ABSL_FLAG(int, repeat, 1, "bench: times each stream goes over the shots");
+ABSL_FLAG(bool, pieces, false,
+          "bench: take each shot in parts as its messages arrive (StreamOptions::pieces): "
+          "the client holds parts, not shots");
 ABSL_FLAG(int, warmup_shots, 0,
           "bench: the first N shots are streamed once, untimed, before the timed streams "
           "(connection, buffers and first touches out of the figure)");
@@ -445,6 +448,7 @@ int Bench(Client& client, const std::string& dataset) {
   options.queue_depth = absl::GetFlag(FLAGS_queue_depth);
   options.max_chunk_bytes = absl::GetFlag(FLAGS_max_chunk_bytes);
   options.headers = HeaderList();
+  options.pieces = absl::GetFlag(FLAGS_pieces);
   if (absl::Status s = ApplySelection(&options); !s.ok()) return Fail(s);
   if (const int warm = std::min<int>(absl::GetFlag(FLAGS_warmup_shots), ids->size()); warm > 0) {
     auto reader = client.Stream(
@@ -479,8 +483,12 @@ int Bench(Client& client, const std::string& dataset) {
           }
           if (!*more) break;
           if (k >= ids->size() || shot.shot_id != (*ids)[k] || shot.index != k) ++out_of_order;
+          bytes += uint64_t{shot.n_traces} * shot.n_samples * sizeof(float);
+          if (!shot.last_piece) {  // a part: the shot goes on
+            --k;
+            continue;
+          }
           ++shots;
-          bytes += shot.samples.size() * sizeof(float);
         }
         if (errors[s].ok() && k != ids->size()) {
           errors[s] = absl::DataLossError(absl::StrCat("got ", k, " of ", ids->size(), " shots"));
@@ -511,14 +519,16 @@ int Bench(Client& client, const std::string& dataset) {
       "\"queue_depth\": %u, \"repeat\": %d, \"checksums_verified\": %llu, "
       "\"slowest_stream_seconds\": %.6f, \"fastest_stream_seconds\": %.6f, "
       "\"in_order\": %s, \"reconnects\": %d, \"buffers\": \"%s\", \"pinned\": %s, "
-      "\"buffer_allocations\": %llu, \"wire_bytes\": %llu, \"encoding\": \"%s\"}\n",
+      "\"buffer_allocations\": %llu, \"wire_bytes\": %llu, \"encoding\": \"%s\", "
+      "\"pieces\": %s}\n",
       static_cast<unsigned long long>(shots.load()), static_cast<unsigned long long>(bytes.load()),
       seconds, bytes.load() / seconds / 1e9, streams, options.queue_depth, repeat,
       static_cast<unsigned long long>(verified.load()), slowest, fastest,
       out_of_order.load() == 0 ? "true" : "false", reconnects.load(),
       absl::GetFlag(FLAGS_buffers).c_str(), client.pool().pinned() ? "true" : "false",
       static_cast<unsigned long long>(pool.allocations),
-      static_cast<unsigned long long>(wire_bytes.load()), encodings[0].c_str());
+      static_cast<unsigned long long>(wire_bytes.load()), encodings[0].c_str(),
+      options.pieces ? "true" : "false");
   return 0;
 }
 

@@ -109,6 +109,11 @@ class HugeShotsTest(unittest.TestCase):
                 self.assertEqual([sid for sid, _ in got[k]], SHOTS)
                 for sid, samples in got[k]:
                     np.testing.assert_array_equal(samples, self.oracle[sid][0])
+            # The CLI's bench takes parts too, every shot checked, in order.
+            r = harness.cli_bench(server.target, "h", pieces="true", shots="1,2,3")
+            self.assertEqual((r["shots"], r["checksums_verified"], r["in_order"], r["pieces"]),
+                             (3, 3, True, True))
+            self.assertEqual(r["bytes"], 3 * SHOT_BYTES)
             m = server.metrics()
             # The budget holds pieces: at most the limit plus one piece a stream (the
             # progress rule), never a shot.

@@ -38,6 +38,7 @@ import consumer_bench  # noqa: E402
 import job_bench  # noqa: E402
 import link_bench  # noqa: E402
 import source_bench  # noqa: E402
+import huge_bench  # noqa: E402
 import scale_bench  # noqa: E402
 import zarr_bench  # noqa: E402
 import write_bench  # noqa: E402
@@ -380,9 +381,12 @@ def main():
     p.add_argument("--load_seconds", type=int, default=60)
     p.add_argument("--skip_reliability", action="store_true")
     p.add_argument("--only", choices=["link", "encodings", "jobs", "sources", "writes",
-                                          "consumers", "zarr", "scale"], default=None,
+                                          "consumers", "zarr", "scale", "huge"], default=None,
                    help="measure only this section and merge it into the saved bench.json")
     p.add_argument("--link_rate", default="10gbit", help="the emulated link's rate (tbf)")
+    p.add_argument("--baseline", default=None,
+                   help="--only=huge: a directory with the shotstream_server and shotstream "
+                        "binaries of the version before, for ordinary shots against it")
     p.add_argument("--link_python", default=None,
                    help="an interpreter whose own shotstream the link section uses (a venv "
                         "with a pip install); default: Bazel's package")
@@ -647,6 +651,21 @@ def measure_scale(work):
     return out
 
 
+def measure_huge(work, reps, baseline=None):
+    """Huge shots in pieces (tools/huge_bench.py): the server's memory under three streams
+    of a 0.96 GB shot, with pieces and whole; huge shots' rates against the same data as
+    ordinary shots."""
+    out = huge_bench.measure(work, reps=max(3, reps), baseline=baseline)
+    for k in ("ibm_gbps", "ibm_small_gbps", "ieee_first_gbps", "ieee_second_gbps",
+              "ieee_small_first_gbps", "ieee_small_second_gbps"):
+        out[k] = summary(out[k])
+    for name in ("float32", "ibm"):
+        if name in out.get("ordinary", {}):
+            out["ordinary"][name] = {k: summary(v) for k, v in out["ordinary"][name].items()}
+    out["date"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    return out
+
+
 def measure_writes(work, reps):
     """WriteShots from the C++ client (shotstream put) against streaming the shots back."""
     out = write_bench.measure(work, reps=max(3, reps))
@@ -677,6 +696,7 @@ def section_only(args, out_dir, work, ieee_dir):
         "consumers": lambda: measure_consumers(work, args.reps),
         "zarr": lambda: measure_zarr(work, args.reps),
         "scale": lambda: measure_scale(work),
+        "huge": lambda: measure_huge(work, args.reps, args.baseline),
     }[args.only]
     path = os.path.join(out_dir, ARTIFACTS, "bench.json")
     with open(path) as f:

@@ -266,6 +266,7 @@ def render(r):
     lines += sources_section(r.get("sources"))
     lines += zarr_section(r.get("zarr"))
     lines += scale_section(r.get("scale"))
+    lines += huge_section(r.get("huge"))
     lines += writes_section(r.get("writes"))
     rel = r.get("reliability")
     if rel:
@@ -555,6 +556,61 @@ def scale_section(s):
             f"{mf['max_descriptors']} descriptors open at once; anonymous memory "
             f"{mf['anon_bytes_per_file']:,.0f} bytes a file after the load "
             f"({met(mf['max_descriptors'] < mf['limit'] and mf['shots_streamed'] == mf['files'])})."]
+
+
+def huge_section(h):
+    if not h:
+        return []
+
+    def met(ok):
+        return "met" if ok else "NOT met"
+
+    p, w = h["memory"]["pieces"], h["memory"]["whole"]
+    ibm = ratio(h["ibm_gbps"], h["ibm_small_gbps"])
+    ieee = ratio(h["ieee_first_gbps"], h["ieee_small_first_gbps"])
+    first = ratio(h["ieee_small_first_gbps"], h["ieee_small_second_gbps"])
+    huge_first = ratio(h["ieee_first_gbps"], h["ieee_second_gbps"])
+    piece_mib = h["piece_bytes"] / 2**20
+    return ["", "## Huge shots: pieces below the shot", "",
+            f"One IBM-float shot of 30,000 traces x 8,000 samples ({h['ibm_shot_gb']:.2f} GB as "
+            f"float32) and one big-endian IEEE shot of 50,000 x 8,000 ({h['ieee_shot_gb']:.2f} "
+            "GB), each in 8 files, and the same files with field_record rewritten into shots of "
+            "750 traces (24 MB) and 240 traces (7.68 MB); the server in its defaults (pieces of "
+            f"{piece_mib:.0f} MiB, a 1 GiB budget); every client `shotstream bench --pieces`; "
+            "page cache warm (tools/huge_bench.py; `bazel run -c opt //:bench -- --only=huge`, "
+            f"measured {h.get('date', '')}; medians of the alternated runs, (min..max)).", "",
+            "| what | figure | target |", "| --- | --- | --- |",
+            f"| three streams of the 0.96 GB IBM shot: server anonymous memory above idle, in "
+            f"pieces | {p['above_idle_mb']:.0f} MB ({p['idle_mb']:.0f} MB idle, "
+            f"{p['gbps']:.2f} GB/s in all) | <= 256 MB ({met(p['above_idle_mb'] <= 256)}) |",
+            f"| the same, every shot whole (`--piece_bytes=0`, as before pieces) | "
+            f"{w['above_idle_mb']:.0f} MB ({w['gbps']:.2f} GB/s in all) | - |",
+            f"| the 0.96 GB IBM shot against the same traces as 24 MB shots, one stream | "
+            f"{fmt(h['ibm_gbps'])} against {fmt(h['ibm_small_gbps'])}: {ibm:.2f}x | >= 0.7x "
+            f"({met(ibm >= 0.7)}) |",
+            f"| the 1.6 GB IEEE shot on a fresh server against the same data as 7.68 MB shots "
+            f"on a fresh server | {fmt(h['ieee_first_gbps'])} against "
+            f"{fmt(h['ieee_small_first_gbps'])}: {ieee:.2f}x | >= 0.8x ({met(ieee >= 0.8)}) |",
+            f"| 7.68 MB shots, first pass on a fresh server against the second | "
+            f"{fmt(h['ieee_small_first_gbps'])} against {fmt(h['ieee_small_second_gbps'])}: "
+            f"{first:.2f}x | >= 0.95x ({met(first >= 0.95)}) |",
+            f"| the 1.6 GB IEEE shot, first pass against the second | "
+            f"{fmt(h['ieee_first_gbps'])} against {fmt(h['ieee_second_gbps'])}: "
+            f"{huge_first:.2f}x | - |", *ordinary_rows(h.get("ordinary"))]
+
+
+def ordinary_rows(o):
+    """Ordinary 7.68 MB shots, this version against the one before (--baseline)."""
+    if not o:
+        return []
+    rows = []
+    for name, what in (("float32", "IEEE float32"), ("ibm", "IBM float")):
+        if name in o:
+            r = ratio(o[name]["new"], o[name]["old"])
+            rows.append(f"| ordinary 7.68 MB {what} shots on loopback, this version against "
+                        f"the one before (`{o['baseline']}`), alternated | {fmt(o[name]['new'])} "
+                        f"against {fmt(o[name]['old'])}: {r:.2f}x | unchanged |")
+    return rows
 
 
 def writes_section(w):
