@@ -244,7 +244,8 @@ class ShotAssembler {
         (shot_.n_samples > 0 && (chunk.offset() % (uint64_t{shot_.n_samples} * 4) != 0 ||
                                  out_bytes % (uint64_t{shot_.n_samples} * 4) != 0))) {
       return absl::DataLossError(absl::StrCat("shot ", shot_.shot_id, ": chunk at byte ",
-                                              chunk.offset(), " overruns the shot or splits a trace"));
+                                              chunk.offset(),
+                                              " overruns the shot or splits a trace"));
     }
     const uint32_t first_trace = shot_.n_samples == 0
                                      ? 0

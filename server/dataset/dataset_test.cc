@@ -272,7 +272,8 @@ TEST(DatasetTest, AShotReadInPiecesIsTheShotReadWhole) {
         for (size_t c = 0; c < piece->chunks.size(); ++c) {
           EXPECT_EQ(piece->chunk_traces[c], whole->chunk_traces[0]);
           if (piece->encoding == wire::Encoding::kFloat32) {
-            EXPECT_EQ(piece->chunk_crc32[c], Crc32(0, piece->chunks[c].data(), piece->chunks[c].size()));
+            EXPECT_EQ(piece->chunk_crc32[c],
+                      Crc32(0, piece->chunks[c].data(), piece->chunks[c].size()));
           }
         }
       }

@@ -17,15 +17,15 @@ namespace shotstream::stream {
 // Encodes every chunk of `shot` (decoded float32: shot->encoding kFloat32, no stored
 // traces) as `encoding`, chunks at once on the calling thread and on `executor` (null:
 // the calling thread alone; see Spread). ZFP's and QUANTIZED's bound is `tolerance` (0: the
-// default) times the RMS of the shot (of the piece, for a shot read in pieces), taken first in one pass that also finds NaN
-// and infinity. A shot the lossy encodings cannot carry (NaN or infinite samples; for
-// QUANTIZED, a bound below float32's precision) goes LOSSLESS instead: shot->encoding says
-// what it got. Memory: LOSSLESS, ZFP and QUANTIZED free each float32 chunk once it is
-// encoded; INT16 finds NaN in the same pass that encodes, so it keeps the float32 chunks
-// until the last is encoded (at most 1.5 x the shot; with bound_int16 the RMS pass
-// found them first, and each is freed once encoded). For the lossy encodings
-// shot->crc32 and chunk_crc32 become the CRC-32s of the encoded chunks; the exact ones keep
-// those of the float32 samples. kFloat32 and kNative change nothing.
+// default) times the RMS of the shot (of the piece, for a shot read in pieces), taken
+// first in one pass that also finds NaN and infinity. A shot the lossy encodings cannot
+// carry (NaN or infinite samples; for QUANTIZED, a bound below float32's precision) goes
+// LOSSLESS instead: shot->encoding says what it got. Memory: LOSSLESS, ZFP and QUANTIZED
+// free each float32 chunk once it is encoded; INT16 finds NaN in the same pass that
+// encodes, so it keeps the float32 chunks until the last is encoded (at most 1.5 x the
+// shot; with bound_int16 the RMS pass found them first, and each is freed once encoded).
+// For the lossy encodings shot->crc32 and chunk_crc32 become the CRC-32s of the encoded
+// chunks; the exact ones keep those of the float32 samples. kFloat32 and kNative change nothing.
 // With `bound_int16` (ENCODING_AUTO given a tolerance picked INT16), INT16 must also keep
 // every sample within `tolerance` x the shot's RMS: a shot whose largest sample makes
 // INT16's per-trace bound (max |trace| / 65534) larger goes QUANTIZED instead (the RMS

@@ -356,7 +356,8 @@ ShotWindow::Pull ShotWindow::Next(OutgoingChunk* chunk, absl::Status* end) {
   }
   // A stored chunk's CRC-32, taken by the writer without the lock (the pages were
   // touched on the executor). Only the writer reads or writes shot_crc_.
-  absl::StatusOr<uint32_t> crc = chunk->stored_set->Crc(chunk->stored_first, chunk->stored.size(), 0);
+  absl::StatusOr<uint32_t> crc =
+      chunk->stored_set->Crc(chunk->stored_first, chunk->stored.size(), 0);
   absl::MutexLock lock(&mu_);
   if (!crc.ok()) {
     if (!stopped_) stopped_ = crc.status();

@@ -15,8 +15,9 @@
 // writer pulls chunks in request order with Next(); when Next() said kNotReady, the window
 // calls `on_ready` (from the executor) once something changed.
 // Every chunk carries its own CRC-32 (ShotChunk.chunk_crc32), and a shot's last chunk the
-// shot's (their join). Next() takes a stored chunk's CRC-32 on the writer's thread, just before the chunk is
-// sent, so that the kernel's copy to the socket finds it in cache (docs/server.md).
+// shot's (their join). Next() takes a stored chunk's CRC-32 on the writer's thread, just
+// before the chunk is sent, so that the kernel's copy to the socket finds it in cache
+// (docs/server.md).
 //
 // Thread-safe: Next/Sent are for one writer at a time; Stop and Close may be called from
 // any thread. Create() returns shared ownership: the executor's tasks keep the window
@@ -75,7 +76,8 @@ struct WindowPlan {
   std::string dataset;
   std::string peer;
   // Testing only: flip one sample byte of this shot's first chunk after its checksum was
-  // computed (of its first piece, for a shot read in pieces) (the shot is decoded, never sent as stored), to test clients' verification.
+  // computed (of its first piece, for a shot read in pieces; the shot is decoded, never
+  // sent as stored), to test clients' verification.
   std::optional<int64_t> corrupt_shot;
   WindowCounters* counters = nullptr;  // never null
   ByteBudget* budget = nullptr;        // null: no budget

@@ -114,7 +114,8 @@ class FakeSource final : public ShotSource {
     head.n_traces = n_traces_;
     head.n_samples = n_samples_;
     head.total_bytes = shot_bytes();
-    const uint64_t per_chunk = std::max<uint64_t>(1, plan.selection.max_chunk_bytes / trace_bytes());
+    const uint64_t per_chunk =
+        std::max<uint64_t>(1, plan.selection.max_chunk_bytes / trace_bytes());
     head.traces_per_piece = static_cast<uint32_t>(
         std::max<uint64_t>(1, piece_bytes / (per_chunk * trace_bytes())) * per_chunk);
     head.headers.emplace_back("trace", std::vector<double>(n_traces_, 1.0));
