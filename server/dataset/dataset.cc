@@ -142,6 +142,19 @@ io::SampleRange Dataset::RangeOf(const ShotSelection& sel) const {
   return io::SampleRange{sel.start, sel.count == 0 ? n_samples() - sel.start : sel.count};
 }
 
+Dataset::TraceBytes Dataset::TraceBytesOf(const ShotPlan& plan,
+                                          const std::optional<io::StoredForm>& form) const {
+  TraceBytes t;
+  const uint64_t count = RangeOf(plan.selection).count;
+  t.native_width = plan.native && form.has_value()
+                       ? wire::NativeBytesPerSample(static_cast<int>(form->format))
+                       : 0;
+  t.out = count * sizeof(float);
+  t.wire = t.native_width > 0 ? count * t.native_width : t.out;
+  t.per_chunk = std::max<uint64_t>(1, plan.selection.max_chunk_bytes / t.wire);
+  return t;
+}
+
 absl::StatusOr<ShotData> Dataset::ReadShot(int64_t shot_id, const ShotPlan& plan,
                                            io::ReadStats* stats) const {
   SS_ASSIGN_OR_RETURN(const std::vector<io::TraceRef> traces, ShotTraces(shot_id, plan.selection));
@@ -183,16 +196,11 @@ absl::StatusOr<ShotHead> Dataset::ReadShotHead(int64_t shot_id, const ShotPlan& 
   head.n_traces = static_cast<uint32_t>(traces.size());
   head.total_bytes = uint64_t{head.n_traces} * range.count * sizeof(float);
   // Whole chunks a piece, at least one: the chunk's traces as ReadTraces will cut them.
-  const uint64_t trace_bytes = uint64_t{range.count} * sizeof(float);
   head.form = source_->FormOf(traces);
-  const std::optional<io::StoredForm>& form = head.form;
-  const int native_width =
-      plan.native && form.has_value() ? wire::NativeBytesPerSample(static_cast<int>(form->format))
-                                      : 0;
-  const uint64_t wire_bytes = native_width > 0 ? uint64_t{range.count} * native_width : trace_bytes;
-  const uint64_t per_chunk = std::max<uint64_t>(1, sel.max_chunk_bytes / wire_bytes);
-  const uint64_t chunks = std::max<uint64_t>(1, piece_bytes / (per_chunk * trace_bytes));
-  head.traces_per_piece = static_cast<uint32_t>(std::min<uint64_t>(chunks * per_chunk, UINT32_MAX));
+  const TraceBytes t = TraceBytesOf(plan, head.form);
+  const uint64_t chunks = std::max<uint64_t>(1, piece_bytes / (t.per_chunk * t.out));
+  head.traces_per_piece =
+      static_cast<uint32_t>(std::min<uint64_t>(chunks * t.per_chunk, UINT32_MAX));
   head.traces = std::move(traces);
   return head;
 }
@@ -264,18 +272,16 @@ absl::StatusOr<ShotData> Dataset::ReadTraces(int64_t shot_id, const ShotPlan& pl
   // of a byte order the plan allows; else decoded to float32.
   const std::optional<io::StoredForm> form =
       shot_form != nullptr ? *shot_form : source_->FormOf(traces);
-  const int native_width =
-      plan.native && form.has_value() ? wire::NativeBytesPerSample(static_cast<int>(form->format))
-                                      : 0;
+  const TraceBytes t = TraceBytesOf(plan, form);
+  const int native_width = t.native_width;
   const bool big = form.has_value() && form->byte_order == segy::ByteOrder::kBigEndian;
   const bool locate = native_width == 0 && plan.zero_copy != ZeroCopy::kOff &&
                       form.has_value() && form->mapped &&
                       form->format == segy::SampleFormat::kIeeeFloat32 &&
                       (!big || plan.zero_copy == ZeroCopy::kAnyByteOrder) && !traces.empty();
-  const uint64_t trace_out_bytes = uint64_t{range.count} * sizeof(float);
-  const uint64_t trace_wire_bytes =
-      native_width > 0 ? uint64_t{range.count} * native_width : trace_out_bytes;
-  const uint64_t per_chunk = std::max<uint64_t>(1, sel.max_chunk_bytes / trace_wire_bytes);
+  const uint64_t trace_out_bytes = t.out;
+  const uint64_t trace_wire_bytes = t.wire;
+  const uint64_t per_chunk = t.per_chunk;
 
   ShotData out;
   out.shot_id = shot_id;

@@ -141,6 +141,15 @@ class Dataset {
   absl::StatusOr<std::vector<io::TraceRef>> ShotTraces(int64_t shot_id,
                                                        const ShotSelection& sel) const;
   io::SampleRange RangeOf(const ShotSelection& sel) const;
+  // A trace's bytes as float32 (out) and as it travels (wire: NATIVE's stored width where
+  // the plan sends natively and the traces share a format), and the traces a chunk holds.
+  struct TraceBytes {
+    int native_width = 0;  // 0: not sent natively
+    uint64_t out = 0;
+    uint64_t wire = 0;
+    uint64_t per_chunk = 1;
+  };
+  TraceBytes TraceBytesOf(const ShotPlan& plan, const std::optional<io::StoredForm>& form) const;
   // Reads `traces` of shot `shot_id` into chunks; with `select`, keeps those meeting the
   // plan's conditions and makes the header columns and raw headers. `shot_form`: how the
   // whole shot's traces are stored (a piece is read as its shot is); null: theirs.

@@ -115,14 +115,11 @@ bool ShotWindow::NextUnitLocked(Unit* unit) {
   for (;;) {
     if (next_piece_ > 0) {  // within a shot read in pieces
       auto it = heads_.find(next_submit_);
-      if (it == heads_.end()) {
-        if (next_submit_ >= shots_done_) return false;  // its first piece (and head) is read
-        ++next_submit_;  // sent to its end, and its head dropped
-        next_piece_ = 0;
-        continue;
-      }
-      const dataset::ShotHead& head = *it->second;
-      if (next_piece_ < head.n_pieces()) {
+      // No head: its first piece (and head) is still being read, or the shot was sent to
+      // its end and its head dropped.
+      if (it == heads_.end() && next_submit_ >= shots_done_) return false;
+      if (it != heads_.end() && next_piece_ < it->second->n_pieces()) {
+        const dataset::ShotHead& head = *it->second;
         unit->index = next_submit_;
         unit->piece = next_piece_;
         unit->pieced = true;
@@ -130,7 +127,7 @@ bool ShotWindow::NextUnitLocked(Unit* unit) {
         unit->head = it->second;
         return true;
       }
-      ++next_submit_;
+      ++next_submit_;  // every piece of it submitted: the next shot
       next_piece_ = 0;
       continue;
     }
@@ -163,7 +160,6 @@ void ShotWindow::SubmitReadsLocked() {
       if (!account_->TryAcquire(bytes)) {
         counters_->budget_waits++;
         waiting_ = true;
-        waiting_bytes_ = bytes;
         waiting_unit_ = std::move(unit);
         self_while_waiting_ = shared_from_this();
         return;
@@ -205,10 +201,10 @@ void ShotWindow::Wake() {
     Unit unit = std::move(waiting_unit_);
     waiting_unit_ = Unit();
     if (stopped_ || stalled_) {  // (a stall that could not cancel the request: read later)
-      give_back = waiting_bytes_;
+      give_back = unit.bytes;
     } else {
-      HoldLocked(waiting_bytes_);
-      SubmitOneLocked(unit, waiting_bytes_);
+      HoldLocked(unit.bytes);
+      SubmitOneLocked(unit, unit.bytes);
       SubmitReadsLocked();
     }
   }

@@ -217,8 +217,7 @@ class ShotWindow final : public ByteBudget::Waiter,
   uint64_t held_bytes_ ABSL_GUARDED_BY(mu_) = 0;    // taken from the budget, not given back
   uint64_t release_after_sent_ ABSL_GUARDED_BY(mu_) = 0;  // bytes of a shot on the wire
   bool waiting_ ABSL_GUARDED_BY(mu_) = false;             // queued in the byte budget
-  uint64_t waiting_bytes_ ABSL_GUARDED_BY(mu_) = 0;       // what it asked the budget for
-  Unit waiting_unit_ ABSL_GUARDED_BY(mu_);                // and for which unit
+  Unit waiting_unit_ ABSL_GUARDED_BY(mu_);  // the unit it asked the budget for (its bytes)
   // While waiting_: the window itself, so that the budget's Wake finds it alive.
   std::shared_ptr<ShotWindow> self_while_waiting_ ABSL_GUARDED_BY(mu_);
   std::optional<absl::Status> stopped_ ABSL_GUARDED_BY(mu_);  // why no more reads

@@ -274,15 +274,20 @@ class Assembler:
         self._first = chunk
         self._lossy = []
 
-    def _check(self, chunk, data, out_bytes: int) -> None:
-        """Checks a chunk's place and (checked shots) its CRC-32 over `data`, or continues
-        the shot's CRC-32 with it."""
-        first = self._first
-        if chunk.offset != self._next or chunk.offset + out_bytes > first.total_bytes:
+    def _place(self, chunk, out_bytes: int) -> None:
+        """Before anything of the chunk is decoded or kept: it starts where the shot's
+        previous chunk ended and fits in the shot."""
+        if chunk.offset % 4 or chunk.offset != self._next or \
+                chunk.offset + out_bytes > self._first.total_bytes:
             raise ShotstreamError(grpc.StatusCode.DATA_LOSS,
                                   f"shot {chunk.shot_id}: chunk at byte {chunk.offset} "
                                   f"where byte {self._next} was due, or past the shot")
         self._next += out_bytes
+
+    def _check(self, chunk, data, out_bytes: int) -> None:
+        """Checks a chunk's CRC-32 over `data` (checked shots), or continues the shot's
+        CRC-32 with it."""
+        first = self._first
         if not self._checked:
             self._crc = crc32(data, self._crc)
             return
@@ -346,6 +351,7 @@ class Assembler:
             self._start(chunk)
         ns = self._first.n_samples
         out_bytes = 4 * chunk.chunk_traces * ns
+        self._place(chunk, out_bytes)
         if chunk.encoding in _LOSSY:
             # Lossy: the CRC-32 covers the encoded bytes; nothing is decoded before it
             # matched (the chunk's own, or the shot's).
@@ -357,8 +363,6 @@ class Assembler:
                 self._lossy.append((chunk, payload))
                 out = None
         else:
-            start = chunk.offset
-            self._check_place(chunk, out_bytes)
             out = np.ascontiguousarray(decode_chunk(chunk, data, ns))
             self._check(chunk, out, out_bytes)
         if self._buf is None:  # pieces: this chunk is a part
@@ -367,13 +371,6 @@ class Assembler:
             start = chunk.offset // 4
             self._buf[start:start + out.size] = out.ravel()
         return self._finish(chunk) if chunk.last else None
-
-    def _check_place(self, chunk, out_bytes: int) -> None:
-        """Before decoding: the chunk fits where it says it goes."""
-        if chunk.offset % 4 or chunk.offset + out_bytes > self._first.total_bytes:
-            raise ShotstreamError(grpc.StatusCode.DATA_LOSS,
-                                  f"shot {chunk.shot_id}: chunk at byte {chunk.offset} "
-                                  "overruns the shot")
 
     def add(self, raw: bytes) -> Optional[Shot]:
         """Returns a Shot (or, with pieces, a part of one) when the raw chunk completes
@@ -400,7 +397,7 @@ class Assembler:
             raise ShotstreamError(grpc.StatusCode.DATA_LOSS,
                                   f"shot {chunk.shot_id}: chunk at byte {chunk.offset} "
                                   "overruns the shot")
-        self._check_place(chunk, len(data))
+        self._place(chunk, len(data))
         self._check(chunk, data, len(data))
         samples = np.frombuffer(data, dtype=_dtype(chunk))
         if self._buf is None:  # pieces: this chunk is a part
