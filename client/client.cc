@@ -1,4 +1,4 @@
-#include "client/client.h"
+#include "shotstream/client/client.h"
 
 #include <arpa/inet.h>
 #include <sched.h>
@@ -22,7 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
-#include "client/grpc_tuning.h"
+#include "shotstream/client/grpc_tuning.h"
 #include "client/retry_budget.h"
 #include "common/crc32.h"
 #include "common/status_macros.h"

@@ -20,7 +20,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "gpu/pinned_buffer_pool.h"
+#include "shotstream/gpu/pinned_buffer_pool.h"
 
 namespace shotstream::client {
 

@@ -1,7 +1,7 @@
 // The C++ client against a real server in this process (ShotStreamServer on a loopback
 // port), over a SEG-Y file written here: values, headers, routing of the summary fields,
 // and a Cancel from another thread while Next waits for a server that went away.
-#include "client/client.h"
+#include "shotstream/client/client.h"
 
 #include <algorithm>
 #include <map>

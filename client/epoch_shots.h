@@ -3,7 +3,7 @@
 #ifndef SHOTSTREAM_CLIENT_EPOCH_SHOTS_H_
 #define SHOTSTREAM_CLIENT_EPOCH_SHOTS_H_
 
-#include "common/epoch_shots.h"
+#include "shotstream/common/epoch_shots.h"
 
 namespace shotstream::client {
 

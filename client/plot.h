@@ -11,7 +11,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "client/client.h"
+#include "shotstream/client/client.h"
 
 namespace shotstream::client {
 

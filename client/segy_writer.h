@@ -8,7 +8,7 @@
 #include <string>
 
 #include "absl/status/status.h"
-#include "client/client.h"
+#include "shotstream/client/client.h"
 
 namespace shotstream::client {
 

@@ -1,4 +1,4 @@
-#include "common/epoch_shots.h"
+#include "shotstream/common/epoch_shots.h"
 
 #include <algorithm>
 #include <map>

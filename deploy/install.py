@@ -1,7 +1,8 @@
 """Installs shotstream outside Bazel: `bazel run //:install -- --prefix=DIR`.
 
 DIR/bin/               shotstream_server, shotstream
-DIR/include/shotstream/ the C++ client's public headers (client/, gpu/)
+DIR/include/shotstream/ the C++ client's public headers (client/, common/, gpu/),
+                       included as "shotstream/client/client.h" (-IDIR/include)
 DIR/LIBDIR/            libshotstream_client.so.VERSION (+ SONAME and .so links), .a
 DIR/LIBDIR/pkgconfig/  shotstream-client.pc
 DIR/LIBDIR/cmake/shotstream/  shotstreamConfig.cmake (+ version): shotstream::client
@@ -21,16 +22,6 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
-# What the public headers include (Abseil, gRPC) and what the library links: pkg-config
-# module names of Debian's -dev packages.
-REQUIRES = ["grpc++", "protobuf", "absl_status", "absl_statusor", "absl_strings",
-            "absl_str_format", "absl_synchronization", "absl_time"]
-REQUIRES_PRIVATE = ["libisal", "zlib", "blosc"]  # only a static link needs these
-PLAIN_PRIVATE = ["-lzfp"]  # the same, for libraries without a pkg-config file (libzfp)
-
-HEADERS = ["client/client.h", "client/epoch_shots.h", "client/grpc_tuning.h",
-           "common/epoch_shots.h", "gpu/cuda_runtime.h",
-           "gpu/device_stager.h", "gpu/pinned_buffer_pool.h"]
 
 
 def runfile(path):
@@ -45,6 +36,14 @@ def runfile(path):
         if os.path.exists(os.path.join(base, path)):
             return os.path.abspath(os.path.join(base, path))
     raise FileNotFoundError(f"{path}: not built (bazel build //:install)")
+
+
+def manifest(find=runfile):
+    """client/manifest.bzl (the client's headers and dependencies, written once)."""
+    scope = {}
+    with open(find("client/manifest.bzl")) as f:
+        exec(f.read(), scope)
+    return scope
 
 
 def version(find=runfile):
@@ -76,7 +75,10 @@ def relpath_up(subdir):
     return "/".join([".."] * len(subdir.strip("/").split("/")))
 
 
-def pc_file(ver, libdir, cuda):
+def pc_file(ver, libdir, cuda, prefix, m):
+    # Outside the linker's own directories a program must find the library at run time:
+    # the rpath goes with the link flags (as CMake's imported target gets it for free).
+    rpath = "" if prefix.rstrip("/") in ("/usr", "") else " -Wl,-rpath,${libdir}"
     return "\n".join([
         "# pkg-config file of the shotstream C++ client (installed by bazel run //:install).",
         f"prefix=${{pcfiledir}}/{relpath_up(libdir + '/pkgconfig')}",
@@ -87,16 +89,17 @@ def pc_file(ver, libdir, cuda):
         "Name: shotstream-client",
         "Description: C++ client of the shotstream seismic shot-gather service",
         f"Version: {ver}",
-        "Requires: " + " ".join(REQUIRES),
-        "Requires.private: " + " ".join(REQUIRES_PRIVATE),
-        "Libs: -L${libdir} -lshotstream_client",
-        "Libs.private: " + " ".join(PLAIN_PRIVATE + cuda + ["-lpthread"]),
-        "Cflags: -I${includedir}/shotstream",
+        "Requires: " + " ".join(m["PKG_CONFIG_REQUIRES"]),
+        "Requires.private: " + " ".join(m["PKG_CONFIG_PRIVATE"]),
+        "Libs: -L${libdir}" + rpath + " -lshotstream_client",
+        "Libs.private: " + " ".join([f for f, _, _ in m["PLAIN_PRIVATE"]] + cuda + ["-lpthread"]),
+        "Cflags: -I${includedir}",
         "",
     ])
 
 
-def cmake_config(ver, soversion, libdir, cuda):
+def cmake_config(ver, soversion, libdir, cuda, m):
+    plain = [f for f, _, _ in m["PLAIN_PRIVATE"]]
     cmake_dir = f"{libdir}/cmake/shotstream"
     return f"""# CMake package of the shotstream C++ client (installed by bazel run //:install).
 #   find_package(shotstream REQUIRED)
@@ -106,8 +109,8 @@ def cmake_config(ver, soversion, libdir, cuda):
 # shotstream-client.pc.
 include(CMakeFindDependencyMacro)
 find_dependency(PkgConfig)
-pkg_check_modules(SHOTSTREAM_DEPS REQUIRED IMPORTED_TARGET {" ".join(REQUIRES)})
-pkg_check_modules(SHOTSTREAM_PRIVATE_DEPS REQUIRED IMPORTED_TARGET {" ".join(REQUIRES_PRIVATE)})
+pkg_check_modules(SHOTSTREAM_DEPS REQUIRED IMPORTED_TARGET {" ".join(m["PKG_CONFIG_REQUIRES"])})
+pkg_check_modules(SHOTSTREAM_PRIVATE_DEPS REQUIRED IMPORTED_TARGET {" ".join(m["PKG_CONFIG_PRIVATE"])})
 find_dependency(Threads)
 
 get_filename_component(_shotstream_prefix "${{CMAKE_CURRENT_LIST_DIR}}/{relpath_up(cmake_dir)}"
@@ -117,15 +120,15 @@ if(NOT TARGET shotstream::client)
   set_target_properties(shotstream::client PROPERTIES
     IMPORTED_LOCATION "${{_shotstream_prefix}}/{libdir}/libshotstream_client.so.{ver}"
     IMPORTED_SONAME "libshotstream_client.so.{soversion}"
-    INTERFACE_INCLUDE_DIRECTORIES "${{_shotstream_prefix}}/include/shotstream"
+    INTERFACE_INCLUDE_DIRECTORIES "${{_shotstream_prefix}}/include"
     INTERFACE_COMPILE_FEATURES cxx_std_17
     INTERFACE_LINK_LIBRARIES PkgConfig::SHOTSTREAM_DEPS)
   add_library(shotstream::client_static STATIC IMPORTED)
   set_target_properties(shotstream::client_static PROPERTIES
     IMPORTED_LOCATION "${{_shotstream_prefix}}/{libdir}/libshotstream_client.a"
-    INTERFACE_INCLUDE_DIRECTORIES "${{_shotstream_prefix}}/include/shotstream"
+    INTERFACE_INCLUDE_DIRECTORIES "${{_shotstream_prefix}}/include"
     INTERFACE_COMPILE_FEATURES cxx_std_17
-    INTERFACE_LINK_LIBRARIES "PkgConfig::SHOTSTREAM_DEPS;PkgConfig::SHOTSTREAM_PRIVATE_DEPS;Threads::Threads{''.join(';' + f for f in PLAIN_PRIVATE + cuda)}")
+    INTERFACE_LINK_LIBRARIES "PkgConfig::SHOTSTREAM_DEPS;PkgConfig::SHOTSTREAM_PRIVATE_DEPS;Threads::Threads{''.join(';' + f for f in plain + cuda)}")
 endif()
 unset(_shotstream_prefix)
 """
@@ -198,7 +201,8 @@ def install(prefix, destdir="", libdir="lib", find=runfile):
     inst = Installer(prefix, destdir)
     inst.copy(find("server/shotstream_server"), "bin/shotstream_server", 0o755)
     inst.copy(find("client/shotstream"), "bin/shotstream", 0o755)
-    for h in HEADERS:
+    m = manifest(find)
+    for h in m["PUBLIC_HEADERS"]:
         inst.copy(find(h), f"include/shotstream/{h}")
     lib = find("client/libshotstream_client.so")
     real = f"libshotstream_client.so.{ver}"
@@ -207,9 +211,9 @@ def install(prefix, destdir="", libdir="lib", find=runfile):
     inst.link(f"libshotstream_client.so.{soversion}", f"{libdir}/libshotstream_client.so")
     inst.copy(find("client/libshotstream_client.a"), f"{libdir}/libshotstream_client.a")
     cuda = cuda_libs(lib)
-    inst.write(f"{libdir}/pkgconfig/shotstream-client.pc", pc_file(ver, libdir, cuda))
+    inst.write(f"{libdir}/pkgconfig/shotstream-client.pc", pc_file(ver, libdir, cuda, prefix, m))
     inst.write(f"{libdir}/cmake/shotstream/shotstreamConfig.cmake",
-               cmake_config(ver, soversion, libdir, cuda))
+               cmake_config(ver, soversion, libdir, cuda, m))
     inst.write(f"{libdir}/cmake/shotstream/shotstreamConfigVersion.cmake", cmake_version(ver))
     inst.copy(find("deploy/config.example.yaml"), "share/shotstream/config.example.yaml")
     with open(find("deploy/systemd/shotstream.service")) as f:

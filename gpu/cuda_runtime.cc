@@ -1,4 +1,4 @@
-#include "gpu/cuda_runtime.h"
+#include "shotstream/gpu/cuda_runtime.h"
 
 #include <cstdio>
 #include <mutex>

@@ -18,9 +18,9 @@
 
 #include <cuda_runtime.h>
 
-#include "gpu/cuda_runtime.h"
-#include "gpu/device_stager.h"
-#include "gpu/pinned_buffer_pool.h"
+#include "shotstream/gpu/cuda_runtime.h"
+#include "shotstream/gpu/device_stager.h"
+#include "shotstream/gpu/pinned_buffer_pool.h"
 
 extern "C" cudaError_t LaunchBusyKernel(float* data, size_t n, int iterations,
                                         cudaStream_t stream);

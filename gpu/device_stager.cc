@@ -1,10 +1,10 @@
-#include "gpu/device_stager.h"
+#include "shotstream/gpu/device_stager.h"
 
 #include <cstdio>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "gpu/cuda_runtime.h"
+#include "shotstream/gpu/cuda_runtime.h"
 
 #ifdef SHOTSTREAM_CUDA
 #include <cuda_runtime_api.h>

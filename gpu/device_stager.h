@@ -19,7 +19,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "gpu/pinned_buffer_pool.h"
+#include "shotstream/gpu/pinned_buffer_pool.h"
 
 namespace shotstream::gpu {
 

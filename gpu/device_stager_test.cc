@@ -1,10 +1,10 @@
 // Without a GPU (as here) the stager runs on host memory; the same test runs on a GPU
 // machine through gpu/device_check.sh.
-#include "gpu/device_stager.h"
+#include "shotstream/gpu/device_stager.h"
 
 #include <vector>
 
-#include "gpu/cuda_runtime.h"
+#include "shotstream/gpu/cuda_runtime.h"
 #include "gtest/gtest.h"
 
 namespace shotstream::gpu {

@@ -1,11 +1,11 @@
-#include "gpu/pinned_buffer_pool.h"
+#include "shotstream/gpu/pinned_buffer_pool.h"
 
 #include <sys/mman.h>
 
 #include <algorithm>
 #include <cstdlib>
 
-#include "gpu/cuda_runtime.h"
+#include "shotstream/gpu/cuda_runtime.h"
 
 #ifdef SHOTSTREAM_CUDA
 #include <cuda_runtime_api.h>

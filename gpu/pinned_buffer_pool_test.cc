@@ -1,4 +1,4 @@
-#include "gpu/pinned_buffer_pool.h"
+#include "shotstream/gpu/pinned_buffer_pool.h"
 
 #include <cstring>
 #include <thread>

@@ -138,7 +138,11 @@ class InstallTest(unittest.TestCase):
         libdir = self.pkg_config("--variable=libdir", "shotstream-client")[0]
         flags = self.pkg_config("--cflags", "--libs", "shotstream-client")
         exe = os.path.join(self.tmp, "pc_shot_values")
-        run(["g++", "-std=c++17", SHOT_VALUES, "-o", exe, *flags, f"-Wl,-rpath,{libdir}"])
+        # The README's line alone: the headers as "shotstream/client/client.h" under
+        # -I$prefix/include, and the .pc's rpath finding the library at run time.
+        self.assertIn(f"-I{os.path.dirname(libdir)}/include", flags)
+        self.assertIn(f"-Wl,-rpath,{libdir}", flags)
+        run(["g++", "-std=c++17", SHOT_VALUES, "-o", exe, *flags])
         self.assertIn(f"libshotstream_client.so.{self.soversion} => {libdir}/",
                       run(["ldd", exe]))
         self.check_shot_values(exe, "pkg-config, shared")
@@ -158,7 +162,7 @@ class InstallTest(unittest.TestCase):
         self.assertEqual("libcudart" in linked, cuda)
         self.check_shot_values(exe_static, "pkg-config, static")
         fwi = os.path.join(self.tmp, "pc_fwi_loop")
-        run(["g++", "-std=c++17", FWI_LOOP, "-o", fwi, *flags, f"-Wl,-rpath,{libdir}",
+        run(["g++", "-std=c++17", FWI_LOOP, "-o", fwi, *flags,
              *self.pkg_config("--cflags", "--libs", "absl_flags", "absl_flags_parse")])
         self.check_fwi_loop(fwi, "pkg-config fwi_loop")
 

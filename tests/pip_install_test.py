@@ -19,14 +19,11 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import harness  # noqa: E402
 
 # What an sdist needs from the repository besides client/python: the .proto and the C++
-# client's sources (setup.py's NATIVE_SOURCES and NATIVE_HEADERS, read from it).
-NATIVE = []
-with open(harness.runfile("client/python/setup.py")) as f:
-    _setup = f.read()
-for name in ("NATIVE_SOURCES", "NATIVE_HEADERS"):
-    block = _setup[_setup.index(name + " = ["):]
-    NATIVE += [line.strip().strip('",') for line in block[:block.index("]")].splitlines()[1:]]
-
+# client's sources, as client/manifest.bzl lists them (setup.py reads the same file).
+_manifest = {}
+with open(harness.runfile("client/manifest.bzl")) as f:
+    exec(f.read(), _manifest)
+NATIVE = _manifest["NATIVE_SOURCES"] + _manifest["NATIVE_HEADERS"] + ["client/manifest.bzl"]
 
 class PipInstallTest(unittest.TestCase):
 

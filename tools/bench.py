@@ -39,6 +39,7 @@ import job_bench  # noqa: E402
 import link_bench  # noqa: E402
 import source_bench  # noqa: E402
 import huge_bench  # noqa: E402
+import binding_bench  # noqa: E402
 import scale_bench  # noqa: E402
 import zarr_bench  # noqa: E402
 import write_bench  # noqa: E402
@@ -100,11 +101,12 @@ def py_bench(target, dataset, ids, queue_depth=2, native=None):
         return n / (time.perf_counter() - t) / 1e9
 
 
-def py_bench_fresh(target, dataset, ids, reps, **env):
+def py_bench_fresh(target, dataset, ids, reps, tune=True, **env):
     """py_bench `reps` times in one fresh python3 whose environment adds `env` (e.g.
-    SHOTSTREAM_NATIVE="0": plain grpcio, none of the native extension's process tuning).
+    SHOTSTREAM_NATIVE="0": plain grpcio), after shotstream.tune() unless `tune` is False.
     Returns the GB/s of each pass."""
     code = ("import sys, bench\n"
+            f"{'bench.shotstream.tune()' if tune else 'pass'}\n"
             "ids = [int(x) for x in sys.argv[3].split(',')]\n"
             "for _ in range(int(sys.argv[4])):\n"
             "    print(bench.py_bench(sys.argv[1], sys.argv[2], ids), flush=True)\n")
@@ -122,8 +124,8 @@ def settings_ab(ieee_dir, ids, reps):
     with gRPC's tcp_read_chunks experiment on (GRPC_EXPERIMENTS=tcp_read_chunks, which
     client/grpc_tuning.h leaves alone), with glibc's per-thread malloc arenas
     (MALLOC_ARENA_MAX=16, glibc's default for 2 cores, likewise left alone) or with the
-    client's defaults, its CPU per byte from rusage; the Python native client with
-    SHOTSTREAM_TUNING=0 or without (a fresh process each)."""
+    client's defaults, its CPU per byte from rusage; the Python native client without
+    and with shotstream.tune() (a fresh process each)."""
     runs = {k: [] for k in ("pread", "mmap_decode", "zero_copy", "chunks_on", "arenas",
                             "client_default", "py_untuned", "py_tuned")}
     files = f"--dataset=ieee={ieee_dir}/*.sgy"
@@ -146,9 +148,9 @@ def settings_ab(ieee_dir, ids, reps):
                 c1 = resource.getrusage(resource.RUSAGE_CHILDREN)
                 cpu = c1.ru_utime + c1.ru_stime - c0.ru_utime - c0.ru_stime
                 runs[name].append({"gbps": r["gbps"], "ns": cpu / r["bytes"] * 1e9})
-            for name, env in (("py_untuned", {"SHOTSTREAM_TUNING": "0"}), ("py_tuned", {})):
+            for name, tune in (("py_untuned", False), ("py_tuned", True)):
                 runs[name].append({"gbps": py_bench_fresh(zero.target, "ieee", ids, 1,
-                                                          **env)[0]})
+                                                          tune=tune)[0]})
     return {name: {key: summary([r[key] for r in rs]) for key in rs[0]}
             for name, rs in runs.items()}
 
@@ -372,6 +374,7 @@ def google_benchmark(tool, repetitions):
 
 
 def main():
+    shotstream.tune()  # as the README tells a program that streams to do, first
     p = argparse.ArgumentParser()
     p.add_argument("--shots", type=int, default=40)
     p.add_argument("--traces", type=int, default=480)
@@ -381,7 +384,8 @@ def main():
     p.add_argument("--load_seconds", type=int, default=60)
     p.add_argument("--skip_reliability", action="store_true")
     p.add_argument("--only", choices=["link", "encodings", "jobs", "sources", "writes",
-                                          "consumers", "zarr", "scale", "huge"], default=None,
+                                          "consumers", "zarr", "scale", "huge", "binding"],
+                   default=None,
                    help="measure only this section and merge it into the saved bench.json")
     p.add_argument("--link_rate", default="10gbit", help="the emulated link's rate (tbf)")
     p.add_argument("--baseline", default=None,
@@ -609,6 +613,17 @@ def measure_jobs(work, reps):
     return out
 
 
+def measure_binding(work, reps):
+    """The Python client on the C++ client (tools/binding_bench.py): its rate against the
+    C++ client's, stream_job against stream, and the binding's cost per shot."""
+    out = binding_bench.measure(work, dict(os.environ, PYTHONPATH=package_dir()),
+                                reps=max(3, reps))
+    for k in ("cpp_gbps", "py_gbps", "stream_gbps", "job_gbps", "tiny_cpp_us", "tiny_py_us"):
+        out[k] = summary(out[k])
+    out["date"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    return out
+
+
 def measure_consumers(work, reps):
     """A consumer alone and beside forty stalled streams; eight sharing a small budget."""
     out = consumer_bench.measure(work, reps=max(3, reps // 2))
@@ -697,6 +712,7 @@ def section_only(args, out_dir, work, ieee_dir):
         "zarr": lambda: measure_zarr(work, args.reps),
         "scale": lambda: measure_scale(work),
         "huge": lambda: measure_huge(work, args.reps, args.baseline),
+        "binding": lambda: measure_binding(work, args.reps),
     }[args.only]
     path = os.path.join(out_dir, ARTIFACTS, "bench.json")
     with open(path) as f:

@@ -177,7 +177,7 @@ def render(r):
                   "(gRPC's default), with `MALLOC_ARENA_MAX=16` (glibc's per-thread arenas, its "
                   "default here) and with neither (the client's defaults, "
                   "`client/grpc_tuning.h`), its CPU from rusage. Python: the native client in a "
-                  "fresh process with `SHOTSTREAM_TUNING=0` and without.", "",
+                  "fresh process without `shotstream.tune()` and with it.", "",
                   "| setting | throughput | CPU per byte |", "| --- | --- | --- |"]
         labels = (("pread", "server `--io=pread`"),
                   ("mmap_decode", "server `--io=mmap --zero_copy=false`"),
@@ -185,8 +185,8 @@ def render(r):
                   ("chunks_on", "C++ client, tcp_read_chunks on"),
                   ("arenas", "C++ client, per-thread malloc arenas"),
                   ("client_default", "C++ client, defaults (tcp_read_chunks off, one arena)"),
-                  ("py_untuned", "Python native, `SHOTSTREAM_TUNING=0`"),
-                  ("py_tuned", "Python native, tuned (default)"))
+                  ("py_untuned", "Python native, without `shotstream.tune()`"),
+                  ("py_tuned", "Python native, after `shotstream.tune()`"))
         for key, label in labels:
             ns = fmt(st[key]["ns"], "ns", 1.0, 3) if "ns" in st[key] else "-"
             lines.append(f"| {label} | {fmt(st[key]['gbps'])} | {ns} |")
@@ -267,6 +267,7 @@ def render(r):
     lines += zarr_section(r.get("zarr"))
     lines += scale_section(r.get("scale"))
     lines += huge_section(r.get("huge"))
+    lines += binding_section(r.get("binding"))
     lines += writes_section(r.get("writes"))
     rel = r.get("reliability")
     if rel:
@@ -556,6 +557,38 @@ def scale_section(s):
             f"{mf['max_descriptors']} descriptors open at once; anonymous memory "
             f"{mf['anon_bytes_per_file']:,.0f} bytes a file after the load "
             f"({met(mf['max_descriptors'] < mf['limit'] and mf['shots_streamed'] == mf['files'])})."]
+
+
+def binding_section(b):
+    if not b:
+        return []
+
+    def met(ok):
+        return "met" if ok else "NOT met"
+
+    py = ratio(b["py_gbps"], b["cpp_gbps"])
+    job = ratio(b["job_gbps"], b["stream_gbps"])
+    per_shot = b["tiny_py_us"]["median"] - b["tiny_cpp_us"]["median"]
+    return ["", "## The Python client on the C++ client (pybind11)", "",
+            f"Loopback, page cache warm ({b['date']}; tools/binding_bench.py, `bazel run -c opt "
+            "//:bench -- --only=binding`). Rate: 40 IEEE shots of "
+            f"{b['big_shot_mb']:.2f} MB, three passes per run, `shotstream bench` (the C++ "
+            "client) and `shotstream.Client.stream` after `shotstream.tune()` (native), each "
+            "a fresh process, alternated; `stream_job` (one consumer) against `stream` of the "
+            "same shots, two passes each, alternated. Per shot: "
+            f"{b['tiny_shots']:,} shots of one 256-sample trace (1 KiB) streamed by both "
+            "clients, alternated; the binding's cost is Python's time per shot less C++'s "
+            "(Python -> C++ -> a Shot with its numpy array, the GIL taken once per shot).", "",
+            "| what | figure | ratio | target |", "| --- | --- | --- | --- |",
+            f"| C++ client (`shotstream bench`) | {fmt(b['cpp_gbps'])} | - | - |",
+            f"| Python, native | {fmt(b['py_gbps'])} | {py:.2f}x the C++ client | "
+            f">= 0.95x: {met(py >= 0.95)} |",
+            f"| Python `stream` | {fmt(b['stream_gbps'])} | - | - |",
+            f"| Python `stream_job` (through the extension) | {fmt(b['job_gbps'])} | "
+            f"{job:.2f}x `stream` | >= 0.9x: {met(job >= 0.9)} |",
+            f"| 1 KiB shots, C++ client | {fmt(b['tiny_cpp_us'], 'us/shot', 1.0, 1)} | - | - |",
+            f"| 1 KiB shots, Python native | {fmt(b['tiny_py_us'], 'us/shot', 1.0, 1)} | - | - |",
+            f"| the binding's cost per shot | {per_shot:.1f} us | - | measured |"]
 
 
 def huge_section(h):

@@ -24,7 +24,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
-#include "client/grpc_tuning.h"
+#include "shotstream/client/grpc_tuning.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/impl/codegen/client_unary_call.h"
 #include "grpcpp/impl/codegen/sync_stream.h"

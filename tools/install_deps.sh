@@ -10,6 +10,7 @@ BUILD_PKGS=(
   g++ pkg-config
   dpkg-dev  # dpkg-shlibdeps, for the .deb's Depends:
   python3   # Bazel's Python toolchain and deploy/make_deb.py
+  python3-dev pybind11-dev  # the Python extension (shotstream._native): pkg-config python3, pybind11
   # Every library the WORKSPACE's system_libs resolves with pkg-config (all of them are
   # looked up when the workspace loads, the test frameworks included).
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler

@@ -20,6 +20,8 @@ SERVER_IP, CLIENT_IP = "10.250.19.1", "10.250.19.2"
 PY_STREAM = """
 import sys, time, shotstream
 target, native, rounds = sys.argv[1], sys.argv[2] == "1", int(sys.argv[3])
+if native:
+    shotstream.tune()
 with shotstream.Client(target, native=native) as c:
     ids = [int(s) for s in c.dataset("ieee").shot_ids]
     for _ in c.stream("ieee", ids[:8], queue_depth=4):

@@ -16,10 +16,10 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
-#include "client/client.h"
-#include "client/grpc_tuning.h"
-#include "gpu/cuda_runtime.h"
-#include "gpu/device_stager.h"
+#include "shotstream/client/client.h"
+#include "shotstream/client/grpc_tuning.h"
+#include "shotstream/gpu/cuda_runtime.h"
+#include "shotstream/gpu/device_stager.h"
 
 ABSL_FLAG(std::string, target, "127.0.0.1:50051", "server HOST:PORT");
 ABSL_FLAG(std::string, dataset, "", "dataset name");

@@ -7,11 +7,11 @@ The build step generates shotstream/v1/shotstream_pb2*.py from the .proto: the c
 sdist carries (proto/ beside this file), else the repository's proto/shotstream/v1/.
 Runtime needs only grpcio, protobuf and numpy.
 
-Where the C++ build dependencies are there (Debian: g++ pkg-config libgrpc++-dev
-libprotobuf-dev protobuf-compiler-grpc libabsl-dev libisal-dev zlib1g-dev), it also builds
-the native extension shotstream._native (the C++ client, the fast path of Client.stream)
+Where the C++ build dependencies are there (client/manifest.bzl lists them, and the
+sources: the one list Bazel loads too), it also builds the native extension
+shotstream._native (the C++ client bound with pybind11, what shotstream.Client runs on)
 from the client's sources: the repository's, or the copy an sdist carries (native_src/).
-Where they are not, the package streams through grpcio alone and says what it lacks, at
+Where they are not, the package runs on the grpcio fallback and says what it lacks, at
 install and at first use. SHOTSTREAM_BUILD_NATIVE=0 skips the extension."""
 
 import os
@@ -27,61 +27,48 @@ from setuptools.command.sdist import sdist
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
-
-def version():
-    """The one version string, src/shotstream/_version.py."""
-    scope = {}
-    with open(os.path.join(HERE, "src", "shotstream", "_version.py")) as f:
-        exec(f.read(), scope)
-    return scope["__version__"]
-
 PROTO = "shotstream/v1/shotstream.proto"
 VENDORED = os.path.join(HERE, "proto")  # in an sdist
 REPO_PROTO = os.path.join(HERE, "..", "..", "proto")
 
 
-# The C++ client's sources the extension is built from (paths from the repository root),
-# with the same flags as the Bazel build.
-NATIVE_SOURCES = [
-    "client/python/native/shotstream_native.cc",
-    "client/client.cc",
-    "wire/chunk_codec.cc",
-    "wire/sample_encoding.cc",
-    "wire/sample_kernels.cc",
-    "segy/sample_format.cc",
-    "gpu/pinned_buffer_pool.cc",
-    "gpu/cuda_runtime.cc",
-]
-NATIVE_HEADERS = [
-    "client/client.h",
-    "client/grpc_tuning.h",
-    "client/retry_budget.h",
-    "common/crc32.h",
-    "common/malloc_tuning.h",
-    "common/sample_buffer.h",
-    "common/status_macros.h",
-    "gpu/cuda_runtime.h",
-    "gpu/pinned_buffer_pool.h",
-    "segy/sample_format.h",
-    "wire/chunk_codec.h",
-    "wire/encoding.h",
-    "wire/encoding_proto.h",
-    "wire/sample_encoding.h",
-    "wire/sample_kernels.h",
-]
-PKG_CONFIG = ["grpc++", "protobuf", "libisal", "zlib", "blosc", "absl_status", "absl_statusor",
-              "absl_synchronization", "absl_strings", "absl_str_format", "absl_time"]
-# Libraries without a pkg-config file: (link flag, header, Debian package).
-PLAIN_LIBS = [("-lzfp", "zfp.h", "libzfp-dev")]
-NATIVE_FLAGS = ["-std=c++17", "-O2", "-g0", "-Wall", "-Wno-sign-compare", "-fvisibility=hidden"]
 VENDORED_NATIVE = os.path.join(HERE, "native_src")  # in an sdist
 REPO_ROOT = os.path.join(HERE, "..", "..")
+MANIFEST = "client/manifest.bzl"
+
+
+def manifest():
+    """client/manifest.bzl: the extension's sources and dependencies, written once (Bazel
+    loads the same file); from the sdist's copy, else the repository's."""
+    for root in (VENDORED_NATIVE, REPO_ROOT):
+        path = os.path.join(root, MANIFEST)
+        if os.path.isfile(path):
+            scope = {}
+            with open(path) as f:
+                exec(f.read(), scope)
+            return scope
+    return None
+
+
+M = manifest() or {"NATIVE_SOURCES": [], "NATIVE_HEADERS": [], "PKG_CONFIG_REQUIRES": [],
+                   "PKG_CONFIG_PRIVATE": [], "PLAIN_PRIVATE": [], "DEBIAN_BUILD_PACKAGES": []}
+NATIVE_SOURCES = M["NATIVE_SOURCES"]
+NATIVE_HEADERS = M["NATIVE_HEADERS"]
+# The extension links what the library does, statically private ones included, and
+# compiles against pybind11 and this interpreter's headers.
+PKG_CONFIG = M["PKG_CONFIG_REQUIRES"] + M["PKG_CONFIG_PRIVATE"] + ["pybind11"]
+PLAIN_LIBS = M["PLAIN_PRIVATE"]
+NATIVE_FLAGS = ["-std=c++17", "-O2", "-g0", "-Wall", "-Wno-sign-compare", "-fvisibility=hidden",
+                "-fsized-deallocation"]
+# Public headers are included as "shotstream/<package>/<header>" (the installed layout).
+PUBLIC_PACKAGES = ["client", "common", "gpu"]
 MISSING_NOTE = "_native_missing.txt"  # in the installed package when the extension is not
 
 
 def native_root():
     for root in (VENDORED_NATIVE, REPO_ROOT):
-        if all(os.path.isfile(os.path.join(root, f)) for f in NATIVE_SOURCES + NATIVE_HEADERS):
+        if NATIVE_SOURCES and all(os.path.isfile(os.path.join(root, f))
+                                  for f in NATIVE_SOURCES + NATIVE_HEADERS):
             return os.path.abspath(root)
     return None
 
@@ -126,7 +113,7 @@ class SdistWithProto(sdist):
         shutil.copy(os.path.join(proto_root(), PROTO), dst)
         root = native_root()
         if root is not None:
-            for f in NATIVE_SOURCES + NATIVE_HEADERS:
+            for f in NATIVE_SOURCES + NATIVE_HEADERS + [MANIFEST]:
                 out = os.path.join(base_dir, "native_src", f)
                 os.makedirs(os.path.dirname(out), exist_ok=True)
                 shutil.copy(os.path.join(root, f), out)
@@ -144,13 +131,11 @@ class BuildNative(build_ext):
         missing = native_missing()
         note = os.path.join(os.path.abspath(self.build_lib), "shotstream", MISSING_NOTE)
         if missing:
-            text = ("shotstream: the native extension (the C++ client, the fast path of "
-                    "Client.stream) was not built; missing: " + ", ".join(missing) +
-                    ". The package streams through grpcio alone. To build it (Debian): "
-                    "apt-get install g++ pkg-config libgrpc++-dev libprotobuf-dev "
-                    "protobuf-compiler-grpc libabsl-dev libisal-dev zlib1g-dev libblosc-dev "
-                    "libzfp-dev, then pip "
-                    "install again.")
+            text = ("shotstream: the native extension (the C++ client shotstream.Client runs "
+                    "on) was not built; missing: " + ", ".join(missing) +
+                    ". The package runs on the slower grpcio fallback. To build it (Debian): "
+                    "apt-get install " + " ".join(M["DEBIAN_BUILD_PACKAGES"]) +
+                    ", then pip install again.")
             sys.stderr.write(text + "\n")
             os.makedirs(os.path.dirname(note), exist_ok=True)
             with open(note, "w") as f:
@@ -168,11 +153,15 @@ class BuildNative(build_ext):
             cwd=proto_root())
         cflags = subprocess.check_output(["pkg-config", "--cflags"] + PKG_CONFIG, text=True)
         libs = subprocess.check_output(["pkg-config", "--libs"] + PKG_CONFIG, text=True)
+        for package in PUBLIC_PACKAGES:  # gen/shotstream/client -> ROOT/client, ...
+            link = os.path.join(gen, "shotstream", package)
+            if not os.path.lexists(link):
+                os.symlink(os.path.join(root, package), link)
         for ext in self.extensions:
             ext.sources = [os.path.join(root, f) for f in NATIVE_SOURCES] + [
                 os.path.join(gen, "shotstream", "v1", "shotstream.pb.cc"),
                 os.path.join(gen, "shotstream", "v1", "shotstream.grpc.pb.cc")]
-            ext.include_dirs = [root, gen]
+            ext.include_dirs = [gen, root]
             ext.extra_compile_args = NATIVE_FLAGS + cflags.split()
             ext.extra_link_args = libs.split() + [flag for flag, _, _ in PLAIN_LIBS]
         super().run()
@@ -197,16 +186,9 @@ class BuildWithStubs(build_py):
             f.write("# Generated gRPC stubs of shotstream.v1.\n")
 
 
+# Name, version, dependencies: pyproject.toml ([project]). Here only what needs code: the
+# stubs generated at build time and the optional native extension.
 setup(
-    name="shotstream",
-    version=version(),
-    description="Stream seismic shot gathers from a shotstream server into numpy",
-    package_dir={"": "src"},
-    packages=["shotstream"],
-    package_data={"shotstream": ["py.typed"]},
-    python_requires=">=3.9",
-    install_requires=["grpcio", "protobuf", "numpy"],
-    extras_require={"torch": ["torch"]},
     ext_modules=[Extension("shotstream._native", sources=["(set by BuildNative)"],
                            language="c++")],
     cmdclass={"build_py": BuildWithStubs, "build_ext": BuildNative, "sdist": SdistWithProto},

@@ -6,7 +6,7 @@
 #include <sstream>
 #include <string>
 
-#include "client/epoch_shots.h"
+#include "shotstream/client/epoch_shots.h"
 
 int main() {
   std::string line;

@@ -5,7 +5,7 @@
 #include <string>
 #include <thread>
 
-#include "client/client.h"
+#include "shotstream/client/client.h"
 #include "gtest/gtest.h"
 #include "server/segy/test_writer.h"
 

@@ -10,7 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "common/epoch_shots.h"
+#include "shotstream/common/epoch_shots.h"
 
 namespace shotstream::jobs {
 namespace {

@@ -6,7 +6,7 @@
 #include <set>
 #include <vector>
 
-#include "common/epoch_shots.h"
+#include "shotstream/common/epoch_shots.h"
 #include "gtest/gtest.h"
 
 namespace shotstream::jobs {

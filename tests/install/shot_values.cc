@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "client/client.h"
-#include "client/grpc_tuning.h"
-#include "gpu/device_stager.h"
+#include "shotstream/client/client.h"
+#include "shotstream/client/grpc_tuning.h"
+#include "shotstream/gpu/device_stager.h"
 
 int main(int argc, char** argv) {
   if (argc != 5) return std::fprintf(stderr, "usage: %s TARGET DATASET SHOT OUT\n", argv[0]), 2;

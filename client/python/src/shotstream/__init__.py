@@ -7,18 +7,22 @@
         shot.samples          # float32 (n_traces, n_samples)
         shot.headers["group_x"]
 
-Modules: client (Client), epochs (epoch_shots: each rank's shots of an epoch), types
-(DatasetInfo, Shot), errors (ShotstreamError), wire (the
-ShotChunk format, CRC-32 checks), routing (targets, shot routing, RetryBudget), torch
-(PyTorch adapter, imported on demand).
+Call shotstream.tune() first in a program that streams much: the process-wide malloc
+and gRPC settings the C++ tools use (the package never changes them on import).
+
+Modules: client (Client, tune), fallback (the grpcio path where the native extension is
+not built), epochs (epoch_shots: each rank's shots of an epoch), types (DatasetInfo,
+Shot), errors (ShotstreamError), wire (the ShotChunk format and decoders of the
+fallback), routing (targets, shot routing, RetryBudget), torch (PyTorch adapter,
+imported on demand).
 """
 
 from shotstream._version import __version__
-from shotstream.client import Client
+from shotstream.client import Client, tune
 from shotstream.epochs import epoch_permutation, epoch_shots
 from shotstream.errors import ShotstreamError
 from shotstream.routing import RetryBudget, expand_targets
 from shotstream.types import DatasetInfo, Shot
 
 __all__ = ["Client", "DatasetInfo", "RetryBudget", "Shot", "ShotstreamError",
-           "epoch_permutation", "epoch_shots", "expand_targets", "__version__"]
+           "epoch_permutation", "epoch_shots", "expand_targets", "tune", "__version__"]

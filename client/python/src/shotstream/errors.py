@@ -24,6 +24,11 @@ class ShotstreamError(Exception):
     def __reduce__(self):
         return (ShotstreamError, (self._code, self._message))
 
+    @classmethod
+    def from_status(cls, code: int, message: str) -> "ShotstreamError":
+        """From a C++ absl::Status (the native extension): its code is gRPC's number."""
+        return cls(_CODES.get(int(code), grpc.StatusCode.UNKNOWN), message)
+
     def code(self) -> grpc.StatusCode:
         """The grpc.StatusCode."""
         return self._code
@@ -31,6 +36,9 @@ class ShotstreamError(Exception):
     def details(self) -> str:
         """The server's message."""
         return self._message
+
+
+_CODES = {c.value[0]: c for c in grpc.StatusCode}
 
 
 def _code_from_text(text: str) -> "tuple[grpc.StatusCode, str]":

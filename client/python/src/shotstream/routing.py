@@ -89,6 +89,25 @@ def reroute(routes: List[int], holders: Dict[int, List[int]], shot_ids: Sequence
     return moved
 
 
+def split_job(name: str, shot_ids: Sequence[int],
+              held: Optional[List[Optional[Sequence[int]]]]) -> Dict[int, List[int]]:
+    """A job's shots per target: {target index: its shot ids, in order}, each shot to the
+    first target that holds it (the C++ client's rule). held: each target's shot ids (None
+    where it lacks the dataset), or None for one target (it takes all). NOT_FOUND names a
+    shot no target holds."""
+    if held is None:
+        return {0: list(shot_ids)}
+    sets = [set() if h is None else set(int(x) for x in h) for h in held]
+    per_target: Dict[int, List[int]] = {}
+    for sid in shot_ids:
+        t = next((k for k, h in enumerate(sets) if sid in h), None)
+        if t is None:
+            raise ShotstreamError(grpc.StatusCode.NOT_FOUND,
+                                  f"no target holds shot {sid} of {name!r}")
+        per_target.setdefault(t, []).append(sid)
+    return per_target
+
+
 class RetryBudget:
     """How many times a broken stream is tried again: at most `retries` failures in a
     row, each delivered shot starting the count again; before the n-th retry in a row a

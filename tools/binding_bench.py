@@ -1,0 +1,94 @@
+"""The Python client on the C++ client (the pybind11 extension), against the C++ client
+itself, on loopback. Used by tools/bench.py (`bazel run -c opt //:bench -- --only=binding`).
+
+- Rate: 40 shots of 480 x 4000 IEEE samples (7.68 MB), streamed `passes` times by
+  `shotstream bench` (the C++ client) and by shotstream.Client.stream (native, after
+  shotstream.tune()), each a fresh process, alternated; and Client.stream_job over the
+  same shots (one consumer: the job's shots are the stream's) against Client.stream, in
+  one process, alternated.
+- Per-shot overhead of the binding (Python -> C++ -> numpy): 20,000 shots of one trace of
+  256 samples (1 KiB), streamed by `shotstream bench` and by Client.stream (native, the
+  shot's samples touched), alternated; (Python's seconds - C++'s) / shots."""
+
+import os
+import subprocess
+import sys
+
+import harness  # the test harness: a real server process
+import synth  # numpy SEG-Y writing
+
+BIG_SHOTS, BIG_TRACES, BIG_SAMPLES = 40, 480, 4000
+TINY_SHOTS = 20_000
+
+PY = r"""
+import sys, time, shotstream
+shotstream.tune()
+target, dataset, mode, passes = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+with shotstream.Client(target) as c:
+    assert c.native
+    ids = [int(s) for s in c.dataset(dataset).shot_ids]
+    for _ in c.stream(dataset, ids[:8], queue_depth=4):
+        pass
+    out = []
+    for p in range(passes):
+        t = time.perf_counter()
+        if mode == "job":
+            shots = c.stream_job(dataset, "bench", ids, epoch=p, queue_depth=4)
+        else:
+            shots = c.stream(dataset, ids, queue_depth=4)
+        n = k = 0
+        for s in shots:
+            n += s.samples.nbytes
+            k += 1
+            s.samples[0, 0]  # touched, as a consumer does
+        out.append((time.perf_counter() - t, n, k))
+    print(" ".join(f"{t} {n} {k}" for t, n, k in out))
+"""
+
+
+def python_runs(target, dataset, mode, passes, env):
+    """[(seconds, bytes, shots)] of each pass of Client.stream or stream_job."""
+    res = subprocess.run([sys.executable, "-c", PY, target, dataset, mode, str(passes)],
+                         capture_output=True, text=True, env=env, timeout=900)
+    assert res.returncode == 0, res.stderr[-3000:]
+    v = res.stdout.split()
+    return [(float(v[i]), int(v[i + 1]), int(v[i + 2])) for i in range(0, len(v), 3)]
+
+
+def cpp_run(target, dataset, n_shots, passes):
+    """(seconds, bytes) of `shotstream bench` over the dataset's shots, `passes` times."""
+    r = harness.cli_bench(target, dataset, repeat=passes, warmup_shots=8, queue_depth=4)
+    assert r["shots"] == n_shots * passes and r["in_order"], r
+    return r["seconds"], r["bytes"]
+
+
+def measure(work, env, reps=5):
+    big = os.path.join(work, "binding_big")
+    tiny = os.path.join(work, "binding_tiny")
+    if not os.path.isdir(big):
+        synth.write_survey(big, n_shots=BIG_SHOTS, traces_per_shot=BIG_TRACES,
+                           n_samples=BIG_SAMPLES, n_files=4, fmt=5)
+    if not os.path.isdir(tiny):
+        synth.write_survey(tiny, n_shots=TINY_SHOTS, traces_per_shot=1, n_samples=256,
+                           n_files=1, fmt=5)
+    out = {"cpp_gbps": [], "py_gbps": [], "stream_gbps": [], "job_gbps": [],
+           "tiny_cpp_us": [], "tiny_py_us": [], "big_shot_mb": BIG_TRACES * BIG_SAMPLES * 4 / 1e6,
+           "tiny_shots": TINY_SHOTS}
+    with harness.Server([f"--dataset=big={big}/*.sgy", f"--dataset=tiny={tiny}/*.sgy",
+                         "--log_streams=false"]) as s:
+        cpp_run(s.target, "big", BIG_SHOTS, 1)  # first touches out of the figures
+        for _ in range(reps):
+            sec, n = cpp_run(s.target, "big", BIG_SHOTS, 3)
+            out["cpp_gbps"].append(n / sec / 1e9)
+            runs = python_runs(s.target, "big", "stream", 3, env)
+            out["py_gbps"].append(sum(n for _, n, _ in runs) / sum(t for t, _, _ in runs) / 1e9)
+            for mode, key in (("stream", "stream_gbps"), ("job", "job_gbps")):
+                runs = python_runs(s.target, "big", mode, 2, env)
+                assert all(k == BIG_SHOTS for _, _, k in runs), runs
+                out[key].append(sum(n for _, n, _ in runs) / sum(t for t, _, _ in runs) / 1e9)
+            sec, _ = cpp_run(s.target, "tiny", TINY_SHOTS, 1)
+            out["tiny_cpp_us"].append(sec / TINY_SHOTS * 1e6)
+            (sec, _, k), = python_runs(s.target, "tiny", "stream", 1, env)
+            assert k == TINY_SHOTS
+            out["tiny_py_us"].append(sec / TINY_SHOTS * 1e6)
+    return out
