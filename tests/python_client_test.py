@@ -42,6 +42,56 @@ class PythonClientTest(unittest.TestCase):
     def tearDown(self):
         shutil.rmtree(self.tmp, ignore_errors=True)
 
+    def test_import_tunes_nothing_and_tune_is_explicit(self):
+        # A fresh interpreter: importing the package (and making a client) leaves the
+        # process's gRPC and malloc settings alone; shotstream.tune() sets them.
+        # (The C environment, which setenv changes and os.environ does not see.)
+        code = ("import ctypes, shotstream\n"
+                "libc = ctypes.CDLL(None); libc.getenv.restype = ctypes.c_char_p\n"
+                "env = lambda: (libc.getenv(b'GRPC_EXPERIMENTS') or b'None').decode()\n"
+                "c = shotstream.Client('127.0.0.1:1'); c.close()\n"
+                "print(env())\n"
+                "print(shotstream.tune(), env())\n")
+        env = {k: v for k, v in os.environ.items() if k != "GRPC_EXPERIMENTS"}
+        env["PYTHONPATH"] = os.pathsep.join(sys.path)
+        res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             env=env, timeout=60)
+        self.assertEqual(res.returncode, 0, res.stderr)
+        before, after = res.stdout.splitlines()
+        self.assertEqual(before, "None")
+        if shotstream.client._native is not None:
+            self.assertEqual(after, "True -tcp_read_chunks")
+        else:
+            self.assertEqual(after, "False None")
+
+    def test_the_binding_takes_keywords_and_raises_shotstream_errors(self):
+        native = shotstream.client._native
+        if native is None:
+            self.skipTest("no native extension on this path")
+        harness.write_survey(os.path.join(self.tmp, "b.sgy"), 5, [3, 4], 5, 40)
+        oracle = harness.segyio_shots([os.path.join(self.tmp, "b.sgy")])
+        with harness.Server([f"--dataset=d={self.tmp}/b.sgy"]) as server:
+            c = native.Client([server.target], connect_timeout=5.0)
+            shots = list(c.stream("d", [4, 3], queue_depth=1, window=(2, 30),
+                                  headers=["offset"], where=[("offset", -1e9, 1e9)]))
+            self.assertEqual([s.shot_id for s in shots], [4, 3])
+            for s in shots:
+                np.testing.assert_array_equal(s.samples, oracle[s.shot_id][0][:, 2:30])
+                self.assertFalse(s.samples.flags.writeable)
+                self.assertIsInstance(s, shotstream.Shot)
+            job = list(c.stream_job("d", "j", [3, 4], seed=7, queue_depth=1))
+            self.assertEqual(sorted(s.shot_id for s in job), [3, 4])
+            self.assertEqual(c.dataset("d")["n_shots"], 2)
+            with self.assertRaises(shotstream.ShotstreamError) as e:
+                c.dataset("nope")
+            self.assertEqual(e.exception.code(), grpc.StatusCode.NOT_FOUND)
+            with self.assertRaises(TypeError):  # keyword-only options
+                c.stream("d", [3], 1)
+            c.close()
+            with self.assertRaises(shotstream.ShotstreamError) as e:
+                c.dataset("d")
+            self.assertEqual(e.exception.code(), grpc.StatusCode.FAILED_PRECONDITION)
+
     def test_streams_take_the_path_this_run_asks_for(self):
         pkg = os.path.dirname(shotstream.__file__)
         # Sanitizer builds ship an empty _native.so (python3 cannot load their objects); a
