@@ -28,6 +28,7 @@
 #include "common/status_macros.h"
 #include "wire/encoding_proto.h"
 #include "wire/chunk_codec.h"
+#include "wire/shot_assembler.h"
 #include "wire/sample_encoding.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/impl/codegen/sync_stream.h"
@@ -180,209 +181,37 @@ struct Client::Impl {
 
 namespace {
 
-// Assembles shots from one stream's chunks into `pool` buffers, decoding encoded samples
-// and verifying each chunk's CRC-32 (where the server sent one) and each shot's. With
-// `pieces`, every chunk that carries its own CRC-32 is a part of its own (Shot's
-// first_trace .. first_trace + n_traces), delivered once it matched; a shot without
-// chunk CRC-32s comes whole. ZFP bytes are verified before libzfp sees them: by their
-// chunk's CRC-32, else kept until the shot's matched.
+// wire::ShotAssembler (the shot protocol's assembler), handing out this API's Shots.
 // Thread-compatible: one receive thread.
 class ShotAssembler {
  public:
   ShotAssembler(gpu::PinnedBufferPool* pool, bool raw_trace_headers, bool pieces)
-      : pool_(pool), raw_trace_headers_(raw_trace_headers), pieces_(pieces) {}
+      : assembler_(pool, raw_trace_headers, pieces) {}
 
-  // Adds a received chunk: true with *out filled when it completed a verified shot (or,
-  // with pieces, a verified part of one).
   absl::StatusOr<bool> Add(const wire::ReceivedChunk& raw, Shot* out) {
-    const v1::ShotChunk& chunk = raw.meta();
-    if (!in_shot_) {
-      shot_ = Shot();
-      shot_.shot_id = chunk.shot_id();
-      shot_.n_traces = chunk.n_traces();
-      shot_.shot_traces = chunk.n_traces();
-      shot_.n_samples = chunk.n_samples();
-      shot_.sample_interval_us = chunk.sample_interval_us();
-      const uint64_t n = uint64_t{shot_.n_traces} * shot_.n_samples;
-      if (chunk.total_bytes() != n * sizeof(float)) {
-        return absl::DataLossError(absl::StrCat("shot ", shot_.shot_id, ": total_bytes ",
-                                                chunk.total_bytes(), " != ", n * sizeof(float)));
-      }
-      // With pieces and chunk CRC-32s, each part gets a buffer of its own.
-      piecewise_ = pieces_ && chunk.has_chunk_crc32();
-      if (!piecewise_) {
-        shot_.samples = pool_->Acquire(n);
-        if (n > 0 && shot_.samples.data() == nullptr) {
-          return absl::ResourceExhaustedError(absl::StrCat("no memory for shot ", shot_.shot_id));
-        }
-      }
-      for (const v1::HeaderColumn& col : chunk.headers()) {
-        shot_.headers.emplace_back(col.name(), std::vector<double>(col.values().begin(),
-                                                                   col.values().end()));
-      }
-      if (raw_trace_headers_) {
-        if (chunk.trace_headers().size() != uint64_t{shot_.n_traces} * 240) {
-          return absl::DataLossError(absl::StrCat(
-              "shot ", shot_.shot_id, ": ", chunk.trace_headers().size(),
-              " bytes of trace headers for ", shot_.n_traces, " traces"));
-        }
-        shot_.trace_headers = chunk.trace_headers();
-      }
-      crc_ = 0;
-      wire_bytes_ = 0;
-      in_shot_ = true;
-      first_part_ = true;
-      zfp_.clear();
-    }
-    const uint64_t total = uint64_t{shot_.shot_traces} * shot_.n_samples * sizeof(float);
-    const auto encoding = wire::FromProto(chunk.encoding());
-    // The bytes this chunk's samples take as float32 (the others say their traces).
-    const uint64_t out_bytes = encoding == wire::Encoding::kFloat32
-                                   ? raw.samples_size()
-                                   : uint64_t{chunk.chunk_traces()} * shot_.n_samples * 4;
-    if (chunk.offset() > total || out_bytes > total - chunk.offset() ||
-        (shot_.n_samples > 0 && (chunk.offset() % (uint64_t{shot_.n_samples} * 4) != 0 ||
-                                 out_bytes % (uint64_t{shot_.n_samples} * 4) != 0))) {
-      return absl::DataLossError(absl::StrCat("shot ", shot_.shot_id, ": chunk at byte ",
-                                              chunk.offset(),
-                                              " overruns the shot or splits a trace"));
-    }
-    const uint32_t first_trace = shot_.n_samples == 0
-                                     ? 0
-                                     : static_cast<uint32_t>(chunk.offset() / 4 / shot_.n_samples);
-    const uint32_t traces =
-        shot_.n_samples == 0 ? 0 : static_cast<uint32_t>(out_bytes / 4 / shot_.n_samples);
-    gpu::HostBuffer part;
-    uint8_t* at;
-    if (piecewise_) {
-      part = pool_->Acquire(uint64_t{traces} * shot_.n_samples);
-      if (traces > 0 && part.data() == nullptr) {
-        return absl::ResourceExhaustedError(absl::StrCat("no memory for shot ", shot_.shot_id));
-      }
-      at = reinterpret_cast<uint8_t*>(part.data());
-    } else {
-      at = reinterpret_cast<uint8_t*>(shot_.samples.data()) + chunk.offset();
-    }
-    wire_bytes_ += raw.samples_size();
-    encoding_ = encoding;
-    // The chunk's CRC-32 by its encoding's rule: of the bytes as sent (FLOAT32 and the
-    // lossy ones), or of the float32 samples decoded (NATIVE, LOSSLESS).
-    uint32_t crc;
-    uint64_t covered;
-    if (encoding == wire::Encoding::kFloat32) {
-      crc = raw.CopySamples(at, 0);
-      covered = raw.samples_size();
-      SS_RETURN_IF_ERROR(CheckChunk(chunk, first_trace, traces, crc));
-    } else if (encoding == wire::Encoding::kZfp) {
-      std::string payload(raw.samples_size(), '\0');
-      raw.CopyPayload(reinterpret_cast<uint8_t*>(payload.data()));
-      crc = Crc32(0, payload.data(), payload.size());
-      covered = payload.size();
-      SS_RETURN_IF_ERROR(CheckChunk(chunk, first_trace, traces, crc));
-      if (chunk.has_chunk_crc32()) {  // verified: decoded now
-        SS_RETURN_IF_ERROR(Decode(chunk, reinterpret_cast<const uint8_t*>(payload.data()),
-                                  payload.size(), at));
-      } else {  // kept until the shot's CRC-32 matched: libzfp never sees unverified bytes
-        zfp_.emplace_back(chunk, std::move(payload));
-      }
-    } else {
-      // Decoded from where gRPC put it when it lies in one slice, else from a copy, as it
-      // arrives. INT16 and QUANTIZED are checked before they are decoded; the exact ones
-      // after (their decoders, ours and c-blosc's, check every size and are fuzzed).
-      const uint8_t* payload = raw.ContiguousPayload();
-      if (payload == nullptr) {
-        if (scratch_.size() < raw.samples_size()) scratch_.resize(raw.samples_size());
-        raw.CopyPayload(scratch_.data());
-        payload = scratch_.data();
-      }
-      if (!wire::IsExact(encoding)) {
-        crc = Crc32(0, payload, raw.samples_size());
-        covered = raw.samples_size();
-        SS_RETURN_IF_ERROR(CheckChunk(chunk, first_trace, traces, crc));
-        SS_RETURN_IF_ERROR(Decode(chunk, payload, raw.samples_size(), at));
-      } else {
-        SS_RETURN_IF_ERROR(Decode(chunk, payload, raw.samples_size(), at));
-        crc = Crc32(0, at, out_bytes);
-        covered = out_bytes;
-        SS_RETURN_IF_ERROR(CheckChunk(chunk, first_trace, traces, crc));
-      }
-    }
-    crc_ = Crc32Combine(crc_, crc, covered);
-    if (chunk.last()) {
-      in_shot_ = false;
-      if (crc_ != chunk.crc32()) {
-        return absl::DataLossError(absl::StrCat("shot ", shot_.shot_id,
-                                                ": checksum mismatch (CRC-32 ", crc_,
-                                                " received, ", chunk.crc32(), " sent)"));
-      }
-    }
-    if (piecewise_) {  // this chunk is a part: delivered now
-      *out = Shot();
-      out->shot_id = shot_.shot_id;
-      out->n_samples = shot_.n_samples;
-      out->sample_interval_us = shot_.sample_interval_us;
-      out->n_traces = traces;
-      out->first_trace = first_trace;
-      out->shot_traces = shot_.shot_traces;
-      out->last_piece = chunk.last();
-      out->samples = std::move(part);
-      if (first_part_) {
-        out->headers = std::move(shot_.headers);
-        out->trace_headers = std::move(shot_.trace_headers);
-        first_part_ = false;
-      }
-      out->encoding = std::string(wire::EncodingName(encoding));
-      return true;
-    }
-    if (!chunk.last()) return false;
-    for (const auto& [meta, payload] : zfp_) {
-      SS_RETURN_IF_ERROR(Decode(meta, reinterpret_cast<const uint8_t*>(payload.data()),
-                                payload.size(),
-                                reinterpret_cast<uint8_t*>(shot_.samples.data()) + meta.offset()));
-    }
-    zfp_.clear();
-    shot_.encoding = std::string(wire::EncodingName(encoding_));
-    *out = std::move(shot_);
+    wire::AssembledShot shot;
+    SS_ASSIGN_OR_RETURN(const bool complete, assembler_.Add(raw, &shot));
+    if (!complete) return false;
+    out->shot_id = shot.shot_id;
+    out->n_traces = shot.n_traces;
+    out->first_trace = shot.first_trace;
+    out->shot_traces = shot.shot_traces;
+    out->last_piece = shot.last_piece;
+    out->n_samples = shot.n_samples;
+    out->sample_interval_us = shot.sample_interval_us;
+    out->samples = std::move(shot.samples);  // the previous buffer goes back to the pool
+    out->headers = std::move(shot.headers);
+    out->trace_headers = std::move(shot.trace_headers);
+    out->encoding = std::string(wire::EncodingName(shot.encoding));
     return true;
   }
 
-  bool in_shot() const { return in_shot_; }
-  uint64_t shot_wire_bytes() const { return wire_bytes_; }  // of the last shot, so far
-  wire::Encoding shot_encoding() const { return encoding_; }
+  bool in_shot() const { return assembler_.in_shot(); }
+  uint64_t shot_wire_bytes() const { return assembler_.shot_wire_bytes(); }
+  wire::Encoding shot_encoding() const { return assembler_.shot_encoding(); }
 
  private:
-  // A chunk whose own CRC-32 (where sent) is not `crc`: DATA_LOSS naming its traces.
-  absl::Status CheckChunk(const v1::ShotChunk& chunk, uint32_t first, uint32_t traces,
-                          uint32_t crc) const {
-    if (!chunk.has_chunk_crc32() || chunk.chunk_crc32() == crc) return absl::OkStatus();
-    return absl::DataLossError(absl::StrCat(
-        "shot ", shot_.shot_id, ": traces [", first, ", ", first + traces,
-        ") (the chunk at byte ", chunk.offset(), "): checksum mismatch (CRC-32 ", crc,
-        " received, ", chunk.chunk_crc32(), " sent)"));
-  }
-
-  // An encoded chunk's samples (its chunk_traces traces) decoded to float32 at `at`.
-  absl::Status Decode(const v1::ShotChunk& chunk, const uint8_t* payload, size_t size,
-                      uint8_t* at) const {
-    absl::Status s = wire::DecodeSamples(
-        wire::FromProto(chunk.encoding()), chunk.sample_format(), chunk.big_endian(),
-        payload, size, chunk.chunk_traces(), shot_.n_samples, reinterpret_cast<float*>(at));
-    if (s.ok()) return s;
-    return absl::DataLossError(absl::StrCat("shot ", shot_.shot_id, ": ", s.message()));
-  }
-
-  gpu::PinnedBufferPool* const pool_;
-  const bool raw_trace_headers_;
-  const bool pieces_;
-  Shot shot_;
-  bool in_shot_ = false;
-  bool piecewise_ = false;   // this shot is delivered a chunk at a time
-  bool first_part_ = false;  // its next part is its first (the headers go with it)
-  uint32_t crc_ = 0;
-  uint64_t wire_bytes_ = 0;
-  wire::Encoding encoding_ = wire::Encoding::kFloat32;
-  std::vector<std::pair<v1::ShotChunk, std::string>> zfp_;  // kept until the CRC matched
-  std::vector<uint8_t> scratch_;  // an exact chunk's payload split across slices
+  wire::ShotAssembler assembler_;
 };
 
 // Receives on its own thread; at most queue_depth assembled shots wait in ready_.

@@ -1,6 +1,8 @@
 """shotstream.wire against protobuf's own serialization: chunks split without parsing the
 samples, shots reassembled from several chunks (either byte order), CRC-32 checked."""
 
+import os
+import struct
 import unittest
 import zlib
 
@@ -150,6 +152,106 @@ class QuantizedDecodeTest(unittest.TestCase):
                 self.decode(data, 2, 2)
             self.assertEqual(cm.exception.code(), grpc.StatusCode.DATA_LOSS)
             self.assertIn("quantized chunk", str(cm.exception))
+
+
+def golden_path(name):
+    root = os.environ.get("TEST_SRCDIR", "")
+    return os.path.join(root, os.environ.get("TEST_WORKSPACE", "shotstream"), "client",
+                        "testdata", name)
+
+
+def golden_chunks():
+    """client/testdata/golden_chunks.bin: each chunk's bytes (a uint32 LE length first)."""
+    with open(golden_path("golden_chunks.bin"), "rb") as f:
+        data = f.read()
+    out, at = [], 0
+    while at < len(data):
+        (n,) = struct.unpack_from("<I", data, at)
+        out.append(data[at + 4:at + 4 + n])
+        at += 4 + n
+    return out
+
+
+def golden_shots():
+    """golden_chunks.txt: (shot_id, encoding, n_traces, n_samples, bound) a shot."""
+    with open(golden_path("golden_chunks.txt")) as f:
+        rows = [line.split() for line in f if line.strip() and not line.startswith("#")]
+    return [(int(a), e, int(t), int(s), float(b)) for a, e, t, s, b in rows]
+
+
+def golden_original(shot_id, encoding, n_traces, n_samples):
+    t = np.arange(n_traces, dtype=np.int64)[:, None]
+    s = np.arange(n_samples, dtype=np.int64)[None, :]
+    k = (t * 131 + s * 17 + shot_id * 7) % 2001 - 1000
+    # The int16 shot (NATIVE, integral samples) is the one NATIVE shot of 5 traces.
+    return k.astype(np.float32) if encoding == "native" and n_traces == 5 else \
+        k.astype(np.float32) / np.float32(8)
+
+
+class GoldenChunksTest(unittest.TestCase):
+    """The golden chunk stream the C++ assembler also reads (//client:golden_chunks_test):
+    the Python fallback's mirror of the protocol, pinned."""
+
+    def assemble(self, chunks, pieces=False):
+        asm = wire.Assembler(pieces)
+        return [s for s in (asm.add(c) for c in chunks) if s is not None]
+
+    def test_every_shot_assembles_to_its_originals(self):
+        shots = self.assemble(golden_chunks())
+        want = golden_shots()
+        self.assertEqual(len(shots), len(want))
+        for shot, (sid, encoding, n_traces, n_samples, bound) in zip(shots, want):
+            with self.subTest(shot=sid, encoding=encoding):
+                self.assertEqual(shot.shot_id, sid)
+                self.assertEqual(shot.samples.shape, (n_traces, n_samples))
+                self.assertEqual(shot.samples.dtype, np.float32)
+                self.assertEqual(shot.encoding, encoding)
+                np.testing.assert_array_equal(shot.headers["offset"],
+                                              100 + 12.5 * np.arange(n_traces))
+                if n_traces == 0:  # no bytes of trace headers: None, as the native path
+                    self.assertIsNone(shot.trace_headers)
+                else:
+                    self.assertEqual(shot.trace_headers.shape, (n_traces, 240))
+                    np.testing.assert_array_equal(shot.trace_headers.ravel(),
+                                                  np.arange(n_traces * 240) % 251)
+                err = np.abs(shot.samples.astype(np.float64) -
+                             golden_original(sid, encoding, n_traces, n_samples))
+                worst = float(err.max()) if err.size else 0.0
+                self.assertLessEqual(worst, bound)
+                if bound == 0:
+                    self.assertEqual(worst, 0.0)
+
+    def test_parts_of_a_pieces_stream_equal_the_whole_shots(self):
+        chunks = golden_chunks()
+        whole = self.assemble(chunks)
+        parts = self.assemble(chunks, pieces=True)
+        self.assertEqual(len(parts), len(chunks))  # every golden chunk carries its CRC-32
+        it = iter(parts)
+        for shot in whole:
+            got = []
+            while True:
+                part = next(it)
+                self.assertEqual((part.shot_id, part.first_trace, part.shot_traces),
+                                 (shot.shot_id, sum(len(p) for p in got), len(shot.samples)))
+                got.append(part.samples)
+                if part.last_piece:
+                    break
+            np.testing.assert_array_equal(np.concatenate(got).reshape(shot.samples.shape),
+                                          shot.samples)
+
+    def test_a_flipped_byte_is_data_loss_naming_the_shot(self):
+        chunks = golden_chunks()
+        for k, c in enumerate(chunks):
+            meta, data = wire.split_chunk(c)
+            if not len(data):
+                continue
+            bad = list(chunks)
+            bad[k] = c[:-1] + bytes([c[-1] ^ 1])
+            with self.subTest(chunk=k, shot=meta.shot_id):
+                with self.assertRaises(ShotstreamError) as e:
+                    self.assemble(bad)
+                self.assertEqual(e.exception.code(), grpc.StatusCode.DATA_LOSS)
+                self.assertIn(f"shot {meta.shot_id}", e.exception.details())
 
 
 if __name__ == "__main__":

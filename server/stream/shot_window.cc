@@ -10,6 +10,7 @@
 #include "common/crc32.h"
 #include "common/status_macros.h"
 #include "server/stream/shot_encoder.h"
+#include "wire/chunk_plan.h"
 #include "wire/encoding_proto.h"
 #include "wire/sample_encoding.h"
 
@@ -371,36 +372,8 @@ void ShotWindow::FillChunkLocked(Slot& slot, OutgoingChunk* chunk) {
   const dataset::ShotHead* head = shot.head.get();
   const size_t c = slot.next_chunk++;
   const bool first_of_shot = slot.piece == 0 && c == 0;
-  v1::ShotChunk& meta = chunk->meta;
-  meta.Clear();
-  meta.set_index(static_cast<uint32_t>(slot.index));
-  meta.set_shot_id(shot.shot_id);
-  meta.set_n_traces(head != nullptr ? head->n_traces : shot.n_traces);
-  meta.set_n_samples(shot.n_samples);
-  meta.set_sample_interval_us(plan_.source->sample_interval_us());
-  meta.set_offset(chunk_trace_ * shot.n_samples * sizeof(float));
-  meta.set_total_bytes(head != nullptr ? head->total_bytes : shot.total_bytes);
-  meta.set_encoding(wire::ToProto(shot.encoding));
-  if (shot.encoding == wire::Encoding::kNative) meta.set_sample_format(shot.sample_format);
-  if (first_of_shot) {
-    shot_crc_ = 0;
-    // A shot read whole gives its columns away; a head's stay with the head.
-    auto& columns = head != nullptr ? head->headers : shot.headers;
-    for (auto& [name, values] : columns) {
-      v1::HeaderColumn* col = meta.add_headers();
-      col->set_name(name);
-      col->mutable_values()->Add(values.begin(), values.end());
-    }
-    if (head != nullptr) {
-      if (!head->trace_headers.empty()) meta.set_trace_headers(head->trace_headers);
-    } else if (!shot.trace_headers.empty()) {
-      meta.set_trace_headers(std::move(shot.trace_headers));
-    }
-  }
-  meta.set_big_endian(shot.big_endian);
   const bool last_of_unit = slot.next_chunk == shot.n_chunks();
   const bool last = last_of_unit && (head == nullptr || slot.piece + 1 == head->n_pieces());
-  if (last) meta.set_last(true);
   chunk->samples = SampleBuffer();
   chunk->stored.clear();
   chunk->stored_set.reset();
@@ -421,15 +394,41 @@ void ShotWindow::FillChunkLocked(Slot& slot, OutgoingChunk* chunk) {
                  ? shot.chunk_traces[c]
                  : static_cast<uint32_t>(chunk->samples.size() / sizeof(float) /
                                          std::max<uint32_t>(shot.n_samples, 1));
-    // The CRC-32 covers the float32 samples (exact encodings) or the bytes sent (lossy).
-    const uint64_t covered = wire::IsExact(shot.encoding)
-                                 ? uint64_t{traces} * shot.n_samples * sizeof(float)
-                                 : chunk->samples.size();
+  }
+  // What the chunk carries: wire/chunk_plan.h.
+  wire::ShotFrame frame;
+  frame.index = static_cast<uint32_t>(slot.index);
+  frame.shot_id = shot.shot_id;
+  frame.n_traces = head != nullptr ? head->n_traces : shot.n_traces;
+  frame.n_samples = shot.n_samples;
+  frame.sample_interval_us = plan_.source->sample_interval_us();
+  frame.encoding = shot.encoding;
+  frame.sample_format = shot.sample_format;
+  frame.big_endian = shot.big_endian;
+  v1::ShotChunk& meta = chunk->meta;
+  wire::PlanChunk(frame, chunk_trace_, traces, last, &meta);
+  if (first_of_shot) {
+    shot_crc_ = 0;
+    // A shot read whole gives its columns away; a head's stay with the head.
+    auto& columns = head != nullptr ? head->headers : shot.headers;
+    for (auto& [name, values] : columns) {
+      v1::HeaderColumn* col = meta.add_headers();
+      col->set_name(name);
+      col->mutable_values()->Add(values.begin(), values.end());
+    }
+    if (head != nullptr) {
+      if (!head->trace_headers.empty()) meta.set_trace_headers(head->trace_headers);
+    } else if (!shot.trace_headers.empty()) {
+      meta.set_trace_headers(std::move(shot.trace_headers));
+    }
+  }
+  if (!shot.is_stored()) {
     meta.set_chunk_crc32(shot.chunk_crc32[c]);
-    shot_crc_ = Crc32Combine(shot_crc_, shot.chunk_crc32[c], covered);
+    shot_crc_ = Crc32Combine(shot_crc_, shot.chunk_crc32[c],
+                             wire::CrcCoveredBytes(shot.encoding, traces, shot.n_samples,
+                                                   chunk->samples.size()));
     if (last) meta.set_crc32(shot_crc_);
   }
-  if (shot.encoding != wire::Encoding::kFloat32) meta.set_chunk_traces(traces);
   const uint64_t size = chunk->sample_bytes();
   wire_.chunk_bytes = size;
   wire_.chunk_float32_bytes = uint64_t{traces} * shot.n_samples * sizeof(float);

@@ -36,6 +36,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "shotstream/client/client.h"
@@ -266,6 +267,8 @@ class PythonShots {
     } catch (py::error_already_set& e) {
       error_ = std::move(e);
       return absl::CancelledError("the shots' iterable raised");
+    } catch (const std::exception& e) {  // a malformed item (pybind11's cast errors)
+      return absl::InvalidArgumentError(absl::StrCat("a shot to write: ", e.what()));
     }
   }
 

@@ -1,6 +1,8 @@
-"""The ShotChunk wire format on the Python side: raw chunk bytes split into metadata and
-samples without copying the samples, shots reassembled with one copy, every shot's CRC-32
-verified. The C++ codec is wire/chunk_codec; both read exactly a serialized ShotChunk."""
+"""The ShotChunk wire format on the grpcio fallback's side: raw chunk bytes split into
+metadata and samples without copying the samples, shots reassembled with one copy, every
+chunk's (or shot's) CRC-32 verified, the encodings decoded. It mirrors the C++ shot
+protocol (wire/chunk_plan.h, wire/shot_assembler.h); the golden chunk stream in
+client/testdata/ pins both (//client:golden_chunks_test, client/python/wire_test.py)."""
 
 from __future__ import annotations
 
