@@ -284,12 +284,9 @@ class Client:
         (docs/clients.md). A shot that fits one message is a view of the received bytes,
         without a copy; larger shots are reassembled with one copy.
         """
-        self._check_open()
-        shot_ids = [int(s) for s in shot_ids]
-        sel = _Selection(window, where, encoding, tolerance, headers, max_chunk_bytes,
-                         trace_headers)
+        shot_ids, sel = self._request(shot_ids, window, where, encoding, tolerance, headers,
+                                      max_chunk_bytes, trace_headers)
         if not self.native:
-            sel.limit_to_grpcio()
             return self._fallback.stream(name, shot_ids, queue_depth, sel, bool(pieces))
         return self._shots(lambda: self._core.stream(name, shot_ids, pieces=bool(pieces),
                                                      **sel.native(queue_depth)))
@@ -314,17 +311,25 @@ class Client:
         (a process or thread): near the end one waits for shots the others hold. The shots
         are selected and encoded as stream() does with the same headers, window, where,
         encoding, tolerance, max_chunk_bytes and trace_headers."""
-        self._check_open()
-        shot_ids = [int(s) for s in shot_ids]
-        sel = _Selection(window, where, encoding, tolerance, headers, max_chunk_bytes,
-                         trace_headers)
+        shot_ids, sel = self._request(shot_ids, window, where, encoding, tolerance, headers,
+                                      max_chunk_bytes, trace_headers)
         if not self.native:
-            sel.limit_to_grpcio()
             return self._fallback.stream_job(dataset, job, shot_ids, epoch, seed,
                                              queue_depth, sel)
         return self._shots(lambda: self._core.stream_job(
             dataset, job, shot_ids, epoch=int(epoch), seed=int(seed) % (1 << 64),
             **sel.native(queue_depth)))
+
+    def _request(self, shot_ids, window, where, encoding, tolerance, headers, max_chunk_bytes,
+                 trace_headers):
+        """A stream's or job's shot ids and checked selection (kept, on the fallback, to
+        what it can decode)."""
+        self._check_open()
+        sel = _Selection(window, where, encoding, tolerance, headers, max_chunk_bytes,
+                         trace_headers)
+        if not self.native:
+            sel.limit_to_grpcio()
+        return [int(s) for s in shot_ids], sel
 
     def _shots(self, start) -> Iterator[Shot]:
         """The Shots of a native reader, started at the first next() (as a generator is),
