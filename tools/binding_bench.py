@@ -8,9 +8,12 @@ itself, on loopback. Used by tools/bench.py (`bazel run -c opt //:bench -- --onl
   one process, alternated.
 - Per-shot overhead of the binding (Python -> C++ -> numpy): 20,000 shots of one trace of
   256 samples (1 KiB), streamed by `shotstream bench` and by Client.stream (native, the
-  shot's samples touched), alternated; (Python's seconds - C++'s) / shots."""
+  shot's samples touched), alternated: each client's wall time and CPU time per shot (the
+  C++ CLI's whole process from rusage, its start included; Python's loop from
+  time.process_time, every thread). The binding's cost is the difference in CPU."""
 
 import os
+import resource
 import subprocess
 import sys
 
@@ -21,7 +24,7 @@ BIG_SHOTS, BIG_TRACES, BIG_SAMPLES = 40, 480, 4000
 TINY_SHOTS = 20_000
 
 PY = r"""
-import sys, time, shotstream
+import os, sys, time, shotstream
 shotstream.tune()
 target, dataset, mode, passes = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 with shotstream.Client(target) as c:
@@ -31,9 +34,10 @@ with shotstream.Client(target) as c:
         pass
     out = []
     for p in range(passes):
-        t = time.perf_counter()
+        t, cpu = time.perf_counter(), time.process_time()
         if mode == "job":
-            shots = c.stream_job(dataset, "bench", ids, epoch=p, queue_depth=4)
+            # A job of its own each pass (a finished job hands out nothing again).
+            shots = c.stream_job(dataset, f"bench-{os.getpid()}-{p}", ids, queue_depth=4)
         else:
             shots = c.stream(dataset, ids, queue_depth=4)
         n = k = 0
@@ -41,25 +45,31 @@ with shotstream.Client(target) as c:
             n += s.samples.nbytes
             k += 1
             s.samples[0, 0]  # touched, as a consumer does
-        out.append((time.perf_counter() - t, n, k))
-    print(" ".join(f"{t} {n} {k}" for t, n, k in out))
+        out.append((time.perf_counter() - t, n, k, time.process_time() - cpu))
+    print(" ".join(f"{t} {n} {k} {c}" for t, n, k, c in out))
 """
 
 
 def python_runs(target, dataset, mode, passes, env):
-    """[(seconds, bytes, shots)] of each pass of Client.stream or stream_job."""
+    """[(seconds, bytes, shots, CPU seconds of the process, every thread)] of each pass
+    of Client.stream or stream_job."""
     res = subprocess.run([sys.executable, "-c", PY, target, dataset, mode, str(passes)],
                          capture_output=True, text=True, env=env, timeout=900)
     assert res.returncode == 0, res.stderr[-3000:]
     v = res.stdout.split()
-    return [(float(v[i]), int(v[i + 1]), int(v[i + 2])) for i in range(0, len(v), 3)]
+    return [(float(v[i]), int(v[i + 1]), int(v[i + 2]), float(v[i + 3]))
+            for i in range(0, len(v), 4)]
 
 
 def cpp_run(target, dataset, n_shots, passes):
-    """(seconds, bytes) of `shotstream bench` over the dataset's shots, `passes` times."""
+    """(seconds, bytes, CPU seconds of the whole process) of `shotstream bench` over the
+    dataset's shots, `passes` times."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     r = harness.cli_bench(target, dataset, repeat=passes, warmup_shots=8, queue_depth=4)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     assert r["shots"] == n_shots * passes and r["in_order"], r
-    return r["seconds"], r["bytes"]
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    return r["seconds"], r["bytes"], cpu
 
 
 def measure(work, env, reps=5):
@@ -72,23 +82,25 @@ def measure(work, env, reps=5):
         synth.write_survey(tiny, n_shots=TINY_SHOTS, traces_per_shot=1, n_samples=256,
                            n_files=1, fmt=5)
     out = {"cpp_gbps": [], "py_gbps": [], "stream_gbps": [], "job_gbps": [],
-           "tiny_cpp_us": [], "tiny_py_us": [], "big_shot_mb": BIG_TRACES * BIG_SAMPLES * 4 / 1e6,
+           "tiny_cpp_us": [], "tiny_py_us": [], "tiny_cpp_cpu_us": [], "tiny_py_cpu_us": [], "big_shot_mb": BIG_TRACES * BIG_SAMPLES * 4 / 1e6,
            "tiny_shots": TINY_SHOTS}
     with harness.Server([f"--dataset=big={big}/*.sgy", f"--dataset=tiny={tiny}/*.sgy",
                          "--log_streams=false"]) as s:
         cpp_run(s.target, "big", BIG_SHOTS, 1)  # first touches out of the figures
         for _ in range(reps):
-            sec, n = cpp_run(s.target, "big", BIG_SHOTS, 3)
+            sec, n, _ = cpp_run(s.target, "big", BIG_SHOTS, 3)
             out["cpp_gbps"].append(n / sec / 1e9)
             runs = python_runs(s.target, "big", "stream", 3, env)
-            out["py_gbps"].append(sum(n for _, n, _ in runs) / sum(t for t, _, _ in runs) / 1e9)
+            out["py_gbps"].append(sum(r[1] for r in runs) / sum(r[0] for r in runs) / 1e9)
             for mode, key in (("stream", "stream_gbps"), ("job", "job_gbps")):
                 runs = python_runs(s.target, "big", mode, 2, env)
-                assert all(k == BIG_SHOTS for _, _, k in runs), runs
-                out[key].append(sum(n for _, n, _ in runs) / sum(t for t, _, _ in runs) / 1e9)
-            sec, _ = cpp_run(s.target, "tiny", TINY_SHOTS, 1)
+                assert all(r[2] == BIG_SHOTS for r in runs), runs
+                out[key].append(sum(r[1] for r in runs) / sum(r[0] for r in runs) / 1e9)
+            sec, _, cpu = cpp_run(s.target, "tiny", TINY_SHOTS, 1)
             out["tiny_cpp_us"].append(sec / TINY_SHOTS * 1e6)
-            (sec, _, k), = python_runs(s.target, "tiny", "stream", 1, env)
+            out["tiny_cpp_cpu_us"].append(cpu / TINY_SHOTS * 1e6)
+            (sec, _, k, cpu), = python_runs(s.target, "tiny", "stream", 1, env)
             assert k == TINY_SHOTS
             out["tiny_py_us"].append(sec / TINY_SHOTS * 1e6)
+            out["tiny_py_cpu_us"].append(cpu / TINY_SHOTS * 1e6)
     return out
