@@ -120,6 +120,14 @@ struct Client::Impl {
     if (!options.token.empty()) ctx->AddMetadata("authorization", "Bearer " + options.token);
   }
 
+  // A metadata call's context: Prepare's, with ClientOptions::call_timeout's deadline.
+  void PrepareCall(grpc::ClientContext* ctx) const {
+    Prepare(ctx);
+    if (options.call_timeout != absl::InfiniteDuration()) {
+      ctx->set_deadline(absl::ToChronoTime(absl::Now() + options.call_timeout));
+    }
+  }
+
   // OK once target t's channel is connected, after waiting up to connect_timeout;
   // otherwise UNAVAILABLE naming the target.
   absl::Status Reach(size_t t) const {
@@ -149,7 +157,7 @@ struct Client::Impl {
       std::string token;
       do {  // page through datasets with millions of shots
         grpc::ClientContext ctx;
-        Prepare(&ctx);
+        PrepareCall(&ctx);
         v1::GetDatasetRequest request;
         request.set_name(name);
         request.set_page_size(250'000);
@@ -850,7 +858,7 @@ absl::StatusOr<std::vector<DatasetSummary>> Client::ListDatasets() {
     const Target& t = impl_->targets[i];
     if (absl::Status reach = impl_->Reach(i); !reach.ok()) return reach;
     grpc::ClientContext ctx;
-    impl_->Prepare(&ctx);
+    impl_->PrepareCall(&ctx);
     v1::ListDatasetsResponse response;
     grpc::Status s = t.stub->ListDatasets(&ctx, v1::ListDatasetsRequest(), &response);
     if (!s.ok()) return FromGrpc(s);
@@ -980,7 +988,7 @@ absl::StatusOr<DatasetSummary> Client::GetDatasetPage(const std::string& name,
   for (; t < impl_->targets.size(); ++t, inner.clear()) {
     SS_RETURN_IF_ERROR(impl_->Reach(t));
     grpc::ClientContext ctx;
-    impl_->Prepare(&ctx);
+    impl_->PrepareCall(&ctx);
     v1::GetDatasetRequest request;
     request.set_name(name);
     request.set_page_size(std::max<uint32_t>(1, page_size));

@@ -148,6 +148,9 @@ struct ClientOptions {
   // A target that cannot be connected to within this long fails the call or stream that
   // needs it (UNAVAILABLE naming the target), retries or not.
   absl::Duration connect_timeout = absl::Seconds(5);
+  // The longest a metadata call (ListDatasets, GetDataset, GetDatasetPage) waits for its
+  // answer once connected: DEADLINE_EXCEEDED after. Streams and writes have none.
+  absl::Duration call_timeout = absl::InfiniteDuration();
   // Where shots land; null: the client owns a pool (pinned when a GPU is there).
   gpu::PinnedBufferPool* pool = nullptr;
 };

@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import unittest
 
@@ -26,6 +27,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import harness  # noqa: E402
 import shotstream  # noqa: E402
 import synth  # noqa: E402
+from shotstream.v1 import shotstream_pb2 as pb  # noqa: E402
 
 
 def free_port():
@@ -63,6 +65,37 @@ class PythonClientTest(unittest.TestCase):
             self.assertEqual(after, "True -tcp_read_chunks")
         else:
             self.assertEqual(after, "False None")
+
+    def test_a_metadata_call_that_gets_no_answer_ends_at_its_timeout(self):
+        # A gRPC server that takes ListDatasets and GetDataset and answers neither until
+        # the test ends: timeout= bounds the wait (DEADLINE_EXCEEDED), on either path.
+        from concurrent import futures
+        release = threading.Event()
+
+        def never(request, context):
+            release.wait()
+            return pb.ListDatasetsResponse()
+
+        handlers = {m: grpc.unary_unary_rpc_method_handler(
+            never, request_deserializer=lambda b: b, response_serializer=lambda m: b"")
+            for m in ("ListDatasets", "GetDataset")}
+        server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+        server.add_generic_rpc_handlers(
+            (grpc.method_handlers_generic_handler("shotstream.v1.ShotStream", handlers),))
+        port = server.add_insecure_port("127.0.0.1:0")
+        server.start()
+        try:
+            with shotstream.Client(f"127.0.0.1:{port}", timeout=0.5) as c:
+                for call in (c.list_datasets, lambda: c.dataset("d"),
+                             lambda: next(c.dataset_pages("d"))):
+                    with self.assertRaises(shotstream.ShotstreamError) as e:
+                        call()
+                    self.assertEqual(e.exception.code(), grpc.StatusCode.DEADLINE_EXCEEDED)
+            with self.assertRaisesRegex(ValueError, "timeout"):
+                shotstream.Client(f"127.0.0.1:{port}", timeout=0)
+        finally:
+            release.set()
+            server.stop(None)
 
     def test_the_binding_takes_keywords_and_raises_shotstream_errors(self):
         native = shotstream.client._native

@@ -5,7 +5,7 @@
 // metadata calls. The grpcio stubs are the fallback where it is not built (client.py).
 //
 //   Client(targets, *, token="", tls_root_pem=b"", retries=0, reconnect_timeout=10.0,
-//          connect_timeout=5.0)
+//          connect_timeout=5.0, call_timeout=None)
 //     .stream(dataset, shot_ids, *, queue_depth=2, headers=[], max_chunk_bytes=0,
 //             trace_headers=False, window=None, where={}, encoding="float32",
 //             tolerance=0.0, pieces=False) -> Reader
@@ -75,7 +75,7 @@ class PyClient {
  public:
   PyClient(const std::vector<std::string>& targets, const std::string& token,
            const py::bytes& tls_root_pem, int retries, double reconnect_timeout,
-           double connect_timeout)
+           double connect_timeout, std::optional<double> call_timeout)
       : pool_(std::make_shared<PinnedBufferPool>()) {
     client::ClientOptions options;
     options.token = token;
@@ -83,6 +83,7 @@ class PyClient {
     options.retries = retries;
     options.reconnect_timeout = absl::Seconds(reconnect_timeout);
     options.connect_timeout = absl::Seconds(connect_timeout);
+    if (call_timeout) options.call_timeout = absl::Seconds(*call_timeout);
     options.pool = pool_.get();
     absl::StatusOr<std::unique_ptr<Client>> c;
     {
@@ -321,9 +322,10 @@ PYBIND11_MODULE(_native, m) {
 
   py::class_<PyClient>(m, "Client")
       .def(py::init<const std::vector<std::string>&, const std::string&, const py::bytes&, int,
-                    double, double>(),
+                    double, double, std::optional<double>>(),
            "targets"_a, py::kw_only(), "token"_a = "", "tls_root_pem"_a = py::bytes(),
-           "retries"_a = 0, "reconnect_timeout"_a = 10.0, "connect_timeout"_a = 5.0)
+           "retries"_a = 0, "reconnect_timeout"_a = 10.0, "connect_timeout"_a = 5.0,
+           "call_timeout"_a = py::none())
       .def(
           "stream",
           [](PyClient& self, const std::string& dataset, std::vector<int64_t> shot_ids,

@@ -159,6 +159,9 @@ class Client:
     each delivered shot resets the count (the C++ client's rule).
     connect_timeout: a target that cannot be connected to within this many seconds fails
     the call or stream that needs it (UNAVAILABLE naming the target), retries or not.
+    timeout: the longest a metadata call (list_datasets, dataset, dataset_pages) waits
+    for its answer, in seconds (DEADLINE_EXCEEDED); None: no limit. Streams, jobs and
+    writes have none.
     native: None streams through the native extension where the package has it and the
     options allow (plaintext, or TLS with a root CA given; not system roots or mTLS);
     False always through grpcio; True requires the extension. `self.native` says which.
@@ -171,6 +174,8 @@ class Client:
                  reconnect_timeout: float = 10.0, native: Optional[bool] = None,
                  connect_timeout: float = 5.0) -> None:
         _say_native_missing_once()
+        if timeout is not None and float(timeout) <= 0:
+            raise ValueError(f"timeout={timeout}: seconds > 0, or None")
         if isinstance(targets, str):
             targets = [targets]
         if not targets:
@@ -211,7 +216,8 @@ class Client:
             self._core = _native.Client(targets, token=token or "", tls_root_pem=root_pem or b"",
                                         retries=int(retries),
                                         reconnect_timeout=float(reconnect_timeout),
-                                        connect_timeout=float(connect_timeout))
+                                        connect_timeout=float(connect_timeout),
+                                        call_timeout=None if timeout is None else float(timeout))
         else:
             from shotstream.fallback import GrpcioClient
             metadata = [("authorization", f"Bearer {token}")] if token else []
