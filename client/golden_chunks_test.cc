@@ -90,12 +90,11 @@ TEST(GoldenChunksTest, EveryShotAssemblesToItsOriginals) {
     for (size_t b = 0; b < s.trace_headers.size(); ++b) {
       ASSERT_EQ(static_cast<uint8_t>(s.trace_headers[b]), b % 251);
     }
-    const bool integral = g.encoding == wire::Encoding::kNative && g.sample_format == 3;
     double worst = 0;
     for (uint32_t t = 0; t < g.n_traces; ++t) {
       for (uint32_t k = 0; k < g.n_samples; ++k) {
         const float got = s.samples.data()[size_t{t} * g.n_samples + k];
-        worst = std::max(worst, std::abs(double{got} - GoldenSample(g.shot_id, t, k, integral)));
+        worst = std::max(worst, std::abs(double{got} - GoldenSample(g.shot_id, t, k, g.divisor)));
       }
     }
     EXPECT_LE(worst, bounds[i]);

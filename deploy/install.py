@@ -23,7 +23,6 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-
 def runfile(path):
     """A file of this target's runfiles by workspace-relative path (bazel run or a test),
     else of the source tree and bazel-bin (run straight from a checkout)."""
@@ -38,19 +37,22 @@ def runfile(path):
     raise FileNotFoundError(f"{path}: not built (bazel build //:install)")
 
 
-def manifest(find=runfile):
-    """client/manifest.bzl (the client's headers and dependencies, written once)."""
+def read_bzl(path, find=runfile):
+    """The names a .bzl file of plain values defines (it is valid Python too)."""
     scope = {}
-    with open(find("client/manifest.bzl")) as f:
+    with open(find(path)) as f:
         exec(f.read(), scope)
     return scope
 
 
+def manifest(find=runfile):
+    """client/manifest.bzl: the client's headers and dependencies, written once."""
+    return read_bzl("client/manifest.bzl", find)
+
+
 def version(find=runfile):
     """The one version string for Bazel's outputs (bazel/version.bzl), and the SOVERSION."""
-    scope = {}
-    with open(find("bazel/version.bzl")) as f:
-        exec(f.read(), scope)
+    scope = read_bzl("bazel/version.bzl", find)
     return scope["SHOTSTREAM_VERSION"], scope["SOVERSION"]
 
 

@@ -61,7 +61,7 @@ PLAIN_LIBS = M["PLAIN_PRIVATE"]
 NATIVE_FLAGS = ["-std=c++17", "-O2", "-g0", "-Wall", "-Wno-sign-compare", "-fvisibility=hidden",
                 "-fsized-deallocation"]
 # Public headers are included as "shotstream/<package>/<header>" (the installed layout).
-PUBLIC_PACKAGES = ["client", "common", "gpu"]
+PUBLIC_PACKAGES = sorted({h.split("/")[0] for h in M.get("PUBLIC_HEADERS", [])})
 MISSING_NOTE = "_native_missing.txt"  # in the installed package when the extension is not
 
 

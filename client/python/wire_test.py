@@ -173,19 +173,17 @@ def golden_chunks():
 
 
 def golden_shots():
-    """golden_chunks.txt: (shot_id, encoding, n_traces, n_samples, bound) a shot."""
+    """golden_chunks.txt: (shot_id, encoding, n_traces, n_samples, divisor, bound) a shot."""
     with open(golden_path("golden_chunks.txt")) as f:
         rows = [line.split() for line in f if line.strip() and not line.startswith("#")]
-    return [(int(a), e, int(t), int(s), float(b)) for a, e, t, s, b in rows]
+    return [(int(a), e, int(t), int(s), int(d), float(b)) for a, e, t, s, d, b in rows]
 
 
-def golden_original(shot_id, encoding, n_traces, n_samples):
+def golden_original(shot_id, n_traces, n_samples, divisor):
     t = np.arange(n_traces, dtype=np.int64)[:, None]
     s = np.arange(n_samples, dtype=np.int64)[None, :]
     k = (t * 131 + s * 17 + shot_id * 7) % 2001 - 1000
-    # The int16 shot (NATIVE, integral samples) is the one NATIVE shot of 5 traces.
-    return k.astype(np.float32) if encoding == "native" and n_traces == 5 else \
-        k.astype(np.float32) / np.float32(8)
+    return k.astype(np.float32) / np.float32(divisor)
 
 
 class GoldenChunksTest(unittest.TestCase):
@@ -200,7 +198,7 @@ class GoldenChunksTest(unittest.TestCase):
         shots = self.assemble(golden_chunks())
         want = golden_shots()
         self.assertEqual(len(shots), len(want))
-        for shot, (sid, encoding, n_traces, n_samples, bound) in zip(shots, want):
+        for shot, (sid, encoding, n_traces, n_samples, divisor, bound) in zip(shots, want):
             with self.subTest(shot=sid, encoding=encoding):
                 self.assertEqual(shot.shot_id, sid)
                 self.assertEqual(shot.samples.shape, (n_traces, n_samples))
@@ -215,7 +213,7 @@ class GoldenChunksTest(unittest.TestCase):
                     np.testing.assert_array_equal(shot.trace_headers.ravel(),
                                                   np.arange(n_traces * 240) % 251)
                 err = np.abs(shot.samples.astype(np.float64) -
-                             golden_original(sid, encoding, n_traces, n_samples))
+                             golden_original(sid, n_traces, n_samples, divisor))
                 worst = float(err.max()) if err.size else 0.0
                 self.assertLessEqual(worst, bound)
                 if bound == 0:

@@ -27,10 +27,9 @@ std::string TraceHeaders(uint32_t n_traces) {
 
 std::vector<float> Originals(const GoldenShot& g) {
   std::vector<float> v(size_t{g.n_traces} * g.n_samples);
-  const bool integral = g.encoding == wire::Encoding::kNative && g.sample_format == 3;
   for (uint32_t t = 0; t < g.n_traces; ++t) {
     for (uint32_t s = 0; s < g.n_samples; ++s) {
-      v[size_t{t} * g.n_samples + s] = GoldenSample(g.shot_id, t, s, integral);
+      v[size_t{t} * g.n_samples + s] = GoldenSample(g.shot_id, t, s, g.divisor);
     }
   }
   return v;
@@ -91,23 +90,23 @@ std::string Bytes(grpc::ByteBuffer bb) {
 
 }  // namespace
 
-float GoldenSample(int64_t shot_id, uint32_t trace, uint32_t sample, bool integral) {
+float GoldenSample(int64_t shot_id, uint32_t trace, uint32_t sample, int divisor) {
   const int64_t k = (int64_t{trace} * 131 + int64_t{sample} * 17 + shot_id * 7) % 2001 - 1000;
-  return integral ? static_cast<float>(k) : static_cast<float>(k) / 8.0f;
+  return static_cast<float>(k) / static_cast<float>(divisor);
 }
 
 std::vector<GoldenShot> GoldenShots() {
   using E = wire::Encoding;
   return {
-      {101, E::kFloat32, 0, false, 7, 50, 3, 0},
-      {102, E::kNative, 3, true, 5, 40, 2, 0},
-      {103, E::kNative, 1, true, 4, 30, 4, 0},
-      {104, E::kLossless, 0, false, 6, 64, 4, 0},
-      {105, E::kInt16, 0, false, 6, 64, 3, 125.0 / 32767 * 1.0001},
-      {106, E::kQuantized, 0, false, 6, 64, 2, -1},  // bounds set below (x RMS)
-      {107, E::kZfp, 0, false, 6, 64, 6, -1},
-      {108, E::kFloat32, 0, false, 0, 50, 3, 0},  // a shot whose traces were all filtered
-      {109, E::kFloat32, 0, true, 3, 20, 2, 0},   // big-endian IEEE, sent as stored
+      {101, E::kFloat32, 0, false, 7, 50, 3, 8, 0},
+      {102, E::kNative, 3, true, 5, 40, 2, 1, 0},  // int16: integral samples
+      {103, E::kNative, 1, true, 4, 30, 4, 8, 0},
+      {104, E::kLossless, 0, false, 6, 64, 4, 8, 0},
+      {105, E::kInt16, 0, false, 6, 64, 3, 8, 125.0 / 32767 * 1.0001},
+      {106, E::kQuantized, 0, false, 6, 64, 2, 8, -1},  // bounds set below (x RMS)
+      {107, E::kZfp, 0, false, 6, 64, 6, 8, -1},
+      {108, E::kFloat32, 0, false, 0, 50, 3, 8, 0},  // a shot whose traces were all filtered
+      {109, E::kFloat32, 0, true, 3, 20, 2, 8, 0},   // big-endian IEEE, sent as stored
   };
 }
 
@@ -159,17 +158,18 @@ absl::StatusOr<std::vector<std::string>> MakeGoldenChunks() {
 std::string GoldenShotList() {
   std::string out =
       "# The golden chunk stream's shots (golden_chunks.bin; client/testdata/golden_chunks.h):\n"
-      "# shot_id encoding n_traces n_samples bound. Sample (t, s) of shot i is\n"
-      "# ((t * 131 + s * 17 + i * 7) mod 2001 - 1000) / 8 (not divided by 8 for the int16\n"
-      "# shot); bound: the largest |decoded - original| allowed (0: exact). Each shot's first\n"
+      "# shot_id encoding n_traces n_samples divisor bound. Sample (t, s) of shot i is\n"
+      "# ((t * 131 + s * 17 + i * 7) mod 2001 - 1000) / divisor; bound: the largest\n"
+      "# |decoded - original| allowed (0: exact). Each shot's first\n"
       "# chunk carries the header column offset = 100 + 12.5 t and raw trace headers whose\n"
       "# byte j (over the shot's) is j mod 251.\n";
   for (const GoldenShot& g : GoldenShots()) {
     std::vector<float> samples = Originals(g);
     double bound = g.bound;
     if (bound < 0) bound = kTolerance * wire::Rms(samples.data(), samples.size());
-    absl::StrAppendFormat(&out, "%d %s %u %u %.9g\n", g.shot_id,
-                          wire::EncodingName(g.encoding), g.n_traces, g.n_samples, bound);
+    absl::StrAppendFormat(&out, "%d %s %u %u %d %.9g\n", g.shot_id,
+                          wire::EncodingName(g.encoding), g.n_traces, g.n_samples, g.divisor,
+                          bound);
   }
   return out;
 }

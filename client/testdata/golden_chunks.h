@@ -6,7 +6,8 @@
 //
 // File: for each chunk, its length (uint32 little-endian), then its ShotChunk bytes.
 // golden_chunks.txt lists the shots, one a line: shot_id encoding n_traces n_samples
-// bound (the largest |decoded - original| allowed; 0: exact). Originals: GoldenSample.
+// divisor bound (the largest |decoded - original| allowed; 0: exact). Originals:
+// GoldenSample.
 // Functions are thread-safe.
 #ifndef SHOTSTREAM_CLIENT_TESTDATA_GOLDEN_CHUNKS_H_
 #define SHOTSTREAM_CLIENT_TESTDATA_GOLDEN_CHUNKS_H_
@@ -20,9 +21,9 @@
 
 namespace shotstream::golden {
 
-// A shot's original sample: ((t * 131 + s * 17 + shot_id * 7) mod 2001 - 1000) / 8, exact
-// in float32 and IBM float (integral, without the / 8, for the int16 shot).
-float GoldenSample(int64_t shot_id, uint32_t trace, uint32_t sample, bool integral);
+// A shot's original sample: ((t * 131 + s * 17 + shot_id * 7) mod 2001 - 1000) / divisor,
+// exact in float32 and IBM float (divisor 8; 1, integral, for the int16 shot).
+float GoldenSample(int64_t shot_id, uint32_t trace, uint32_t sample, int divisor);
 
 struct GoldenShot {
   int64_t shot_id;
@@ -32,6 +33,7 @@ struct GoldenShot {
   uint32_t n_traces;
   uint32_t n_samples;
   uint32_t traces_per_chunk;
+  int divisor;   // GoldenSample's
   double bound;  // the largest |decoded - original| allowed
 };
 

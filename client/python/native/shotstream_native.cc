@@ -7,7 +7,8 @@
 //   Client(targets, *, token="", tls_root_pem=b"", retries=0, reconnect_timeout=10.0,
 //          connect_timeout=5.0, call_timeout=None)
 //     .stream(dataset, shot_ids, *, queue_depth=2, headers=[], max_chunk_bytes=0,
-//             trace_headers=False, window=None, where={}, encoding="float32",
+//             trace_headers=False, window=None, where=[(header, low, high)],
+//             encoding="float32",
 //             tolerance=0.0, pieces=False) -> Reader
 //     .stream_job(dataset, job, shot_ids, *, epoch=0, seed=0, and stream's options but
 //                 pieces) -> Reader
