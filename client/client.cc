@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -28,6 +29,7 @@
 #include "common/status_macros.h"
 #include "wire/encoding_proto.h"
 #include "wire/chunk_codec.h"
+#include "wire/job_token.h"
 #include "wire/shot_assembler.h"
 #include "wire/sample_encoding.h"
 #include "grpcpp/grpcpp.h"
@@ -185,9 +187,80 @@ struct Client::Impl {
     if (!any) return last;
     return out;
   }
+
+  // Each of a job's shots by target: target 0 alone, or the first that holds it.
+  absl::StatusOr<std::vector<std::vector<int64_t>>> SplitJob(const std::string& dataset,
+                                                             const std::vector<int64_t>& ids) {
+    std::vector<std::vector<int64_t>> per(targets.size());
+    if (targets.size() == 1) {
+      per[0] = ids;
+      return per;
+    }
+    auto infos = PerTarget(dataset);
+    if (!infos.ok()) return infos.status();
+    std::vector<absl::flat_hash_set<int64_t>> held(infos->size());
+    for (size_t t = 0; t < infos->size(); ++t) {
+      if ((*infos)[t]) held[t].insert((*infos)[t]->shot_ids().begin(), (*infos)[t]->shot_ids().end());
+    }
+    for (int64_t id : ids) {
+      size_t t = 0;
+      while (t < held.size() && !held[t].contains(id)) ++t;
+      if (t == held.size()) {
+        return absl::NotFoundError(absl::StrCat("no target holds shot ", id, " of '", dataset, "'"));
+      }
+      per[t].push_back(id);
+    }
+    return per;
+  }
+
+  // CommitJob of `trained` at `step` on target t.
+  absl::Status CommitOn(size_t t, const JobCommit& job, int64_t step,
+                        const std::vector<int64_t>& trained) {
+    if (absl::Status reach = Reach(t); !reach.ok()) return reach;
+    grpc::ClientContext ctx;
+    PrepareCall(&ctx);
+    v1::JobCommit request;
+    request.set_dataset(job.dataset);
+    request.set_job(job.job);
+    request.set_epoch(job.epoch);
+    request.set_seed(job.seed);
+    request.set_step(step);
+    request.mutable_shot_ids()->Add(trained.begin(), trained.end());
+    request.set_resume(job.resume);
+    v1::JobCommitted answer;
+    return FromGrpc(targets[t].stub->CommitJob(&ctx, request, &answer));
+  }
 };
 
 namespace {
+
+// The token of `job` committed at `step`.
+absl::StatusOr<std::string> TokenOf(const JobCommit& job, int64_t step) {
+  return wire::EncodeJobToken(
+      {job.dataset, job.job, job.epoch, step, job.seed, wire::JobFingerprint(job.shot_ids)});
+}
+
+// OK when `job.resume` (if any) is a token of this job: INVALID_ARGUMENT naming what
+// differs (the servers check the rest: the step on record).
+absl::Status CheckResume(const JobCommit& job) {
+  if (job.resume.empty()) return absl::OkStatus();
+  absl::StatusOr<wire::JobToken> t = wire::DecodeJobToken(job.resume);
+  if (!t.ok()) return t.status();
+  auto differs = [&](const std::string& what, const std::string& token, const std::string& here) {
+    return absl::InvalidArgumentError(absl::StrCat("resume: the token is for ", what, " ",
+                                                   token, ", this job is ", here));
+  };
+  if (t->dataset != job.dataset) return differs("dataset", t->dataset, job.dataset);
+  if (t->job != job.job) return differs("job", t->job, job.job);
+  if (t->epoch != job.epoch) return differs("epoch", absl::StrCat(t->epoch), absl::StrCat(job.epoch));
+  if (t->seed != job.seed) return differs("seed", absl::StrCat(t->seed), absl::StrCat(job.seed));
+  if (t->fingerprint != wire::JobFingerprint(job.shot_ids)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "resume: the token is for another set of shot ids than the ", job.shot_ids.size(),
+        " given (its fingerprint differs)"));
+  }
+  return absl::OkStatus();
+}
 
 // wire::ShotAssembler (the shot protocol's assembler), handing out this API's Shots.
 // Thread-compatible: one receive thread.
@@ -540,21 +613,26 @@ class GrpcShotReader final : public ShotReader {
 // shot held by several goes to the first), a receive thread each, their shots merged in
 // arrival order. Next() tells the target of the shot handed out before it that the
 // consumer is done with that one. Next() is for one thread; Cancel from any.
-class JobShotReader final : public ShotReader {
+class JobShotReader final : public JobReader {
  public:
   JobShotReader(Client::Impl* client, std::string dataset, std::string job,
-                std::vector<int64_t> ids, uint64_t epoch, uint64_t seed, StreamOptions options)
+                std::vector<int64_t> ids, uint64_t epoch, uint64_t seed, JobOptions options)
       : client_(client), options_(std::move(options)),
         depth_(std::max<uint32_t>(1, options_.queue_depth)) {
+    job_ = JobCommit{dataset, job, ids, epoch, seed, options_.resume};
     request_.set_dataset(dataset);
     request_.set_job(job);
     request_.set_epoch(epoch);
     request_.set_seed(seed);
     request_.set_queue_depth(options_.queue_depth);
+    request_.set_resume(options_.resume);
     absl::StatusOr<v1::ShotSelection> selection = SelectionOf(options_);
     if (selection.ok() && options_.pieces) {
       selection = absl::InvalidArgumentError(
           "StreamOptions::pieces is for Stream; a job's shots come whole");
+    }
+    if (absl::Status resume = CheckResume(job_); selection.ok() && !resume.ok()) {
+      selection = resume;
     }
     if (!selection.ok()) {
       absl::MutexLock lock(&mu_);
@@ -563,13 +641,14 @@ class JobShotReader final : public ShotReader {
       return;
     }
     *request_.mutable_selection() = *std::move(selection);
-    absl::StatusOr<std::vector<std::vector<int64_t>>> per = Split(dataset, ids);
+    absl::StatusOr<std::vector<std::vector<int64_t>>> per = client_->SplitJob(dataset, ids);
     if (!per.ok()) {
       absl::MutexLock lock(&mu_);
       end_status_ = per.status();
       running_ = 0;
       return;
     }
+    uncommitted_.resize(client_->targets.size());
     streams_.resize(client_->targets.size());
     for (size_t t = 0; t < per->size(); ++t) {
       if ((*per)[t].empty()) continue;
@@ -605,6 +684,7 @@ class JobShotReader final : public ShotReader {
       last_target_ = static_cast<int>(ready_.front().first);
       *shot = std::move(ready_.front().second);
       shot->index = static_cast<uint32_t>(handed_++);
+      uncommitted_[last_target_].push_back(shot->shot_id);
       ready_.pop_front();
       return true;
     }
@@ -634,6 +714,20 @@ class JobShotReader final : public ShotReader {
     return last_encoding_;
   }
 
+  absl::StatusOr<std::string> Commit(int64_t step) override {
+    {
+      absl::MutexLock lock(&mu_);
+      if (streams_.empty() && !end_status_.ok()) return end_status_;  // never started
+    }
+    for (size_t t = 0; t < streams_.size(); ++t) {
+      if (streams_[t] == nullptr) continue;  // runs none of the job
+      absl::Status s = client_->CommitOn(t, job_, step, uncommitted_[t]);
+      if (!s.ok()) return s;  // what was not committed stays for the next Commit
+      uncommitted_[t].clear();
+    }
+    return TokenOf(job_, step);
+  }
+
  private:
   struct Stream {
     grpc::ClientContext ctx;
@@ -641,31 +735,6 @@ class JobShotReader final : public ShotReader {
     absl::Mutex write_mu;  // the first message (receive thread) and acks (Next)
     uint64_t taken = 0;    // shots of this stream handed out by Next (Next's own)
   };
-
-  // Each shot's target: target 0 alone, or the first that holds it.
-  absl::StatusOr<std::vector<std::vector<int64_t>>> Split(const std::string& dataset,
-                                                          const std::vector<int64_t>& ids) {
-    std::vector<std::vector<int64_t>> per(client_->targets.size());
-    if (client_->targets.size() == 1) {
-      per[0] = ids;
-      return per;
-    }
-    auto infos = client_->PerTarget(dataset);
-    if (!infos.ok()) return infos.status();
-    std::vector<absl::flat_hash_set<int64_t>> held(infos->size());
-    for (size_t t = 0; t < infos->size(); ++t) {
-      if ((*infos)[t]) held[t].insert((*infos)[t]->shot_ids().begin(), (*infos)[t]->shot_ids().end());
-    }
-    for (int64_t id : ids) {
-      size_t t = 0;
-      while (t < held.size() && !held[t].contains(id)) ++t;
-      if (t == held.size()) {
-        return absl::NotFoundError(absl::StrCat("no target holds shot ", id, " of '", dataset, "'"));
-      }
-      per[t].push_back(id);
-    }
-    return per;
-  }
 
   static void Write(Stream* st, const v1::JobRequest& m) {
     const std::string bytes = m.SerializeAsString();
@@ -740,12 +809,15 @@ class JobShotReader final : public ShotReader {
   }
 
   Client::Impl* const client_;
-  const StreamOptions options_;
+  const JobOptions options_;
   const size_t depth_;
+  JobCommit job_;         // what its commits name
   v1::JobStart request_;  // the job, without its shots
   std::vector<std::unique_ptr<Stream>> streams_;  // by target; null where it holds none
   std::vector<std::thread> threads_;
   int last_target_ = -1;  // Next's own: the target of the shot it handed out last
+  // Next's and Commit's own: by target, the shots handed out and not yet committed.
+  std::vector<std::vector<int64_t>> uncommitted_;
   size_t handed_ = 0;     // Next's own
   mutable absl::Mutex mu_;
   std::deque<std::pair<size_t, Shot>> ready_ ABSL_GUARDED_BY(mu_);
@@ -1019,11 +1091,40 @@ std::unique_ptr<ShotReader> Client::Stream(const std::string& dataset,
   return std::make_unique<GrpcShotReader>(impl_.get(), dataset, std::move(shot_ids), options);
 }
 
-std::unique_ptr<ShotReader> Client::StreamJob(const std::string& dataset, const std::string& job,
-                                              std::vector<int64_t> shot_ids, uint64_t epoch,
-                                              uint64_t seed, const StreamOptions& options) {
+std::unique_ptr<JobReader> Client::StreamJob(const std::string& dataset, const std::string& job,
+                                             std::vector<int64_t> shot_ids, uint64_t epoch,
+                                             uint64_t seed, const JobOptions& options) {
   return std::make_unique<JobShotReader>(impl_.get(), dataset, job, std::move(shot_ids), epoch,
                                          seed, options);
+}
+
+absl::StatusOr<std::string> Client::CommitJob(const JobCommit& job, int64_t step,
+                                              const std::vector<int64_t>& trained) {
+  if (absl::Status s = CheckResume(job); !s.ok()) return s;
+  absl::StatusOr<std::vector<std::vector<int64_t>>> runs = impl_->SplitJob(job.dataset, job.shot_ids);
+  if (!runs.ok()) return runs.status();
+  std::vector<std::vector<int64_t>> per(impl_->targets.size());
+  if (impl_->targets.size() == 1) {
+    per[0] = trained;
+  } else {
+    absl::flat_hash_map<int64_t, size_t> target_of;
+    for (size_t t = 0; t < runs->size(); ++t) {
+      for (int64_t id : (*runs)[t]) target_of[id] = t;
+    }
+    for (int64_t id : trained) {
+      auto it = target_of.find(id);
+      if (it == target_of.end()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("commit: shot ", id, " is not one of the job's shot ids"));
+      }
+      per[it->second].push_back(id);
+    }
+  }
+  for (size_t t = 0; t < per.size(); ++t) {
+    if ((*runs)[t].empty()) continue;  // runs none of the job
+    if (absl::Status s = impl_->CommitOn(t, job, step, per[t]); !s.ok()) return s;
+  }
+  return TokenOf(job, step);
 }
 
 }  // namespace shotstream::client

@@ -136,6 +136,26 @@ struct StreamOptions {
   bool pieces = false;
 };
 
+// A job's options: a stream's, and where its consumers resume.
+struct JobOptions : StreamOptions {
+  // A token that JobReader::Commit (or Client::CommitJob) returned, stored with the
+  // trainer's checkpoint: the job rolls back to that commit's step, so that every shot the
+  // restored model has not trained on is handed out again, once, among however many
+  // consumers resume (docs/epochs.md). Empty: no resume.
+  std::string resume;
+};
+
+// A job as its commits name it, for committing from elsewhere than its reader (a
+// DataLoader's main process, whose workers stream).
+struct JobCommit {
+  std::string dataset;
+  std::string job;
+  std::vector<int64_t> shot_ids;  // every id of the job, as StreamJob was given them
+  uint64_t epoch = 0;
+  uint64_t seed = 0;
+  std::string resume;  // the token the job's consumers resumed from (empty: none)
+};
+
 struct ClientOptions {
   std::string token;           // sent as "authorization: Bearer <token>"
   std::string tls_root_pem;    // PEM of the CA to trust; empty: plaintext
@@ -176,6 +196,21 @@ class ShotReader {
   virtual std::string last_encoding() const = 0;
 };
 
+// One consumer of a job (Client::StreamJob). Commit is for the thread that calls Next.
+class JobReader : public ShotReader {
+ public:
+  // Records at the server(s) that every shot this reader has handed out so far is trained
+  // as of `step` (a checkpoint: every consumer commits the same step), those shots done;
+  // returns once that is durable (with --job_dir: written and synced to the job file),
+  // with a token of at most 256 bytes naming (dataset, job, epoch, step) and the job's
+  // ids and seed, to store with the checkpoint and give to JobOptions::resume. Works after
+  // the stream ended too. Errors: ABORTED when the job was resumed from another checkpoint
+  // since; FAILED_PRECONDITION when the server no longer has the job or the step is
+  // before one committed; UNAVAILABLE when a server cannot be reached (nothing lost: the
+  // shots stay to be committed by the next Commit).
+  virtual absl::StatusOr<std::string> Commit(int64_t step) = 0;
+};
+
 class Client {
  public:
   // Connects lazily to each HOST:PORT ("dns:///NAME:PORT" stands for every address NAME
@@ -208,9 +243,25 @@ class Client {
   // destroyed or cancelled early gives back what it held. Next() returns false when every
   // shot of the job is done. options: as Stream's (a job's shots are selected, encoded and
   // delivered exactly as a stream's with the same options).
-  std::unique_ptr<ShotReader> StreamJob(const std::string& dataset, const std::string& job,
-                                        std::vector<int64_t> shot_ids, uint64_t epoch,
-                                        uint64_t seed, const StreamOptions& options);
+  // options.resume: see JobOptions (a token for another dataset, job, epoch, seed or set of
+  // ids is INVALID_ARGUMENT, a step the server has no record of FAILED_PRECONDITION,
+  // before any data).
+  std::unique_ptr<JobReader> StreamJob(const std::string& dataset, const std::string& job,
+                                       std::vector<int64_t> shot_ids, uint64_t epoch,
+                                       uint64_t seed, const JobOptions& options);
+  std::unique_ptr<JobReader> StreamJob(const std::string& dataset, const std::string& job,
+                                       std::vector<int64_t> shot_ids, uint64_t epoch,
+                                       uint64_t seed, const StreamOptions& options) {
+    JobOptions o;
+    static_cast<StreamOptions&>(o) = options;
+    return StreamJob(dataset, job, std::move(shot_ids), epoch, seed, o);
+  }
+  // JobReader::Commit for shots trained on by any consumer of `job`: `trained` (the ids
+  // trained since the last commit) recorded as of `step` on every target that runs part of
+  // the job; the token. With several targets, each call learns which holds what
+  // (GetDataset).
+  absl::StatusOr<std::string> CommitJob(const JobCommit& job, int64_t step,
+                                        const std::vector<int64_t>& trained);
   // Creates dataset `name` on the first target from the shots `next` gives, each sent
   // (with its CRC-32) before the next is asked for; the server writes SEG-Y into its
   // write_dir and makes the dataset visible once the last shot is in. The new dataset's

@@ -8,7 +8,11 @@
 namespace shotstream::client {
 
 using ::shotstream::EpochPermutation;
+using ::shotstream::EpochProgress;
+using ::shotstream::EpochRemainder;
 using ::shotstream::EpochShots;
+using ::shotstream::EvenShares;
+using ::shotstream::RemainderOf;
 
 }  // namespace shotstream::client
 

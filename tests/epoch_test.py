@@ -10,6 +10,8 @@ import sys
 import tempfile
 import unittest
 
+import grpc
+
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "testing"))
 import harness  # noqa: E402
 
@@ -19,35 +21,61 @@ import shotstream  # noqa: E402
 class EpochShotsTest(unittest.TestCase):
 
     def test_python_and_cpp_give_the_same_lists(self):
+        """epoch_shots and epoch_remainder, evened or not, with checkpoints at other world
+        sizes (one count for all ranks, or one a rank): C++ and Python agree, and over the
+        ranks the consumed shots and the remainder are the epoch once."""
         rng = random.Random(11)
         cases = []
         for n in list(range(0, 20)) + [33, 64, 100, 257]:
             for world in range(1, 9):
                 epoch, seed = rng.randrange(0, 1000), rng.choice([0, 1, 42, 2**63 + 5, 2**64 - 1])
                 counts = [rng.randrange(1, 2000) for _ in range(n)] if rng.random() < 0.5 else None
-                cases.append((epoch, seed, world, n, counts))
-        stdin = "".join(f"{e} {s} {w} {n}" + ("" if c is None else " " + " ".join(map(str, c)))
-                        + "\n" for e, s, w, n, c in cases)
+                even = rng.choice([None, None, "pad", "drop"])
+                progress = []
+                for _ in range(rng.choice([0, 0, 1, 2])):
+                    w = rng.randrange(1, 7)
+                    progress.append({"world_size": w, "consumed": rng.randrange(0, n // w + 2)})
+                cases.append((epoch, seed, world, n, counts, even, progress))
+        code = {None: 0, "pad": 1, "drop": 2}
+        stdin = "".join(
+            f"{e} {s} {w} {n} {code[ev]} {len(pr)}" +
+            "".join(f" {p['world_size']} 1 {p['consumed']}" for p in pr) +
+            ("" if c is None else " " + " ".join(map(str, c))) + "\n"
+            for e, s, w, n, c, ev, pr in cases)
         res = subprocess.run([harness.runfile("client/epoch_cases")], input=stdin,
                              capture_output=True, text=True, timeout=120)
         self.assertEqual(res.returncode, 0, res.stderr)
         lines = res.stdout.split("\n")
         k = 0
-        for epoch, seed, world, n, counts in cases:
+        for epoch, seed, world, n, counts, even, progress in cases:
             ids = list(range(1, n + 1))
+            tc = None if counts is None else dict(zip(ids, counts))
             seen = []
             for rank in range(world):
-                want = shotstream.epoch_shots(ids, epoch, seed, rank, world,
-                                              None if counts is None else dict(zip(ids, counts)))
+                want = shotstream.epoch_remainder(ids, epoch, seed, progress, rank, world, tc,
+                                                  even)
                 got = [int(x) for x in lines[k].split(",") if x]
                 k += 1
-                self.assertEqual(got, want, (epoch, seed, world, n, rank))
+                self.assertEqual(got, want, (epoch, seed, world, n, rank, even, progress))
                 seen += got
-                if counts is not None:  # a sequence works as a dict does
+                if not progress:
                     self.assertEqual(want, shotstream.epoch_shots(ids, epoch, seed, rank, world,
-                                                                  counts))
-            self.assertEqual(sorted(seen), ids)
-            if counts and world > 1:
+                                                                  counts, even))
+            if even is None:
+                # What the checkpoints' ranks consumed, plus the remainder: the epoch, once.
+                consumed, order = [], shotstream.epoch_permutation(ids, epoch, seed)
+                for p in progress:
+                    lists = [shotstream.remainder_of(order, [], r, p["world_size"], tc)
+                             for r in range(p["world_size"])]
+                    took = [s for lst in lists for s in lst[:p["consumed"]]]
+                    consumed += took
+                    order = [s for s in order if s not in set(took)]
+                self.assertEqual(sorted(seen + consumed), ids, (n, world, progress))
+            if even is not None and n:
+                sizes = {len(shotstream.epoch_remainder(ids, epoch, seed, progress, r, world, tc,
+                                                        even)) for r in range(world)}
+                self.assertEqual(len(sizes), 1, f"even={even}: equal shares")
+            if counts and world > 1 and even is None and not progress:
                 per = [sum(counts[i - 1] for i in shotstream.epoch_shots(
                     ids, epoch, seed, r, world, counts)) for r in range(world)]
                 self.assertLessEqual(max(per) - min(per), max(counts))
@@ -122,6 +150,155 @@ class PlanAndTorchTest(unittest.TestCase):
             self.assertEqual(sorted(seen), ids, f"epoch {epoch}: every shot once")
         self.assertNotEqual(orders[(0, 0)], orders[(1, 0)], "a new order each epoch")
 
+    def test_static_resume_at_any_world_size(self):
+        """state_dict after k shots at W ranks (one rank's, or every rank's gathered),
+        load_state_dict at W' ranks: consumed + streamed after = the epoch, once."""
+        try:
+            import torch  # noqa: F401
+        except ImportError:
+            self.skipTest("torch is not installed (Debian: python3-torch)")
+        from shotstream.torch import ShotDataset
+        ids = list(range(1, 21))
+        for before, k in ((2, 3), (3, 5), (4, 0), (1, 7)):
+            consumed, states = [], []
+            for rank in range(before):
+                ds = ShotDataset(self.server.target, "d", ids, seed=3, rank=rank,
+                                 world_size=before)
+                ds.set_epoch(2)
+                it = iter(ds)
+                consumed += [next(it).shot_id for _ in range(k)]
+                states.append(ds.state_dict())
+                it.close()
+            for after in (1, 2, 3, 5, 6):
+                for state in (states[0], states):
+                    streamed = []
+                    for rank in range(after):
+                        ds = ShotDataset(self.server.target, "d", ids, seed=3, rank=rank,
+                                         world_size=after)
+                        ds.load_state_dict(state)
+                        self.assertEqual(ds.epoch, 2)
+                        got = [s.shot_id for s in ds]
+                        self.assertEqual(got, ds.rank_shots())
+                        self.assertEqual(len(got), len(ds))
+                        streamed += got
+                    self.assertEqual(sorted(consumed + streamed), ids, (before, k, after))
+        with self.assertRaises(ValueError):
+            ShotDataset(self.server.target, "d", ids, seed=4).load_state_dict(states[0])
+
+    def test_workers_under_fork_and_spawn_after_the_parent_used_a_client(self):
+        """The new user's program: a Client made and used in the parent (natively, or
+        through grpcio), then DataLoader workers by fork and by spawn: every shot once,
+        for ShotDataset and JobDataset. A fresh process, as a user's is (this test's own
+        process has used both gRPC cores)."""
+        try:
+            import torch
+        except ImportError:
+            self.skipTest("torch is not installed (Debian: python3-torch)")
+        script = os.path.join(self.tmp, "workers_after_parent.py")
+        with open(script, "w") as f:
+            f.write(_WORKERS_AFTER_PARENT)
+        for native in ("None", "False"):
+            res = subprocess.run([sys.executable, script, self.server.target, native],
+                                 capture_output=True, text=True, timeout=300)
+            self.assertEqual(res.returncode, 0, res.stdout + res.stderr)
+            self.assertEqual(res.stdout.split().count("ok"), 4, res.stdout)
+        # Where both gRPC cores were started in the parent (this process), a forked
+        # worker refuses at once, saying how to fix it, instead of hanging.
+        from shotstream.torch import ShotDataset
+        with shotstream.Client(self.server.target, native=False) as c:
+            c.dataset("d")
+            with shotstream.Client(self.server.target) as n:
+                n.dataset("d")
+        loader = torch.utils.data.DataLoader(ShotDataset(self.server.target, "d", [1, 2]),
+                                             batch_size=None, num_workers=1,
+                                             multiprocessing_context="fork", timeout=60)
+        with self.assertRaises(shotstream.ShotstreamError) as e:
+            list(loader)
+        self.assertEqual(e.exception.code(), grpc.StatusCode.FAILED_PRECONDITION)
+        self.assertIn("spawn", str(e.exception))
+
+    def test_persistent_workers_see_every_epoch(self):
+        try:
+            import torch  # noqa: F401
+        except ImportError:
+            self.skipTest("torch is not installed (Debian: python3-torch)")
+        from shotstream.torch import DataLoader, ShotDataset
+        ds = ShotDataset(self.server.target, "d", list(range(1, 21)), seed=5, rank=1,
+                         world_size=2)
+        loader = DataLoader(ds, batch_size=None, num_workers=2, persistent_workers=True,
+                            timeout=60)
+        orders = []
+        for epoch in range(3):
+            ds.set_epoch(epoch)
+            got = [s.shot_id for s in loader]
+            self.assertEqual(got, ds.rank_shots(), f"epoch {epoch}")
+            orders.append(got)
+        self.assertEqual(len({tuple(o) for o in orders}), 3, "each epoch in its own order")
+
+    def test_resume_through_the_loader_with_workers_and_batches(self):
+        try:
+            import torch  # noqa: F401
+        except ImportError:
+            self.skipTest("torch is not installed (Debian: python3-torch)")
+        from shotstream.torch import DataLoader, JobDataset, ShotDataset
+        ids = list(range(1, 21))
+        # Shots of one shape stack: the 7-trace shots 1..5 and the 13-trace 6..12.
+        same = list(range(6, 13))
+        ds = ShotDataset(self.server.target, "d", same, seed=2)
+        loader = DataLoader(ds, batch_size=2, num_workers=2, timeout=60)
+        self.assertEqual(len(loader), 4)
+        taken = []
+        for k, batch in enumerate(loader):
+            taken += batch.shot_ids.tolist()
+            if k == 1:
+                state = loader.state_dict()
+                break
+        rest = ShotDataset(self.server.target, "d", same, seed=2, world_size=3, rank=0)
+        streamed = []
+        for rank in range(3):
+            rest = ShotDataset(self.server.target, "d", same, seed=2, world_size=3, rank=rank)
+            rest.load_state_dict(state)
+            streamed += [s.shot_id for s in rest]
+        self.assertEqual(sorted(taken + streamed), same)
+        # A plain DataLoader's workers are out of sight: state_dict says so.
+        plain = ShotDataset(self.server.target, "d", ids)
+        list(torch.utils.data.DataLoader(plain, batch_size=None, num_workers=2,
+                                         multiprocessing_context="spawn", timeout=60))
+        with self.assertRaises(RuntimeError):
+            plain.state_dict()
+        # A job: the trainer took 7 shots through two workers, checkpointed, died; a new
+        # trainer with three workers resumes.
+        job = JobDataset(self.server.target, "d", "resume-loader", ids)
+        loader = DataLoader(job, batch_size=None, num_workers=2, timeout=60)
+        trained = []
+        for shot in loader:
+            trained.append(shot.shot_id)
+            if len(trained) == 7:
+                jstate = loader.state_dict()
+                break
+        del loader
+        job2 = JobDataset(self.server.target, "d", "resume-loader", ids)
+        job2.load_state_dict(jstate)
+        after = [s.shot_id for s in DataLoader(job2, batch_size=None, num_workers=3,
+                                               timeout=60)]
+        self.assertEqual(sorted(trained + after), ids)
+
+    def test_equal_shares_for_ddp(self):
+        try:
+            import torch  # noqa: F401
+        except ImportError:
+            self.skipTest("torch is not installed (Debian: python3-torch)")
+        from shotstream.torch import ShotDataset
+        with shotstream.Client(self.server.target) as c:
+            info = c.dataset("d")
+        ids, counts = info.shot_ids.tolist(), info.shot_trace_counts.tolist()
+        for world in range(1, 9):
+            for even in ("pad", "drop"):
+                sizes = {len(ShotDataset(self.server.target, "d", ids, rank=r, world_size=world,
+                                         trace_counts=counts, even=even))
+                         for r in range(world)}
+                self.assertEqual(len(sizes), 1, (world, even))
+
     def test_torch_takes_rank_and_world_size_from_torch_distributed(self):
         try:
             import torch
@@ -140,6 +317,31 @@ class PlanAndTorchTest(unittest.TestCase):
         finally:
             dist.destroy_process_group()
 
+
+_WORKERS_AFTER_PARENT = """
+import sys
+import torch
+import shotstream
+from shotstream.torch import JobDataset, ShotDataset
+
+def main():
+    target, native = sys.argv[1], eval(sys.argv[2])
+    c = shotstream.Client(target, native=native)
+    ids = sorted(c.dataset("d").shot_ids.tolist())
+    for ctx in ("fork", "spawn"):
+        ds = ShotDataset(target, "d", ids, seed=1)
+        got = [s.shot_id for s in torch.utils.data.DataLoader(
+            ds, batch_size=None, num_workers=2, multiprocessing_context=ctx, timeout=60)]
+        print("ShotDataset", ctx, "ok" if got == ds.rank_shots() else got, flush=True)
+        job = JobDataset(target, "d", "after-parent-%s-%s" % (native, ctx), ids)
+        got = sorted(s.shot_id for s in torch.utils.data.DataLoader(
+            job, batch_size=None, num_workers=2, multiprocessing_context=ctx, timeout=60))
+        print("JobDataset", ctx, "ok" if got == ids else got, flush=True)
+    print(len(c.dataset("d").shot_ids), "still served to the parent", flush=True)
+
+if __name__ == "__main__":
+    main()
+"""
 
 if __name__ == "__main__":
     unittest.main()

@@ -1,51 +1,88 @@
 #include "server/jobs/job_registry.h"
 
+#include <unistd.h>
+
 #include <algorithm>
-#include <cinttypes>
 #include <cctype>
 #include <cerrno>
+#include <cinttypes>
 #include <cstdio>
 #include <cstring>
 #include <utility>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "shotstream/common/epoch_shots.h"
+#include "wire/job_token.h"
 
 namespace shotstream::jobs {
 namespace {
 
-std::string KeyOf(const JobSpec& s) { return absl::StrCat(s.dataset, "\n", s.job, "\n", s.epoch); }
-
-std::string Name(const JobSpec& s) {
-  return absl::StrCat("job '", s.job, "' of dataset '", s.dataset, "' epoch ", s.epoch);
+std::string KeyOf(const std::string& dataset, const std::string& job, uint64_t epoch) {
+  return absl::StrCat(dataset, "\n", job, "\n", epoch);
 }
+std::string KeyOf(const JobSpec& s) { return KeyOf(s.dataset, s.job, s.epoch); }
 
-// The first line of a job's file: what it is the progress of.
+std::string NameOf(const std::string& dataset, const std::string& job, uint64_t epoch) {
+  return absl::StrCat("job '", job, "' of dataset '", dataset, "' epoch ", epoch);
+}
+std::string NameOf(const JobSpec& s) { return NameOf(s.dataset, s.job, s.epoch); }
+
+// The first line of a job's file: what it is the history of.
 std::string Header(const JobSpec& s, uint64_t fingerprint) {
   return absl::StrCat("shotstream job v1 dataset=", s.dataset, " job=", s.job, " epoch=",
                       s.epoch, " seed=", s.seed, " ids=", s.shot_ids.size(), " fingerprint=",
                       fingerprint, "\n");
 }
 
-}  // namespace
-
-uint64_t JobFingerprint(std::vector<int64_t> ids) {
-  std::sort(ids.begin(), ids.end());
-  uint64_t h = 1469598103934665603ull;  // FNV-1a over the sorted ids' bytes
-  for (int64_t id : ids) {
-    for (int b = 0; b < 8; ++b) {
-      h ^= (static_cast<uint64_t>(id) >> (8 * b)) & 0xFF;
-      h *= 1099511628211ull;
+// One line of a job's file into `h`: "done ID", "commit STEP ID...", "rollback STEP
+// LINEAGE". A line the server did not finish writing (no newline) is not one.
+void Replay(absl::string_view line, JobHistory* h) {
+  std::vector<absl::string_view> w = absl::StrSplit(line, ' ', absl::SkipEmpty());
+  if (w.size() < 2) return;
+  int64_t a;
+  if (!absl::SimpleAtoi(w[1], &a)) return;
+  if (w[0] == "done") {
+    h->done.insert(a);
+  } else if (w[0] == "commit") {
+    h->steps.insert(a);
+    for (size_t i = 2; i < w.size(); ++i) {
+      int64_t id;
+      if (!absl::SimpleAtoi(w[i], &id)) continue;
+      h->committed.emplace(id, a);
+      h->done.insert(id);
     }
+  } else if (w[0] == "rollback" && w.size() >= 3) {
+    uint64_t lineage;
+    if (!absl::SimpleAtoi(w[2], &lineage)) return;
+    h->RollBack(a);
+    h->lineage = lineage;
   }
-  return h;
 }
 
-void JobLog::Append(int64_t shot_id) {
+}  // namespace
+
+uint64_t JobFingerprint(std::vector<int64_t> ids) { return wire::JobFingerprint(std::move(ids)); }
+
+void JobHistory::RollBack(int64_t step) {
+  steps.erase(steps.upper_bound(step), steps.end());
+  for (auto it = committed.begin(); it != committed.end();) {
+    if (it->second > step) {
+      committed.erase(it++);
+    } else {
+      ++it;
+    }
+  }
+  done.clear();
+  for (const auto& [id, s] : committed) done.insert(id);
+}
+
+void JobLog::Append(std::string line) {
   {
     absl::MutexLock lock(&mu_);
-    queued_.push_back(shot_id);
+    queued_.push_back(std::move(line));
     if (writing_ && executor_ != nullptr) return;  // the running task takes it
     writing_ = true;
   }
@@ -56,20 +93,37 @@ void JobLog::Append(int64_t shot_id) {
   }
 }
 
+bool JobLog::WriteQueued() {
+  std::vector<std::string> lines;
+  {
+    absl::MutexLock lock(&mu_);
+    lines.swap(queued_);
+  }
+  for (const std::string& l : lines) std::fputs(l.c_str(), file_.get());
+  return std::fflush(file_.get()) == 0 && !std::ferror(file_.get());  // in the page cache
+}
+
 void JobLog::Write() {
   for (;;) {
-    std::vector<int64_t> lines;
     {
-      absl::MutexLock lock(&mu_);
-      if (queued_.empty()) {
-        writing_ = false;
-        return;
-      }
-      lines.swap(queued_);
+      absl::MutexLock file_lock(&file_mu_);
+      WriteQueued();
     }
-    for (int64_t id : lines) std::fprintf(file_.get(), "done %" PRId64 "\n", id);
-    std::fflush(file_.get());  // in the page cache: it survives the process
+    absl::MutexLock lock(&mu_);
+    if (queued_.empty()) {
+      writing_ = false;
+      return;
+    }
   }
+}
+
+absl::Status JobLog::Sync() {
+  absl::MutexLock file_lock(&file_mu_);
+  if (!WriteQueued() || ::fdatasync(::fileno(file_.get())) != 0) {
+    return absl::UnavailableError(absl::StrCat("cannot write the job file ", path_, ": ",
+                                               std::strerror(errno)));
+  }
+  return absl::OkStatus();
 }
 
 void JobLog::AwaitWritten() const {
@@ -77,38 +131,114 @@ void JobLog::AwaitWritten() const {
   mu_.Await(absl::Condition(this, &JobLog::Idle));
 }
 
-Job::Job(JobSpec spec, std::vector<int64_t> permutation, const std::vector<int64_t>& done,
+Job::Job(JobSpec spec, std::vector<int64_t> permutation, JobHistory history,
          std::shared_ptr<JobLog> log, JobCounters* counters)
     : spec_(std::move(spec)),
       order_(std::move(permutation)),
+      in_job_(order_.begin(), order_.end()),
       counters_(counters),
+      history_(std::move(history)),
       idle_since_(absl::Now()),
       log_(std::move(log)) {
-  for (int64_t id : done) done_[id] = 1;
-  for (int64_t id : order_) left_ += done_.contains(id) ? 0 : 1;
+  for (int64_t id : order_) left_ += history_.done.contains(id) ? 0 : 1;
   counters_->jobs++;
 }
 
 Job::~Job() { counters_->jobs--; }
 
-int64_t Job::Join(std::function<void()> wake) {
+std::string Job::Name() const { return NameOf(spec_); }
+
+absl::Status Job::CheckStep(int64_t step) const {
   absl::MutexLock lock(&mu_);
-  const int64_t id = next_consumer_++;
-  consumers_[id].wake = std::move(wake);
+  return StepStatusLocked(step);
+}
+
+absl::Status Job::StepStatusLocked(int64_t step) const {
+  if ((history_.steps.count(step) != 0)) return absl::OkStatus();
+  std::string known = history_.steps.empty()
+                          ? "none is"
+                          : absl::StrCat(history_.steps.size(), " are (", *history_.steps.begin(),
+                                         "..", *history_.steps.rbegin(), ")");
+  return absl::FailedPreconditionError(absl::StrCat(
+      "resume: ", Name(), " has no commit at step ", step, " on record (", known,
+      "); resume from a token that a commit of this job returned"));
+}
+
+bool Job::RollbackOpenLocked(uint64_t lineage) const {
+  if (!rollback_open_ || history_.lineage != lineage) return false;
+  for (const auto& [id, c] : consumers_) {
+    if (!c.aborted && c.lineage == lineage) return true;
+  }
+  return false;
+}
+
+void Job::RollBackLocked(const Resume& r,
+                         std::vector<std::function<void(const absl::Status&)>>* aborts) {
+  history_.RollBack(r.step);
+  history_.lineage = r.lineage;
+  rollback_open_ = true;
+  cursor_ = 0;
+  returned_.clear();
+  left_ = 0;
+  for (int64_t id : order_) left_ += history_.done.contains(id) ? 0 : 1;
+  const absl::Status why = absl::AbortedError(absl::StrCat(
+      Name(), " was resumed from step ", r.step,
+      " by another consumer; the shots this stream held are handed out again"));
+  for (auto& [id, c] : consumers_) {
+    if (c.aborted) continue;
+    c.aborted = true;
+    c.held.clear();
+    if (c.abort) aborts->push_back([abort = c.abort, why](const absl::Status&) { abort(why); });
+  }
+  counters_->rollbacks++;
+  if (log_ != nullptr) log_->Append(absl::StrCat("rollback ", r.step, " ", r.lineage, "\n"));
+}
+
+absl::StatusOr<int64_t> Job::Join(std::function<void()> wake,
+                                  std::function<void(const absl::Status&)> abort,
+                                  const std::optional<Resume>& resume) {
+  std::vector<std::function<void(const absl::Status&)>> aborts;
+  int64_t id;
+  bool rolled_back = false;
+  {
+    absl::MutexLock lock(&mu_);
+    if (resume.has_value()) {
+      if (absl::Status s = StepStatusLocked(resume->step); !s.ok()) return s;
+      if (!RollbackOpenLocked(resume->lineage)) {
+        RollBackLocked(*resume, &aborts);
+        rolled_back = true;
+      }
+    }
+    id = next_consumer_++;
+    Consumer& c = consumers_[id];
+    c.wake = std::move(wake);
+    c.abort = std::move(abort);
+    c.lineage = history_.lineage;
+  }
+  for (auto& a : aborts) a(absl::OkStatus());
+  if (rolled_back && log_ != nullptr) {
+    if (absl::Status s = log_->Sync(); !s.ok()) {
+      Leave(id);
+      return s;
+    }
+  }
   return id;
 }
 
 Job::Take Job::Next(int64_t consumer, size_t limit, int64_t* shot_id) {
   absl::MutexLock lock(&mu_);
   auto it = consumers_.find(consumer);
-  if (left_ == 0 || it == consumers_.end()) return Take::kEnd;  // or it left
+  if (it == consumers_.end()) return Take::kEnd;  // it left
   Consumer& c = it->second;
+  if (c.aborted) return Take::kWait;  // its abort ends the stream
+  if (left_ == 0) return Take::kEnd;
   if (c.held.size() >= limit) return Take::kWait;
+  while (!returned_.empty() && history_.done.contains(returned_.front())) returned_.pop_front();
   if (!returned_.empty()) {
     *shot_id = returned_.front();
     returned_.pop_front();
   } else {
-    while (cursor_ < order_.size() && done_.contains(order_[cursor_])) ++cursor_;
+    while (cursor_ < order_.size() && history_.done.contains(order_[cursor_])) ++cursor_;
     if (cursor_ == order_.size()) return Take::kWait;  // the rest is held by others
     *shot_id = order_[cursor_++];
   }
@@ -121,20 +251,30 @@ void Job::WakeAll(std::vector<std::function<void()>>* out) {
   for (auto& [id, c] : consumers_) out->push_back(c.wake);
 }
 
+void Job::MarkDoneLocked(int64_t shot_id) {
+  if (!history_.done.insert(shot_id).second) return;
+  for (auto& [id, c] : consumers_) {
+    auto h = std::find(c.held.begin(), c.held.end(), shot_id);
+    if (h != c.held.end()) c.held.erase(h);
+  }
+  --left_;
+  counters_->shots_done++;
+}
+
 void Job::Done(int64_t consumer, int64_t shot_id) {
   std::vector<std::function<void()>> wake;
   {
     absl::MutexLock lock(&mu_);
     auto it = consumers_.find(consumer);
-    if (it == consumers_.end()) return;
+    if (it == consumers_.end() || it->second.aborted) return;
     std::vector<int64_t>& held = it->second.held;
     auto h = std::find(held.begin(), held.end(), shot_id);
     if (h == held.end()) return;  // not one it holds
     held.erase(h);
-    if (done_[shot_id]++ == 0) {
+    if (history_.done.insert(shot_id).second) {
       --left_;
       counters_->shots_done++;
-      if (log_ != nullptr) log_->Append(shot_id);
+      if (log_ != nullptr) log_->Append(absl::StrCat("done ", shot_id, "\n"));
     }
     if (left_ == 0) {
       WakeAll(&wake);  // every stream ends
@@ -145,6 +285,51 @@ void Job::Done(int64_t consumer, int64_t shot_id) {
   for (auto& w : wake) w();
 }
 
+absl::StatusOr<Job::Committed> Job::Commit(int64_t step, const std::vector<int64_t>& shot_ids,
+                                           uint64_t lineage) {
+  std::vector<std::function<void()>> wake;
+  Committed out;
+  {
+    absl::MutexLock lock(&mu_);
+    if (lineage != history_.lineage) {
+      return absl::AbortedError(absl::StrCat(
+          "commit: ", Name(), " was resumed since from another checkpoint than this "
+          "consumer's; its model is not the one being trained (resume from the newest "
+          "checkpoint's token)"));
+    }
+    if (!history_.steps.empty() && step < *history_.steps.rbegin()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "commit: step ", step, " of ", Name(), " is before step ", *history_.steps.rbegin(),
+          ", already committed (steps only go forward; resume to go back)"));
+    }
+    for (int64_t id : shot_ids) {
+      if (!in_job_.contains(id)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("commit: shot ", id, " is not one of the ", order_.size(),
+                         " shots of ", Name()));
+      }
+    }
+    std::string line = absl::StrCat("commit ", step);
+    for (int64_t id : shot_ids) {
+      if (!history_.committed.emplace(id, step).second) continue;
+      absl::StrAppend(&line, " ", id);
+      MarkDoneLocked(id);
+    }
+    history_.steps.insert(step);
+    rollback_open_ = false;  // the rollback's consumers trained on: a resume rolls back anew
+    counters_->commits++;
+    if (log_ != nullptr) log_->Append(line + "\n");
+    if (left_ == 0) WakeAll(&wake);
+    out.shots_committed = history_.committed.size();
+    out.shots_left = left_;
+  }
+  for (auto& w : wake) w();
+  if (log_ != nullptr) {
+    if (absl::Status s = log_->Sync(); !s.ok()) return s;
+  }
+  return out;
+}
+
 void Job::Leave(int64_t consumer) {
   std::vector<std::function<void()>> wake;
   {
@@ -152,7 +337,7 @@ void Job::Leave(int64_t consumer) {
     auto it = consumers_.find(consumer);
     if (it == consumers_.end()) return;
     for (int64_t id : it->second.held) {
-      if (!done_.contains(id)) {
+      if (!history_.done.contains(id)) {
         returned_.push_back(id);
         counters_->shots_returned++;
       }
@@ -170,11 +355,11 @@ void Job::GiveBack(int64_t consumer, const std::vector<int64_t>& shot_ids) {
   {
     absl::MutexLock lock(&mu_);
     auto it = consumers_.find(consumer);
-    if (it == consumers_.end()) return;
+    if (it == consumers_.end() || it->second.aborted) return;
     std::vector<int64_t>& held = it->second.held;
     for (auto id = shot_ids.rbegin(); id != shot_ids.rend(); ++id) {  // kept in order
       auto h = std::find(held.begin(), held.end(), *id);
-      if (h == held.end() || done_.contains(*id)) continue;
+      if (h == held.end() || history_.done.contains(*id)) continue;
       held.erase(h);
       returned_.push_front(*id);
       counters_->shots_returned++;
@@ -200,28 +385,39 @@ std::string JobRegistry::PathOf(const JobSpec& s) const {
 }
 
 absl::StatusOr<std::shared_ptr<Job>> JobRegistry::Create(const JobSpec& spec,
-                                                         uint64_t fingerprint) {
-  std::vector<int64_t> done;
+                                                         uint64_t fingerprint, bool resuming) {
+  JobHistory history;
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> log(nullptr, &std::fclose);
-  if (!job_dir_.empty()) {
-    const std::string path = PathOf(spec);
+  const std::string path = job_dir_.empty() ? "" : PathOf(spec);
+  if (job_dir_.empty()) {
+    if (resuming) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "resume: this server has no record of ", NameOf(spec), " (it was restarted, or "
+          "dropped the job after job_idle_timeout, and it keeps jobs in memory only: start "
+          "it with --job_dir=DIR to resume jobs across restarts)"));
+    }
+  } else {
     const std::string header = Header(spec, fingerprint);
     if (std::FILE* in = std::fopen(path.c_str(), "r")) {
-      char line[512];
-      const bool same = std::fgets(line, sizeof line, in) != nullptr && header == line;
-      while (same && std::fgets(line, sizeof line, in) != nullptr) {
-        int64_t id;
-        if (std::sscanf(line, "done %" SCNd64, &id) == 1 && line[std::strlen(line) - 1] == '\n') {
-          done.push_back(id);
-        }
+      char* buf = nullptr;
+      size_t cap = 0;
+      ssize_t n = ::getline(&buf, &cap, in);
+      const bool same = n > 0 && header == absl::string_view(buf, n);
+      while (same && (n = ::getline(&buf, &cap, in)) > 0) {
+        if (buf[n - 1] == '\n') Replay(absl::string_view(buf, n - 1), &history);
       }
+      std::free(buf);
       std::fclose(in);
       if (!same) {
         return absl::FailedPreconditionError(absl::StrCat(
-            Name(spec), ": ", path, " records another job (other shot ids or seed); remove "
+            NameOf(spec), ": ", path, " records another job (other shot ids or seed); remove "
             "it to start this one afresh"));
       }
       log.reset(std::fopen(path.c_str(), "a"));
+    } else if (resuming) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "resume: this server has no record of ", NameOf(spec), " (no ", path,
+          "); the token is from another server or job directory"));
     } else {
       log.reset(std::fopen(path.c_str(), "w"));
       if (log != nullptr) {
@@ -230,14 +426,14 @@ absl::StatusOr<std::shared_ptr<Job>> JobRegistry::Create(const JobSpec& spec,
       }
     }
     if (log == nullptr) {
-      return absl::FailedPreconditionError(absl::StrCat(Name(spec), ": cannot write ", path, ": ",
-                                                        std::strerror(errno)));
+      return absl::FailedPreconditionError(absl::StrCat(NameOf(spec), ": cannot write ", path,
+                                                        ": ", std::strerror(errno)));
     }
   }
   std::shared_ptr<JobLog> job_log =
-      log == nullptr ? nullptr : std::make_shared<JobLog>(std::move(log), executor_);
-  return std::make_shared<Job>(spec, EpochPermutation(spec.shot_ids, spec.epoch, spec.seed), done,
-                               std::move(job_log), counters_);
+      log == nullptr ? nullptr : std::make_shared<JobLog>(std::move(log), path, executor_);
+  return std::make_shared<Job>(spec, EpochPermutation(spec.shot_ids, spec.epoch, spec.seed),
+                               std::move(history), std::move(job_log), counters_);
 }
 
 void JobRegistry::DropIdleLocked() {
@@ -253,7 +449,7 @@ void JobRegistry::DropIdleLocked() {
   }
 }
 
-absl::StatusOr<std::shared_ptr<Job>> JobRegistry::Find(const JobSpec& spec) {
+absl::StatusOr<std::shared_ptr<Job>> JobRegistry::Find(const JobSpec& spec, bool resuming) {
   if (spec.job.empty() ||
       !std::all_of(spec.job.begin(), spec.job.end(), [](char c) {
         return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-';
@@ -264,7 +460,7 @@ absl::StatusOr<std::shared_ptr<Job>> JobRegistry::Find(const JobSpec& spec) {
   std::vector<int64_t> sorted = spec.shot_ids;
   std::sort(sorted.begin(), sorted.end());
   if (auto d = std::adjacent_find(sorted.begin(), sorted.end()); d != sorted.end()) {
-    return absl::InvalidArgumentError(absl::StrCat(Name(spec), ": shot ", *d,
+    return absl::InvalidArgumentError(absl::StrCat(NameOf(spec), ": shot ", *d,
                                                    " is named twice"));
   }
   const uint64_t fingerprint = JobFingerprint(spec.shot_ids);
@@ -275,21 +471,40 @@ absl::StatusOr<std::shared_ptr<Job>> JobRegistry::Find(const JobSpec& spec) {
     const JobSpec& held = it->second.job->spec();
     if (it->second.fingerprint != fingerprint) {
       return absl::FailedPreconditionError(absl::StrCat(
-          Name(spec), ": its consumers disagree on the shot ids (", spec.shot_ids.size(),
+          NameOf(spec), ": its consumers disagree on the shot ids (", spec.shot_ids.size(),
           " ids here, ", held.shot_ids.size(), " in the job)"));
     }
     if (held.seed != spec.seed) {
-      return absl::FailedPreconditionError(absl::StrCat(Name(spec),
+      return absl::FailedPreconditionError(absl::StrCat(NameOf(spec),
                                                         ": its consumers disagree on the seed (",
                                                         spec.seed, " here, ", held.seed,
                                                         " in the job)"));
     }
     return it->second.job;
   }
-  auto job = Create(spec, fingerprint);
+  auto job = Create(spec, fingerprint, resuming);
   if (!job.ok()) return job.status();
   jobs_.emplace(KeyOf(spec), Entry{*job, fingerprint});
   return *job;
+}
+
+absl::StatusOr<std::shared_ptr<Job>> JobRegistry::Held(const std::string& dataset,
+                                                       const std::string& job, uint64_t epoch,
+                                                       uint64_t seed) {
+  absl::MutexLock lock(&mu_);
+  auto it = jobs_.find(KeyOf(dataset, job, epoch));
+  if (it == jobs_.end()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "commit: ", NameOf(dataset, job, epoch), " is not running on this server (it was "
+        "never streamed here, or was dropped after job_idle_timeout, or the server "
+        "restarted): stream it (with resume=) before committing"));
+  }
+  if (it->second.job->spec().seed != seed) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "commit: ", NameOf(dataset, job, epoch), " has seed ", it->second.job->spec().seed,
+        ", not ", seed));
+  }
+  return it->second.job;
 }
 
 size_t JobRegistry::size() const {

@@ -235,5 +235,150 @@ TEST(JobRegistryTest, TheJobFileIsWrittenOnTheExecutorNotByTheCaller) {
   EXPECT_EQ(disk.pending(), 0u);
 }
 
+
+// Takes and finishes `n` shots for consumer `c`; their ids.
+std::vector<int64_t> TakeDone(Job* job, int64_t c, int n) {
+  std::vector<int64_t> out;
+  int64_t id;
+  for (int k = 0; k < n && job->Next(c, 100, &id) == Job::Take::kShot; ++k) {
+    job->Done(c, id);
+    out.push_back(id);
+  }
+  return out;
+}
+
+// Everything `c` can take to the end of the job.
+std::vector<int64_t> Drain(Job* job, int64_t c) { return TakeDone(job, c, 1 << 20); }
+
+// Committed shots stay done; a resume to the commit's step hands out every other shot,
+// once, and ends the consumers from before with ABORTED.
+TEST(JobResumeTest, ARollbackHandsOutExactlyWhatWasNotCommitted) {
+  JobCounters counters;
+  JobRegistry registry("", absl::Minutes(10), &counters);
+  auto job = *registry.Find(Spec(20));
+  absl::Status aborted;
+  const int64_t a = *job->Join([] {}, [&](const absl::Status& s) { aborted = s; }, std::nullopt);
+  std::vector<int64_t> trained = TakeDone(job.get(), a, 6);
+  auto c1 = job->Commit(10, trained, 0);
+  ASSERT_TRUE(c1.ok()) << c1.status();
+  EXPECT_EQ(c1->shots_committed, 6u);
+  std::vector<int64_t> lost = TakeDone(job.get(), a, 5);  // done, never committed
+  int64_t held;
+  ASSERT_EQ(job->Next(a, 100, &held), Job::Take::kShot);
+  EXPECT_EQ(job->shots_left(), 9u);
+
+  const int64_t b = *job->Join([] {}, nullptr, Job::Resume{10, 77});
+  EXPECT_EQ(aborted.code(), absl::StatusCode::kAborted);
+  EXPECT_NE(aborted.message().find("resumed from step 10"), absl::string_view::npos);
+  int64_t id;
+  EXPECT_EQ(job->Next(a, 100, &id), Job::Take::kWait) << "an aborted consumer takes nothing";
+  std::vector<int64_t> rest = Drain(job.get(), b);
+  std::set<int64_t> all(trained.begin(), trained.end());
+  for (int64_t r : rest) EXPECT_TRUE(all.insert(r).second) << r;
+  EXPECT_EQ(all.size(), 20u);
+  EXPECT_EQ(rest.size(), 14u);
+  EXPECT_EQ(counters.rollbacks, 1);
+}
+
+// A second consumer with the same token joins the open rollback; after a commit, or once
+// every consumer of it is gone, the same token rolls back anew.
+TEST(JobResumeTest, TheSameTokenJoinsAnOpenRollbackAndRollsBackAfterACommit) {
+  JobCounters counters;
+  JobRegistry registry("", absl::Minutes(10), &counters);
+  auto job = *registry.Find(Spec(30));
+  const int64_t a = job->Join([] {});
+  ASSERT_TRUE(job->Commit(1, TakeDone(job.get(), a, 4), 0).ok());
+  TakeDone(job.get(), a, 4);
+  bool b_aborted = false;
+  const int64_t b = *job->Join([] {}, [&](const absl::Status&) { b_aborted = true; },
+                               Job::Resume{1, 5});
+  std::vector<int64_t> b_took = TakeDone(job.get(), b, 3);
+  const int64_t c = *job->Join([] {}, nullptr, Job::Resume{1, 5});  // joins: b is connected
+  EXPECT_FALSE(b_aborted);
+  EXPECT_EQ(counters.rollbacks, 1);
+  EXPECT_EQ(job->shots_left(), 30u - 4 - 3);
+  ASSERT_TRUE(job->Commit(2, b_took, 5).ok());
+  // Committed since: the same token is a new restart.
+  const int64_t d = *job->Join([] {}, nullptr, Job::Resume{1, 5});
+  EXPECT_TRUE(b_aborted);
+  EXPECT_EQ(counters.rollbacks, 2);
+  EXPECT_EQ(job->shots_left(), 26u) << "step 2's commit forgotten";
+  job->Leave(b);
+  job->Leave(c);
+  job->Leave(d);
+  // Nobody of the rollback is connected: rolls back again.
+  const int64_t e = *job->Join([] {}, nullptr, Job::Resume{1, 5});
+  EXPECT_EQ(counters.rollbacks, 3);
+  EXPECT_EQ(Drain(job.get(), e).size(), 26u);
+}
+
+TEST(JobResumeTest, RefusalsNameWhatIsWrong) {
+  JobCounters counters;
+  JobRegistry registry("", absl::Minutes(10), &counters);
+  auto job = *registry.Find(Spec(10));
+  const int64_t a = job->Join([] {});
+  std::vector<int64_t> took = TakeDone(job.get(), a, 2);
+  ASSERT_TRUE(job->Commit(5, took, 0).ok());
+  auto unknown = job->Join([] {}, nullptr, Job::Resume{4, 1});
+  EXPECT_EQ(unknown.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(unknown.status().message().find("no commit at step 4"), absl::string_view::npos);
+  EXPECT_EQ(job->Commit(4, {}, 0).status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(job->Commit(6, {12345}, 0).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(job->Commit(6, {}, 99).status().code(), absl::StatusCode::kAborted);
+  ASSERT_TRUE(job->Join([] {}, nullptr, Job::Resume{5, 3}).ok());
+  EXPECT_EQ(job->Commit(6, {}, 0).status().code(), absl::StatusCode::kAborted)
+      << "a consumer from before the rollback";
+  EXPECT_TRUE(job->Commit(6, {}, 3).ok());
+  // A server that keeps jobs in memory has nothing to resume after a restart.
+  JobRegistry fresh("", absl::Minutes(10), &counters);
+  auto none = fresh.Find(Spec(10), /*resuming=*/true);
+  EXPECT_EQ(none.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(none.status().message().find("--job_dir"), absl::string_view::npos);
+  EXPECT_EQ(fresh.Held("line1", "fwi", 3, 7).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+// The job's file replays commits and rollbacks: a restarted server resumes from it.
+TEST(JobResumeTest, ARestartedServerReplaysCommitsAndRollbacks) {
+  const std::string dir = Dir() + "/jobs_resume";
+  std::system(("rm -rf " + dir + " && mkdir -p " + dir).c_str());
+  JobCounters counters;
+  std::set<int64_t> committed;
+  {
+    JobRegistry registry(dir, absl::Minutes(10), &counters);
+    auto job = *registry.Find(Spec(25));
+    const int64_t a = job->Join([] {});
+    std::vector<int64_t> s1 = TakeDone(job.get(), a, 5);
+    ASSERT_TRUE(job->Commit(1, s1, 0).ok());
+    std::vector<int64_t> s2 = TakeDone(job.get(), a, 5);
+    ASSERT_TRUE(job->Commit(2, s2, 0).ok());
+    TakeDone(job.get(), a, 5);
+    const int64_t b = *job->Join([] {}, nullptr, Job::Resume{1, 42});  // forgets step 2
+    std::vector<int64_t> s3 = TakeDone(job.get(), b, 3);
+    ASSERT_TRUE(job->Commit(3, s3, 42).ok());
+    TakeDone(job.get(), b, 4);  // done, not committed
+    committed.insert(s1.begin(), s1.end());
+    committed.insert(s3.begin(), s3.end());
+  }
+  JobRegistry restarted(dir, absl::Minutes(10), &counters);
+  auto job = restarted.Find(Spec(25), /*resuming=*/true);
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ((*job)->CheckStep(2).code(), absl::StatusCode::kFailedPrecondition)
+      << "rolled back past";
+  ASSERT_TRUE((*job)->CheckStep(3).ok());
+  EXPECT_TRUE((*job)->Commit(4, {}, 42).ok()) << "the lineage survives the restart";
+  const int64_t c = *(*job)->Join([] {}, nullptr, Job::Resume{3, 43});
+  std::vector<int64_t> rest = Drain(job->get(), c);
+  std::set<int64_t> all = committed;
+  for (int64_t r : rest) EXPECT_TRUE(all.insert(r).second) << r;
+  EXPECT_EQ(all.size(), 25u);
+  // A partly written last line (a crash mid-write) is not replayed.
+  std::ofstream(dir + "/line1.fwi.3.job", std::ios::app) << "commit 9 10 20";
+  JobRegistry again(dir, absl::Minutes(10), &counters);
+  auto j2 = again.Find(Spec(25));
+  ASSERT_TRUE(j2.ok());
+  EXPECT_EQ((*j2)->CheckStep(9).code(), absl::StatusCode::kFailedPrecondition);
+}
+
 }  // namespace
 }  // namespace shotstream::jobs

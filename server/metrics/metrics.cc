@@ -91,6 +91,10 @@ std::string RenderPrometheus(const service::ServiceCounters& c,
          c.jobs.shots_returned.load());
   Metric(&out, "shotstream_job_shots_done_total", "counter", "Shots of jobs done.",
          c.jobs.shots_done.load());
+  Metric(&out, "shotstream_job_commits_total", "counter",
+         "Commits of jobs recorded (CommitJob: a trainer's checkpoint).", c.jobs.commits.load());
+  Metric(&out, "shotstream_job_rollbacks_total", "counter",
+         "Jobs rolled back by a resume from a commit's token.", c.jobs.rollbacks.load());
   Metric(&out, "shotstream_shots_sent_total", "counter", "Shots sent.", c.shots_sent.load());
   Metric(&out, "shotstream_shots_sent_zero_copy_total", "counter",
          "Shots sent from the file mapping as stored, without decoding or copying.",

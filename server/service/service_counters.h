@@ -12,8 +12,8 @@
 namespace shotstream::service {
 
 // The service's RPCs, for the counters by RPC and the log.
-enum class Rpc { kListDatasets, kGetDataset, kStreamShots, kStreamJob, kWriteShots };
-inline constexpr int kRpcs = 5;
+enum class Rpc { kListDatasets, kGetDataset, kStreamShots, kStreamJob, kWriteShots, kCommitJob };
+inline constexpr int kRpcs = 6;
 inline const char* RpcName(Rpc rpc) {
   switch (rpc) {
     case Rpc::kListDatasets: return "ListDatasets";
@@ -21,6 +21,7 @@ inline const char* RpcName(Rpc rpc) {
     case Rpc::kStreamShots: return "StreamShots";
     case Rpc::kStreamJob: return "StreamJob";
     case Rpc::kWriteShots: return "WriteShots";
+    case Rpc::kCommitJob: return "CommitJob";
   }
   return "?";
 }

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "grpcpp/grpcpp.h"
 #include "server/service/grpc_status.h"
+#include "wire/job_token.h"
 #include "server/service/internal/job_reactor.h"
 #include "server/service/internal/stream_reactor.h"
 #include "server/service/internal/write_reactor.h"
@@ -87,6 +88,29 @@ bool ParseRaw(const grpc::ByteBuffer* raw, Message* out) {
   return out->ParseFromString(bytes);
 }
 
+// A JobStart's resume token, checked against the start: none, the step and lineage to
+// resume from, or INVALID_ARGUMENT naming what does not match.
+absl::StatusOr<std::optional<jobs::Job::Resume>> ResumeOf(const v1::JobStart& start) {
+  if (start.resume().empty()) return std::nullopt;
+  absl::StatusOr<wire::JobToken> t = wire::DecodeJobToken(start.resume());
+  if (!t.ok()) return t.status();
+  auto differs = [&](const char* what, const std::string& token, const std::string& here) {
+    return absl::InvalidArgumentError(absl::StrCat("resume: the token is for ", what, " ",
+                                                   token, ", this stream names ", here));
+  };
+  if (t->dataset != start.dataset()) {
+    return differs("dataset", "'" + t->dataset + "'", "'" + start.dataset() + "'");
+  }
+  if (t->job != start.job()) return differs("job", "'" + t->job + "'", "'" + start.job() + "'");
+  if (t->epoch != start.epoch()) {
+    return differs("epoch", absl::StrCat(t->epoch), absl::StrCat(start.epoch()));
+  }
+  if (t->seed != start.seed()) {
+    return differs("seed", absl::StrCat(t->seed), absl::StrCat(start.seed()));
+  }
+  return jobs::Job::Resume{t->step, wire::JobLineage(start.resume())};
+}
+
 // StreamShots and StreamJob are served raw (ByteBuffer) so that samples reach gRPC without
 // a copy; the other methods use the generated message types. (StreamJob's typed and raw
 // methods take the same arguments, so the service is composed here rather than from
@@ -98,7 +122,8 @@ class ShotStreamServiceImpl final
               v1::ShotStream::WithRawCallbackMethod_StreamShots<
                   v1::ShotStream::WithRawCallbackMethod_StreamJob<
                       v1::ShotStream::WithCallbackMethod_WriteShots<
-                          v1::ShotStream::Service>>>>> {
+                          v1::ShotStream::WithCallbackMethod_CommitJob<
+                              v1::ShotStream::Service>>>>>> {
  public:
   explicit ShotStreamServiceImpl(const ServiceParts& parts) : parts_(parts) {}
 
@@ -177,8 +202,15 @@ class ShotStreamServiceImpl final
         jobs::JobSpec spec{start.dataset(), start.job(), start.epoch(), start.seed(),
                            std::vector<int64_t>(start.shot_ids().begin(),
                                                 start.shot_ids().end())};
-        absl::StatusOr<std::shared_ptr<jobs::Job>> job = parts_.jobs->Find(spec);
+        absl::StatusOr<std::optional<jobs::Job::Resume>> resume = ResumeOf(start);
+        if (!resume.ok()) return resume.status();
+        out.resume = *resume;
+        absl::StatusOr<std::shared_ptr<jobs::Job>> job =
+            parts_.jobs->Find(spec, out.resume.has_value());
         if (!job.ok()) return job.status();
+        if (out.resume.has_value()) {
+          if (absl::Status s = (*job)->CheckStep(out.resume->step); !s.ok()) return s;
+        }
         out.job = *std::move(job);
         out.plan = PlanWindow(*std::move(v), caller, start.dataset());
         return absl::OkStatus();
@@ -186,7 +218,10 @@ class ShotStreamServiceImpl final
       if (!pass.ok()) return pass.status();
       out.pass = *std::move(pass);
       out.plan.shot_ids.clear();
-      out.plan.feed = MakeJobFeed(out.job, out.plan.queue_depth + 1, &out.consumer);
+      absl::StatusOr<std::shared_ptr<stream::ShotFeed>> feed =
+          MakeJobFeed(out.job, out.plan.queue_depth + 1, out.resume, &out.consumer);
+      if (!feed.ok()) return feed.status();
+      out.plan.feed = *std::move(feed);
       return out;
     };
     auto refuse = [this, caller](absl::Status why) {
@@ -194,6 +229,38 @@ class ShotStreamServiceImpl final
     };
     return StartJobStream(std::move(starter), std::move(refuse), parts_.readers, parts_.disk,
                           Context(caller, "", nullptr));
+  }
+
+  // A commit: the gate's checks here, the job's durable record on the disk executor.
+  grpc::ServerUnaryReactor* CommitJob(grpc::CallbackServerContext* ctx,
+                                      const v1::JobCommit* request,
+                                      v1::JobCommitted* response) override {
+    auto* reactor = ctx->DefaultReactor();
+    auto pass = parts_.gate->Enter(Rpc::kCommitJob, CallerOf(ctx), request->dataset());
+    if (!pass.ok()) {
+      reactor->Finish(ToGrpcStatus(pass.status()));
+      return reactor;
+    }
+    parts_.disk->Submit([this, reactor, request, response] {
+      absl::StatusOr<std::shared_ptr<jobs::Job>> job = parts_.jobs->Held(
+          request->dataset(), request->job(), request->epoch(), request->seed());
+      absl::StatusOr<jobs::Job::Committed> done =
+          job.ok() ? (*job)->Commit(request->step(),
+                                    std::vector<int64_t>(request->shot_ids().begin(),
+                                                         request->shot_ids().end()),
+                                    wire::JobLineage(request->resume()))
+                   : absl::StatusOr<jobs::Job::Committed>(job.status());
+      if (done.ok()) {
+        response->set_shots_committed(done->shots_committed);
+        response->set_shots_left(done->shots_left);
+      } else if (parts_.log_streams) {
+        std::fprintf(stderr, "commit of job %s step %lld refused: %s\n",
+                     request->job().c_str(), static_cast<long long>(request->step()),
+                     std::string(done.status().message()).c_str());
+      }
+      reactor->Finish(ToGrpcStatus(done.status()));
+    });
+    return reactor;
   }
 
   grpc::ServerReadReactor<v1::WriteShotsRequest>* WriteShots(

@@ -10,6 +10,8 @@
 #include <functional>
 #include <vector>
 
+#include "absl/status/status.h"
+
 namespace shotstream::stream {
 
 class ShotFeed {
@@ -20,6 +22,9 @@ class ShotFeed {
   virtual Take Next(int64_t* shot_id) = 0;
   // Set once, before the first Next.
   virtual void SetWake(std::function<void()> wake) = 0;
+  // Set once, before the first Next: how the feed ends the window early with an error
+  // (a job rolled back under its consumer). The default feed never does.
+  virtual void SetStop(std::function<void(const absl::Status&)> stop) {}
   // Shots handed out that the window will not send after all (it stalled and gave back
   // its read-ahead): they go back to whoever hands out shots.
   virtual void GiveBack(const std::vector<int64_t>& shot_ids) = 0;

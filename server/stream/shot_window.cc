@@ -47,6 +47,10 @@ void ShotWindow::Start() {
     plan_.feed->SetWake([weak = std::weak_ptr<ShotWindow>(shared_from_this())] {
       if (auto w = weak.lock()) w->Poke();
     });
+    plan_.feed->SetStop([weak = std::weak_ptr<ShotWindow>(shared_from_this())](
+                            const absl::Status& why) {
+      if (auto w = weak.lock()) w->Stop(why);
+    });
   }
   if (plan_.stall_watch != nullptr) plan_.stall_watch->Watch(shared_from_this());
   absl::MutexLock lock(&mu_);

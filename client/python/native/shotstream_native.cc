@@ -119,6 +119,10 @@ class PyReader {
   PyReader(std::shared_ptr<Client> client, std::shared_ptr<PinnedBufferPool> pool,
            std::unique_ptr<ShotReader> reader)
       : client_(std::move(client)), pool_(std::move(pool)), reader_(std::move(reader)) {}
+  PyReader(std::shared_ptr<Client> client, std::shared_ptr<PinnedBufferPool> pool,
+           std::unique_ptr<shotstream::client::JobReader> reader)
+      : client_(std::move(client)), pool_(std::move(pool)), job_(reader.get()),
+        reader_(std::move(reader)) {}
 
   ~PyReader() {
     py::gil_scoped_release nogil;
@@ -145,6 +149,20 @@ class PyReader {
   }
   int reconnects() const { return reader_->reconnects(); }
   uint64_t wire_bytes() const { return reader_->wire_bytes(); }
+
+  // A job's commit (JobReader::Commit): the token.
+  py::bytes Commit(int64_t step) {
+    if (job_ == nullptr) {
+      throw std::invalid_argument("commit() is for a job's stream (stream_job)");
+    }
+    absl::StatusOr<std::string> token;
+    {
+      py::gil_scoped_release nogil;
+      absl::MutexLock lock(&mu_);
+      token = job_->Commit(step);
+    }
+    return py::bytes(ValueOrThrow(std::move(token)));
+  }
 
  private:
   // A pool buffer kept alive by the numpy arrays that view it; the pool outlives it.
@@ -195,7 +213,8 @@ class PyReader {
 
   std::shared_ptr<Client> client_;
   std::shared_ptr<PinnedBufferPool> pool_;
-  absl::Mutex mu_;  // one Next() at a time
+  shotstream::client::JobReader* job_ = nullptr;  // reader_'s, for a job
+  absl::Mutex mu_;  // one Next() (or commit) at a time
   std::unique_ptr<ShotReader> reader_;
 };
 
@@ -318,6 +337,7 @@ PYBIND11_MODULE(_native, m) {
       .def("__iter__", [](PyReader& r) -> PyReader& { return r; })
       .def("__next__", &PyReader::Next)
       .def("cancel", &PyReader::Cancel)
+      .def("commit", &PyReader::Commit, "step"_a)
       .def_property_readonly("reconnects", &PyReader::reconnects)
       .def_property_readonly("wire_bytes", &PyReader::wire_bytes);
 
@@ -357,12 +377,14 @@ PYBIND11_MODULE(_native, m) {
              std::vector<std::string> headers, uint64_t max_chunk_bytes, bool trace_headers,
              std::optional<std::pair<uint32_t, uint32_t>> window,
              const std::vector<std::tuple<std::string, double, double>>& where,
-             std::string encoding, double tolerance) {
+             std::string encoding, double tolerance, const py::bytes& resume) {
             auto client = self.Get();
-            StreamOptions o = Options(queue_depth, std::move(headers), max_chunk_bytes,
-                                      trace_headers, window, where, std::move(encoding),
-                                      tolerance, /*pieces=*/false);
-            std::unique_ptr<ShotReader> reader;
+            shotstream::client::JobOptions o;
+            static_cast<StreamOptions&>(o) =
+                Options(queue_depth, std::move(headers), max_chunk_bytes, trace_headers,
+                        window, where, std::move(encoding), tolerance, /*pieces=*/false);
+            o.resume = resume;
+            std::unique_ptr<shotstream::client::JobReader> reader;
             {
               py::gil_scoped_release nogil;
               reader = client->StreamJob(dataset, job, std::move(shot_ids), epoch, seed, o);
@@ -373,7 +395,24 @@ PYBIND11_MODULE(_native, m) {
           "queue_depth"_a = 2, "headers"_a = std::vector<std::string>{},
           "max_chunk_bytes"_a = 0, "trace_headers"_a = false, "window"_a = py::none(),
           "where"_a = std::vector<std::tuple<std::string, double, double>>{},
-          "encoding"_a = "float32", "tolerance"_a = 0.0)
+          "encoding"_a = "float32", "tolerance"_a = 0.0, "resume"_a = py::bytes())
+      .def(
+          "commit_job",
+          [](PyClient& self, const std::string& dataset, const std::string& job,
+             std::vector<int64_t> shot_ids, int64_t step, std::vector<int64_t> trained,
+             uint64_t epoch, uint64_t seed, const py::bytes& resume) {
+            auto client = self.Get();
+            shotstream::client::JobCommit c{dataset, job, std::move(shot_ids), epoch, seed,
+                                            resume};
+            absl::StatusOr<std::string> token;
+            {
+              py::gil_scoped_release nogil;
+              token = client->CommitJob(c, step, trained);
+            }
+            return py::bytes(ValueOrThrow(std::move(token)));
+          },
+          "dataset"_a, "job"_a, "shot_ids"_a, "step"_a, "trained"_a, py::kw_only(),
+          "epoch"_a = 0, "seed"_a = 0, "resume"_a = py::bytes())
       .def(
           "write",
           [](PyClient& self, const std::string& dataset, py::iterable shots,

@@ -11,19 +11,33 @@ namespace {
 
 // Thread-safe: the window calls Next under its lock; the job calls the wake (without its
 // own lock) from whichever thread changed it.
-class JobFeed final : public stream::ShotFeed {
+class JobFeed final : public stream::ShotFeed,
+                      public std::enable_shared_from_this<JobFeed> {
  public:
   JobFeed(std::shared_ptr<jobs::Job> job, size_t limit) : job_(std::move(job)), limit_(limit) {}
-  void Join(int64_t* consumer) {
-    consumer_ = job_->Join([this] {
-      std::function<void()> wake;
-      {
-        absl::MutexLock lock(&mu_);
-        wake = wake_;
-      }
-      if (wake) wake();
-    });
+  absl::Status Join(const std::optional<jobs::Job::Resume>& resume, int64_t* consumer) {
+    std::weak_ptr<JobFeed> weak = shared_from_this();
+    auto joined = job_->Join(
+        [weak] {
+          if (auto self = weak.lock()) self->Wake();
+        },
+        [weak](const absl::Status& why) {
+          if (auto self = weak.lock()) self->Abort(why);
+        },
+        resume);
+    if (!joined.ok()) return joined.status();
+    consumer_ = *joined;
     *consumer = consumer_;
+    return absl::OkStatus();
+  }
+  void SetStop(std::function<void(const absl::Status&)> stop) override {
+    absl::Status aborted;
+    {
+      absl::MutexLock lock(&mu_);
+      stop_ = std::move(stop);
+      aborted = aborted_;
+    }
+    if (!aborted.ok()) stop_(aborted);  // aborted before the window started
   }
   Take Next(int64_t* shot_id) override {
     switch (job_->Next(consumer_, limit_, shot_id)) {
@@ -42,11 +56,31 @@ class JobFeed final : public stream::ShotFeed {
   }
 
  private:
+  void Wake() {
+    std::function<void()> wake;
+    {
+      absl::MutexLock lock(&mu_);
+      wake = wake_;
+    }
+    if (wake) wake();
+  }
+  void Abort(const absl::Status& why) {
+    std::function<void(const absl::Status&)> stop;
+    {
+      absl::MutexLock lock(&mu_);
+      aborted_ = why;
+      stop = stop_;
+    }
+    if (stop) stop(why);
+  }
+
   const std::shared_ptr<jobs::Job> job_;
   const size_t limit_;
   int64_t consumer_ = 0;
   absl::Mutex mu_;
   std::function<void()> wake_ ABSL_GUARDED_BY(mu_);
+  std::function<void(const absl::Status&)> stop_ ABSL_GUARDED_BY(mu_);
+  absl::Status aborted_ ABSL_GUARDED_BY(mu_);  // by a rollback
 };
 
 // Parses one message of a raw call.
@@ -237,10 +271,11 @@ class JobReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::
 
 }  // namespace
 
-std::shared_ptr<stream::ShotFeed> MakeJobFeed(std::shared_ptr<jobs::Job> job, size_t limit,
-                                              int64_t* consumer) {
+absl::StatusOr<std::shared_ptr<stream::ShotFeed>> MakeJobFeed(
+    std::shared_ptr<jobs::Job> job, size_t limit,
+    const std::optional<jobs::Job::Resume>& resume, int64_t* consumer) {
   auto feed = std::make_shared<JobFeed>(std::move(job), limit);
-  feed->Join(consumer);
+  if (absl::Status s = feed->Join(resume, consumer); !s.ok()) return s;
   return feed;
 }
 

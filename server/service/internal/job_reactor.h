@@ -8,6 +8,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 
 #include "absl/status/statusor.h"
 #include "grpcpp/grpcpp.h"
@@ -23,6 +24,7 @@ namespace shotstream::service {
 struct JobStream {
   stream::WindowPlan plan;
   std::shared_ptr<jobs::Job> job;
+  std::optional<jobs::Job::Resume> resume;  // the start's token, checked
   int64_t consumer = 0;
   std::unique_ptr<Gate::Pass> pass;
 };
@@ -39,9 +41,12 @@ grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* StartJobStream(
     JobStarter starter, JobRefusal refuse, stream::Executor* readers, stream::Executor* disk,
     StreamContext context);
 
-// The feed of a job's consumer: at most `limit` shots held not done.
-std::shared_ptr<stream::ShotFeed> MakeJobFeed(std::shared_ptr<jobs::Job> job, size_t limit,
-                                              int64_t* consumer);
+// The feed of a job's consumer, joined (with `resume`: rolled back or joined to the open
+// rollback): at most `limit` shots held not done; a rollback by another consumer stops
+// its window with ABORTED.
+absl::StatusOr<std::shared_ptr<stream::ShotFeed>> MakeJobFeed(
+    std::shared_ptr<jobs::Job> job, size_t limit,
+    const std::optional<jobs::Job::Resume>& resume, int64_t* consumer);
 
 }  // namespace shotstream::service
 

@@ -19,10 +19,10 @@ imported on demand).
 
 from shotstream._version import __version__
 from shotstream.client import Client, tune
-from shotstream.epochs import epoch_permutation, epoch_shots
+from shotstream.epochs import epoch_permutation, epoch_remainder, epoch_shots, remainder_of
 from shotstream.errors import ShotstreamError
 from shotstream.routing import RetryBudget, expand_targets
 from shotstream.types import DatasetInfo, Shot
 
 __all__ = ["Client", "DatasetInfo", "RetryBudget", "Shot", "ShotstreamError",
-           "epoch_permutation", "epoch_shots", "expand_targets", "tune", "__version__"]
+           "epoch_permutation", "epoch_remainder", "epoch_shots", "remainder_of", "expand_targets", "tune", "__version__"]

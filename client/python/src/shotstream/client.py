@@ -69,6 +69,26 @@ def _say_native_missing_once():
 
 _said_native_missing = False
 
+# The process that started each gRPC core (the extension's libgrpc, grpcio's own): a
+# forked child (a DataLoader worker) inherits a started core that it cannot use (its
+# threads did not come along: a call there hangs), so a Client there takes the other core.
+_started = {"native": None, "grpcio": None}
+
+
+def _inherited(core: str) -> bool:
+    pid = _started[core]
+    return pid is not None and pid != os.getpid()
+
+
+def _forked_error(core: str) -> ShotstreamError:
+    other = "grpcio" if core == "native" else "native"
+    return ShotstreamError(grpc.StatusCode.FAILED_PRECONDITION, (
+        f"this process was forked after its parent started gRPC ({core} path), which does "
+        "not survive a fork, and the other path is not open to it "
+        f"({other}: already started in the parent, or ruled out by the options): make "
+        "clients in the workers only, or start them with multiprocessing_context='spawn' "
+        "or 'forkserver' (shotstream.torch.DataLoader does)"))
+
 
 class _Selection:
     """stream()'s and stream_job()'s selection (headers, window, where, encoding,
@@ -208,6 +228,16 @@ class Client:
                 "SHOTSTREAM_NATIVE=0)" if _native is None else
                 "the native client takes plaintext or tls with a root CA only"))
         self.native = native_ok if native is None else bool(native)
+        # A forked child takes the gRPC core its parent did not start (docs/clients.md).
+        if self.native and _inherited("native"):
+            if native or _inherited("grpcio"):
+                raise _forked_error("native")
+            self.native = False
+        elif not self.native and _inherited("grpcio"):
+            if native is False or not native_ok or _inherited("native"):
+                raise _forked_error("grpcio")
+            self.native = True
+        _started["native" if self.native else "grpcio"] = os.getpid()
         self._closed = False
         self._reconnects = 0  # native streams' (the fallback counts its own)
         self._wire_bytes = 0
@@ -303,7 +333,8 @@ class Client:
                    where: Optional[Dict[str, Tuple[float, float]]] = None,
                    encoding: str = "float32", tolerance: Optional[float] = None,
                    max_chunk_bytes: Optional[int] = None,
-                   trace_headers: bool = False) -> Iterator[Shot]:
+                   trace_headers: bool = False,
+                   resume: Optional[bytes] = None) -> "JobStream":
         """Yields shots of a job shared by every consumer that names the same (dataset,
         job, epoch): the epoch's permutation of shot_ids (shotstream.epoch_permutation of
         the ids and seed), each shot handed to one consumer at a time, faster consumers
@@ -316,15 +347,54 @@ class Client:
         job; unknown ids NOT_FOUND, before any data. Each consumer must iterate on its own
         (a process or thread): near the end one waits for shots the others hold. The shots
         are selected and encoded as stream() does with the same headers, window, where,
-        encoding, tolerance, max_chunk_bytes and trace_headers."""
+        encoding, tolerance, max_chunk_bytes and trace_headers.
+
+        Returns a JobStream: iterate it for the shots; it.commit(step) -> bytes records at
+        the servers that every shot it has yielded so far is trained as of `step` (a
+        checkpoint: every consumer commits the same step) and returns, once durable, a
+        token of at most 256 bytes to store with the checkpoint. resume=token rolls the
+        job back to that step: the shots committed at steps <= it stay done, every other
+        shot is handed out again, once, among however many consumers resume with the same
+        token (docs/epochs.md). A token for another dataset, job, epoch, seed or set of
+        ids is INVALID_ARGUMENT, a step the server has no record of FAILED_PRECONDITION,
+        before any data; consumers from before a rollback end ABORTED."""
         shot_ids, sel = self._request(shot_ids, window, where, encoding, tolerance, headers,
                                       max_chunk_bytes, trace_headers)
+        job_key = dict(dataset=dataset, job=job, shot_ids=shot_ids, epoch=int(epoch),
+                       seed=int(seed) % (1 << 64), resume=bytes(resume or b""))
+        _check_resume(**job_key)
         if not self.native:
-            return self._fallback.stream_job(dataset, job, shot_ids, epoch, seed,
-                                             queue_depth, sel)
-        return self._shots(lambda: self._core.stream_job(
-            dataset, job, shot_ids, epoch=int(epoch), seed=int(seed) % (1 << 64),
-            **sel.native(queue_depth)))
+            return JobStream(self, job_key, self._fallback.stream_job(
+                dataset, job, shot_ids, epoch, seed, queue_depth, sel, job_key["resume"]))
+        reader = []
+
+        def start():
+            reader.append(self._core.stream_job(
+                dataset, job, shot_ids, epoch=job_key["epoch"], seed=job_key["seed"],
+                resume=job_key["resume"], **sel.native(queue_depth)))
+            return reader[0]
+        return JobStream(self, job_key, self._shots(start), reader)
+
+    def commit_job(self, dataset: str, job: str, shot_ids: Sequence[int], step: int,
+                   trained: Sequence[int], epoch: int = 0, seed: int = 0,
+                   resume: Optional[bytes] = None) -> bytes:
+        """JobStream.commit for shots trained on in this process but streamed by others
+        (a DataLoader's workers): `trained`, the ids of the job (`shot_ids`, all of them,
+        as stream_job was given) trained on since the last commit, recorded as of `step`
+        on every server that runs part of the job; the token. `resume`: the token the
+        job's consumers resumed from."""
+        self._check_open()
+        key = dict(dataset=dataset, job=job, shot_ids=[int(s) for s in shot_ids],
+                   epoch=int(epoch), seed=int(seed) % (1 << 64), resume=bytes(resume or b""))
+        _check_resume(**key)
+        trained = [int(s) for s in trained]
+        if not self.native:
+            self._fallback.commit_job(dataset, job, key["shot_ids"], int(step), trained,
+                                      key["epoch"], key["seed"], key["resume"])
+            return _token(key, step)
+        return self._core.commit_job(dataset, job, key["shot_ids"], int(step), trained,
+                                     epoch=key["epoch"], seed=key["seed"],
+                                     resume=key["resume"])
 
     def _request(self, shot_ids, window, where, encoding, tolerance, headers, max_chunk_bytes,
                  trace_headers):
@@ -419,6 +489,78 @@ class Client:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+class JobStream:
+    """One consumer's stream of a job (Client.stream_job): an iterator of Shots with
+    commit(step). For the thread that iterates it."""
+
+    def __init__(self, client: Client, key: dict, shots, native_reader=None) -> None:
+        self._client = client
+        self._key = key
+        self._shots = shots
+        self._native = native_reader  # [reader] once started (native path)
+        self._uncommitted: List[int] = []  # yielded, not yet committed (grpcio path)
+        self.resume = key["resume"]
+
+    def __iter__(self) -> "JobStream":
+        return self
+
+    def __next__(self) -> Shot:
+        shot = next(self._shots)
+        if self._native is None:
+            self._uncommitted.append(shot.shot_id)
+        return shot
+
+    def commit(self, step: int) -> bytes:
+        """Records that every shot this stream has yielded so far is trained as of
+        `step`; returns once durable, with the token to store with the checkpoint. Works
+        after the stream ended. Raises ShotstreamError: ABORTED when the job was resumed
+        since from another checkpoint; FAILED_PRECONDITION when the server no longer has
+        the job or the step is before one committed; UNAVAILABLE (nothing lost: the
+        shots stay to be committed by the next commit)."""
+        if self._native is not None:
+            if self._native:
+                return self._native[0].commit(int(step))
+            return self._client.commit_job(step=step, trained=[], **self._key)
+        token = self._client.commit_job(step=step, trained=self._uncommitted, **self._key)
+        self._uncommitted = []
+        return token
+
+    def close(self) -> None:
+        """Stops the stream: the shots it held and had not committed go back to the job."""
+        close = getattr(self._shots, "close", None)
+        if close is not None:
+            close()
+
+
+def _token(key: dict, step: int) -> bytes:
+    from shotstream.wire import encode_job_token, job_fingerprint
+    try:
+        return encode_job_token(key["dataset"], key["job"], key["epoch"], int(step),
+                                key["seed"], job_fingerprint(key["shot_ids"]))
+    except ValueError as e:
+        raise ShotstreamError(grpc.StatusCode.INVALID_ARGUMENT, str(e)) from None
+
+
+def _check_resume(dataset, job, shot_ids, epoch, seed, resume) -> None:
+    """INVALID_ARGUMENT unless `resume` (if any) is a token of this job."""
+    if not resume:
+        return
+    from shotstream.wire import decode_job_token, job_fingerprint
+    try:
+        t = decode_job_token(resume)
+    except ValueError as e:
+        raise ShotstreamError(grpc.StatusCode.INVALID_ARGUMENT, str(e)) from None
+    for field, here in (("dataset", dataset), ("job", job), ("epoch", epoch), ("seed", seed)):
+        if t[field] != here:
+            raise ShotstreamError(grpc.StatusCode.INVALID_ARGUMENT,
+                                  f"resume: the token is for {field} {t[field]!r}, this job "
+                                  f"is {here!r}")
+    if t["fingerprint"] != job_fingerprint(shot_ids):
+        raise ShotstreamError(grpc.StatusCode.INVALID_ARGUMENT,
+                              f"resume: the token is for another set of shot ids than the "
+                              f"{len(shot_ids)} given (its fingerprint differs)")
 
 
 def _info(d: dict) -> DatasetInfo:

@@ -97,7 +97,32 @@ class GrpcioClient:
                                           response_deserializer=None)
                          for ch in self._channels]
 
-    def stream_job(self, dataset, job, shot_ids, epoch, seed, queue_depth, sel):
+    def commit_job(self, dataset, job, shot_ids, step, trained, epoch, seed, resume):
+        """CommitJob of `trained` at `step` on every target that runs part of the job."""
+        per_target = routing.split_job(
+            dataset, shot_ids, None if len(self._stubs) == 1 else
+            [None if i is None else i.shot_ids for i in self._dataset_per_target(dataset)])
+        where = {}
+        if len(self._stubs) == 1:
+            where = {0: list(trained)}
+        else:
+            owner = {s: t for t, ids in per_target.items() for s in ids}
+            for s in trained:
+                if s not in owner:
+                    raise ShotstreamError(grpc.StatusCode.INVALID_ARGUMENT,
+                                          f"commit: shot {s} is not one of the job's shot ids")
+                where.setdefault(owner[s], []).append(s)
+        for t in per_target:
+            self._reach(t)
+            try:
+                self._stubs[t].CommitJob(pb.JobCommit(
+                    dataset=dataset, job=job, epoch=int(epoch), seed=int(seed) % (1 << 64),
+                    step=int(step), shot_ids=where.get(t, []), resume=resume or b""),
+                    metadata=self._metadata, timeout=self._timeout)
+            except grpc.RpcError as e:
+                raise _error(e) from None
+
+    def stream_job(self, dataset, job, shot_ids, epoch, seed, queue_depth, sel, resume=b""):
         per_target: Dict[int, List[int]] = routing.split_job(
             dataset, shot_ids, None if len(self._stubs) == 1 else
             [None if i is None else i.shot_ids for i in self._dataset_per_target(dataset)])
@@ -127,7 +152,7 @@ class GrpcioClient:
                 requests[t].put(pb.JobRequest(start=pb.JobStart(
                     dataset=dataset, job=job, shot_ids=per_target[t], epoch=int(epoch),
                     seed=int(seed) % (1 << 64), queue_depth=int(queue_depth),
-                    selection=sel.message())))
+                    selection=sel.message(), resume=resume or b"")))
                 call = self._raw_job[t](messages(t), metadata=self._metadata)
                 calls[t] = call
                 asm = Assembler()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import struct
 import zlib
 from typing import Callable, Optional, Tuple
 
@@ -410,3 +411,55 @@ class Assembler:
         if not chunk.last:
             return None
         return self._finish(chunk)
+
+
+# Job tokens (wire/job_token.h has the layout; the same bytes as the C++ client's).
+_TOKEN_MAGIC = b"SSJT"
+_TOKEN_VERSION = 1
+MAX_JOB_TOKEN_BYTES = 256
+_FNV_OFFSET, _FNV_PRIME, _M64 = 1469598103934665603, 1099511628211, (1 << 64) - 1
+
+
+def job_fingerprint(shot_ids) -> int:
+    """FNV-1a over the sorted ids' little-endian 8-byte forms (wire::JobFingerprint)."""
+    h = _FNV_OFFSET
+    for i in sorted(int(s) for s in shot_ids):
+        for b in (i & _M64).to_bytes(8, "little"):
+            h = ((h ^ b) * _FNV_PRIME) & _M64
+    return h
+
+
+def encode_job_token(dataset: str, job: str, epoch: int, step: int, seed: int,
+                     fingerprint: int) -> bytes:
+    """A job token (wire::EncodeJobToken); ValueError when the names do not fit."""
+    d, j = dataset.encode(), job.encode()
+    body = (_TOKEN_MAGIC + bytes([_TOKEN_VERSION]) +
+            struct.pack("<QqQQ", int(epoch) & _M64, int(step), int(seed) & _M64,
+                        int(fingerprint) & _M64) +
+            bytes([len(d)]) + d + bytes([len(j)]) + j)
+    if len(d) > 255 or len(j) > 255 or len(body) + 4 > MAX_JOB_TOKEN_BYTES:
+        raise ValueError(f"a job token holds at most {MAX_JOB_TOKEN_BYTES} bytes: dataset "
+                         f"{dataset!r} and job {job!r} together are too long")
+    return body + struct.pack("<I", zlib.crc32(body))
+
+
+def decode_job_token(token: bytes) -> dict:
+    """The fields of a job token (wire::DecodeJobToken); ValueError saying what is wrong."""
+    b = bytes(token)
+    if b[:4] != _TOKEN_MAGIC:
+        raise ValueError(f"resume: not a job token ({len(b)} bytes; a token is what "
+                         'commit() returned, starting b"SSJT")')
+    if len(b) < 5 or b[4] != _TOKEN_VERSION:
+        raise ValueError("resume: a job token of another version")
+    if len(b) > MAX_JOB_TOKEN_BYTES or len(b) < 43:
+        raise ValueError(f"resume: a job token of {len(b)} bytes is cut or padded")
+    dl = b[37]
+    ja = 38 + dl
+    if ja >= len(b) - 4 or ja + 1 + b[ja] != len(b) - 4:
+        raise ValueError(f"resume: a job token of {len(b)} bytes is cut or padded")
+    if zlib.crc32(b[:-4]) != struct.unpack("<I", b[-4:])[0]:
+        raise ValueError("resume: the job token was altered (its CRC-32 does not match "
+                         "its bytes)")
+    epoch, step, seed, fingerprint = struct.unpack("<QqQQ", b[5:37])
+    return dict(dataset=b[38:38 + dl].decode(), job=b[ja + 1:ja + 1 + b[ja]].decode(),
+                epoch=epoch, step=step, seed=seed, fingerprint=fingerprint)
