@@ -626,6 +626,7 @@ class JobShotReader final : public JobReader {
     request_.set_seed(seed);
     request_.set_queue_depth(options_.queue_depth);
     request_.set_resume(options_.resume);
+    request_.set_no_takeover(!options_.takeover);
     absl::StatusOr<v1::ShotSelection> selection = SelectionOf(options_);
     if (selection.ok() && options_.pieces) {
       selection = absl::InvalidArgumentError(

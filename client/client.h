@@ -143,6 +143,10 @@ struct JobOptions : StreamOptions {
   // restored model has not trained on is handed out again, once, among however many
   // consumers resume (docs/epochs.md). Empty: no resume.
   std::string resume;
+  // false: the consumer never waits for shots other consumers hold; its stream ends once
+  // it is done with what it was handed and none is left to hand out (a DataLoader worker,
+  // whose loader takes results in order and would wait on it while the others idle).
+  bool takeover = true;
 };
 
 // A job as its commits name it, for committing from elsewhere than its reader (a

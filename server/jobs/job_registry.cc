@@ -196,7 +196,7 @@ void Job::RollBackLocked(const Resume& r,
 
 absl::StatusOr<int64_t> Job::Join(std::function<void()> wake,
                                   std::function<void(const absl::Status&)> abort,
-                                  const std::optional<Resume>& resume) {
+                                  const std::optional<Resume>& resume, bool takeover) {
   std::vector<std::function<void(const absl::Status&)>> aborts;
   int64_t id;
   bool rolled_back = false;
@@ -214,6 +214,7 @@ absl::StatusOr<int64_t> Job::Join(std::function<void()> wake,
     c.wake = std::move(wake);
     c.abort = std::move(abort);
     c.lineage = history_.lineage;
+    c.takeover = takeover;
   }
   for (auto& a : aborts) a(absl::OkStatus());
   if (rolled_back && log_ != nullptr) {
@@ -239,7 +240,9 @@ Job::Take Job::Next(int64_t consumer, size_t limit, int64_t* shot_id) {
     returned_.pop_front();
   } else {
     while (cursor_ < order_.size() && history_.done.contains(order_[cursor_])) ++cursor_;
-    if (cursor_ == order_.size()) return Take::kWait;  // the rest is held by others
+    if (cursor_ == order_.size()) {  // the rest is held by others
+      return c.takeover || !c.held.empty() ? Take::kWait : Take::kEnd;
+    }
     *shot_id = order_[cursor_++];
   }
   c.held.push_back(*shot_id);
@@ -251,11 +254,13 @@ void Job::WakeAll(std::vector<std::function<void()>>* out) {
   for (auto& [id, c] : consumers_) out->push_back(c.wake);
 }
 
-void Job::MarkDoneLocked(int64_t shot_id) {
+void Job::MarkDoneLocked(int64_t shot_id, std::vector<std::function<void()>>* wake) {
   if (!history_.done.insert(shot_id).second) return;
   for (auto& [id, c] : consumers_) {
     auto h = std::find(c.held.begin(), c.held.end(), shot_id);
-    if (h != c.held.end()) c.held.erase(h);
+    if (h == c.held.end()) continue;
+    c.held.erase(h);
+    if (c.wake) wake->push_back(c.wake);  // under its limit again, or (no takeover) may end
   }
   --left_;
   counters_->shots_done++;
@@ -313,7 +318,7 @@ absl::StatusOr<Job::Committed> Job::Commit(int64_t step, const std::vector<int64
     for (int64_t id : shot_ids) {
       if (!history_.committed.emplace(id, step).second) continue;
       absl::StrAppend(&line, " ", id);
-      MarkDoneLocked(id);
+      MarkDoneLocked(id, &wake);
     }
     history_.steps.insert(step);
     rollback_open_ = false;  // the rollback's consumers trained on: a resume rolls back anew
@@ -403,8 +408,15 @@ absl::StatusOr<std::shared_ptr<Job>> JobRegistry::Create(const JobSpec& spec,
       size_t cap = 0;
       ssize_t n = ::getline(&buf, &cap, in);
       const bool same = n > 0 && header == absl::string_view(buf, n);
+      off_t whole = same ? n : 0;  // the end of the last complete line
+      bool torn = false;
       while (same && (n = ::getline(&buf, &cap, in)) > 0) {
-        if (buf[n - 1] == '\n') Replay(absl::string_view(buf, n - 1), &history);
+        if (buf[n - 1] != '\n') {
+          torn = true;  // a line the server was killed while writing: never replayed
+          break;
+        }
+        Replay(absl::string_view(buf, n - 1), &history);
+        whole += n;
       }
       std::free(buf);
       std::fclose(in);
@@ -412,6 +424,12 @@ absl::StatusOr<std::shared_ptr<Job>> JobRegistry::Create(const JobSpec& spec,
         return absl::FailedPreconditionError(absl::StrCat(
             NameOf(spec), ": ", path, " records another job (other shot ids or seed); remove "
             "it to start this one afresh"));
+      }
+      // Cut the torn line off, so that what is appended next starts a line of its own.
+      if (torn && ::truncate(path.c_str(), whole) != 0) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            NameOf(spec), ": cannot cut the torn last line of ", path, ": ",
+            std::strerror(errno)));
       }
       log.reset(std::fopen(path.c_str(), "a"));
     } else if (resuming) {

@@ -126,9 +126,11 @@ class Job {
   // is called once if a rollback ends it. With `resume`: rolls the job back to its step,
   // or joins the open rollback from the same token (see the file comment);
   // FAILED_PRECONDITION when no commit at that step is on record (nothing changes).
+  // `takeover` false: the consumer never waits for shots others hold (Next's kEnd).
   absl::StatusOr<int64_t> Join(std::function<void()> wake,
                                std::function<void(const absl::Status&)> abort,
-                               const std::optional<Resume>& resume) ABSL_LOCKS_EXCLUDED(mu_);
+                               const std::optional<Resume>& resume, bool takeover = true)
+      ABSL_LOCKS_EXCLUDED(mu_);
   int64_t Join(std::function<void()> wake) ABSL_LOCKS_EXCLUDED(mu_) {
     return *Join(std::move(wake), nullptr, std::nullopt);
   }
@@ -137,7 +139,8 @@ class Job {
   // The next shot for `consumer` (kShot, `*shot_id` set): shots given back first, then the
   // permutation's next; kWait while the consumer holds `limit` shots not done, every shot
   // left is held by others, or a rollback ended it; kEnd once every shot is done (or for
-  // a consumer that left).
+  // a consumer that left), and for one joined without takeover once it holds nothing and
+  // nothing is left to hand out.
   Take Next(int64_t consumer, size_t limit, int64_t* shot_id) ABSL_LOCKS_EXCLUDED(mu_);
   // The consumer is done with a shot it was handed.
   void Done(int64_t consumer, int64_t shot_id) ABSL_LOCKS_EXCLUDED(mu_);
@@ -168,10 +171,12 @@ class Job {
     std::vector<int64_t> held;  // handed, not done
     uint64_t lineage = 0;
     bool aborted = false;  // by a rollback: takes nothing more
+    bool takeover = true;  // waits for shots others hold (false: ends instead)
   };
   void WakeAll(std::vector<std::function<void()>>* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The shot is done (once): off the holders and the count.
-  void MarkDoneLocked(int64_t shot_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void MarkDoneLocked(int64_t shot_id, std::vector<std::function<void()>>* wake)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status StepStatusLocked(int64_t step) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   bool RollbackOpenLocked(uint64_t lineage) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   void RollBackLocked(const Resume& resume,

@@ -66,6 +66,38 @@ TEST(JobTest, HandsTheEpochsPermutationOnceEachAndEndsWhenAllAreDone) {
   EXPECT_EQ(counters.shots_handed, 20);
 }
 
+TEST(JobTest, AConsumerWithoutTakeoverEndsInsteadOfWaitingForOthersShots) {
+  JobCounters counters;
+  JobRegistry registry("", absl::Minutes(10), &counters);
+  auto job = registry.Find(Spec(4));
+  ASSERT_TRUE(job.ok()) << job.status();
+  // Two DataLoader workers: b must not wait for the shot a holds (a's loader waits on b).
+  const int64_t a = *(*job)->Join([] {}, nullptr, std::nullopt, /*takeover=*/false);
+  const int64_t b = *(*job)->Join([] {}, nullptr, std::nullopt, /*takeover=*/false);
+  const int64_t c = *(*job)->Join([] {}, nullptr, std::nullopt, /*takeover=*/false);
+  int64_t held_by_a, id;
+  ASSERT_EQ((*job)->Next(a, 2, &held_by_a), Job::Take::kShot);
+  std::set<int64_t> seen{held_by_a};
+  for (int k = 0; k < 3; ++k) {
+    ASSERT_EQ((*job)->Next(b, 2, &id), Job::Take::kShot);
+    EXPECT_TRUE(seen.insert(id).second);
+    if (k < 2) {
+      (*job)->Done(b, id);
+    }
+  }
+  EXPECT_EQ((*job)->Next(b, 2, &id), Job::Take::kWait) << "b is not done with its last";
+  (*job)->Done(b, id);
+  EXPECT_EQ((*job)->Next(b, 2, &id), Job::Take::kEnd) << "the rest is a's: b ends";
+  // A shot given back (a consumer died) is still taken by one that has not ended.
+  (*job)->Leave(a);
+  ASSERT_EQ((*job)->Next(c, 2, &id), Job::Take::kShot);
+  EXPECT_EQ(id, held_by_a);
+  (*job)->Done(c, id);
+  EXPECT_EQ((*job)->Next(c, 2, &id), Job::Take::kEnd);
+  EXPECT_EQ(counters.shots_done, 4);
+  EXPECT_EQ(seen.size(), 4u);
+}
+
 TEST(JobTest, AConsumerThatLeavesGivesBackWhatItHeld) {
   JobCounters counters;
   JobRegistry registry("", absl::Minutes(10), &counters);
@@ -280,6 +312,27 @@ TEST(JobResumeTest, ARollbackHandsOutExactlyWhatWasNotCommitted) {
   EXPECT_EQ(counters.rollbacks, 1);
 }
 
+// A commit that marks the shot its consumer still held done (a lockstep rank commits its
+// last yielded shot before asking for the next) wakes that consumer: without takeover it
+// may now end, and no later Done (for a shot already done) would wake it.
+TEST(JobResumeTest, ACommitOfAHeldShotWakesItsConsumer) {
+  JobCounters counters;
+  JobRegistry registry("", absl::Minutes(10), &counters);
+  auto job = *registry.Find(Spec(2));
+  int woken_a = 0;
+  const int64_t a = *job->Join([&] { ++woken_a; }, nullptr, std::nullopt, /*takeover=*/false);
+  const int64_t b = *job->Join([] {}, nullptr, std::nullopt, /*takeover=*/false);
+  int64_t mine, theirs, id;
+  ASSERT_EQ(job->Next(a, 2, &mine), Job::Take::kShot);
+  ASSERT_EQ(job->Next(b, 2, &theirs), Job::Take::kShot);
+  EXPECT_EQ(job->Next(a, 2, &id), Job::Take::kWait) << "a holds its shot, none left";
+  ASSERT_TRUE(job->Commit(1, {mine}, 0).ok());
+  EXPECT_EQ(woken_a, 1) << "the commit took a's last held shot: a is woken";
+  EXPECT_EQ(job->Next(a, 2, &id), Job::Take::kEnd) << "a holds nothing, nothing is left";
+  job->Done(a, mine);  // the consumer's own done for it comes later: a no-op
+  EXPECT_EQ(job->shots_left(), 1u);
+}
+
 // A second consumer with the same token joins the open rollback; after a commit, or once
 // every consumer of it is gone, the same token rolls back anew.
 TEST(JobResumeTest, TheSameTokenJoinsAnOpenRollbackAndRollsBackAfterACommit) {
@@ -378,6 +431,14 @@ TEST(JobResumeTest, ARestartedServerReplaysCommitsAndRollbacks) {
   auto j2 = again.Find(Spec(25));
   ASSERT_TRUE(j2.ok());
   EXPECT_EQ((*j2)->CheckStep(9).code(), absl::StatusCode::kFailedPrecondition);
+  // The torn line was cut off: a commit appended after it starts a line and replays.
+  ASSERT_TRUE((*j2)->Commit(10, {}, 43).ok());
+  j2->reset();
+  JobRegistry third(dir, absl::Minutes(10), &counters);
+  auto j3 = third.Find(Spec(25), /*resuming=*/true);
+  ASSERT_TRUE(j3.ok()) << j3.status();
+  EXPECT_TRUE((*j3)->CheckStep(10).ok());
+  EXPECT_EQ((*j3)->CheckStep(9).code(), absl::StatusCode::kFailedPrecondition);
 }
 
 }  // namespace

@@ -88,8 +88,8 @@ bool ParseRaw(const grpc::ByteBuffer* raw, Message* out) {
   return out->ParseFromString(bytes);
 }
 
-// A JobStart's resume token, checked against the start: none, the step and lineage to
-// resume from, or INVALID_ARGUMENT naming what does not match.
+// A JobStart's resume token, checked against the start (dataset, job, epoch, seed, ids):
+// none, the step and lineage to resume from, or INVALID_ARGUMENT naming what differs.
 absl::StatusOr<std::optional<jobs::Job::Resume>> ResumeOf(const v1::JobStart& start) {
   if (start.resume().empty()) return std::nullopt;
   absl::StatusOr<wire::JobToken> t = wire::DecodeJobToken(start.resume());
@@ -107,6 +107,11 @@ absl::StatusOr<std::optional<jobs::Job::Resume>> ResumeOf(const v1::JobStart& st
   }
   if (t->seed != start.seed()) {
     return differs("seed", absl::StrCat(t->seed), absl::StrCat(start.seed()));
+  }
+  if (t->fingerprint != wire::JobFingerprint({start.shot_ids().begin(), start.shot_ids().end()})) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "resume: the token is for another set of shot ids than the ", start.shot_ids_size(),
+        " this stream names (its fingerprint differs)"));
   }
   return jobs::Job::Resume{t->step, wire::JobLineage(start.resume())};
 }
@@ -219,7 +224,8 @@ class ShotStreamServiceImpl final
       out.pass = *std::move(pass);
       out.plan.shot_ids.clear();
       absl::StatusOr<std::shared_ptr<stream::ShotFeed>> feed =
-          MakeJobFeed(out.job, out.plan.queue_depth + 1, out.resume, &out.consumer);
+          MakeJobFeed(out.job, out.plan.queue_depth + 1, out.resume, !start.no_takeover(),
+                      &out.consumer);
       if (!feed.ok()) return feed.status();
       out.plan.feed = *std::move(feed);
       return out;

@@ -377,13 +377,14 @@ PYBIND11_MODULE(_native, m) {
              std::vector<std::string> headers, uint64_t max_chunk_bytes, bool trace_headers,
              std::optional<std::pair<uint32_t, uint32_t>> window,
              const std::vector<std::tuple<std::string, double, double>>& where,
-             std::string encoding, double tolerance, const py::bytes& resume) {
+             std::string encoding, double tolerance, const py::bytes& resume, bool takeover) {
             auto client = self.Get();
             shotstream::client::JobOptions o;
             static_cast<StreamOptions&>(o) =
                 Options(queue_depth, std::move(headers), max_chunk_bytes, trace_headers,
                         window, where, std::move(encoding), tolerance, /*pieces=*/false);
             o.resume = resume;
+            o.takeover = takeover;
             std::unique_ptr<shotstream::client::JobReader> reader;
             {
               py::gil_scoped_release nogil;
@@ -395,7 +396,8 @@ PYBIND11_MODULE(_native, m) {
           "queue_depth"_a = 2, "headers"_a = std::vector<std::string>{},
           "max_chunk_bytes"_a = 0, "trace_headers"_a = false, "window"_a = py::none(),
           "where"_a = std::vector<std::tuple<std::string, double, double>>{},
-          "encoding"_a = "float32", "tolerance"_a = 0.0, "resume"_a = py::bytes())
+          "encoding"_a = "float32", "tolerance"_a = 0.0, "resume"_a = py::bytes(),
+          "takeover"_a = true)
       .def(
           "commit_job",
           [](PyClient& self, const std::string& dataset, const std::string& job,

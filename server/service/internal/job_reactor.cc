@@ -15,7 +15,8 @@ class JobFeed final : public stream::ShotFeed,
                       public std::enable_shared_from_this<JobFeed> {
  public:
   JobFeed(std::shared_ptr<jobs::Job> job, size_t limit) : job_(std::move(job)), limit_(limit) {}
-  absl::Status Join(const std::optional<jobs::Job::Resume>& resume, int64_t* consumer) {
+  absl::Status Join(const std::optional<jobs::Job::Resume>& resume, bool takeover,
+                    int64_t* consumer) {
     std::weak_ptr<JobFeed> weak = shared_from_this();
     auto joined = job_->Join(
         [weak] {
@@ -24,7 +25,7 @@ class JobFeed final : public stream::ShotFeed,
         [weak](const absl::Status& why) {
           if (auto self = weak.lock()) self->Abort(why);
         },
-        resume);
+        resume, takeover);
     if (!joined.ok()) return joined.status();
     consumer_ = *joined;
     *consumer = consumer_;
@@ -34,10 +35,10 @@ class JobFeed final : public stream::ShotFeed,
     absl::Status aborted;
     {
       absl::MutexLock lock(&mu_);
-      stop_ = std::move(stop);
+      stop_ = stop;
       aborted = aborted_;
     }
-    if (!aborted.ok()) stop_(aborted);  // aborted before the window started
+    if (!aborted.ok() && stop) stop(aborted);  // aborted before the window started
   }
   Take Next(int64_t* shot_id) override {
     switch (job_->Next(consumer_, limit_, shot_id)) {
@@ -273,9 +274,9 @@ class JobReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::
 
 absl::StatusOr<std::shared_ptr<stream::ShotFeed>> MakeJobFeed(
     std::shared_ptr<jobs::Job> job, size_t limit,
-    const std::optional<jobs::Job::Resume>& resume, int64_t* consumer) {
+    const std::optional<jobs::Job::Resume>& resume, bool takeover, int64_t* consumer) {
   auto feed = std::make_shared<JobFeed>(std::move(job), limit);
-  if (absl::Status s = feed->Join(resume, consumer); !s.ok()) return s;
+  if (absl::Status s = feed->Join(resume, takeover, consumer); !s.ok()) return s;
   return feed;
 }
 

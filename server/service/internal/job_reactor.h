@@ -43,10 +43,10 @@ grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* StartJobStream(
 
 // The feed of a job's consumer, joined (with `resume`: rolled back or joined to the open
 // rollback): at most `limit` shots held not done; a rollback by another consumer stops
-// its window with ABORTED.
+// its window with ABORTED; `takeover` as Job::Join's.
 absl::StatusOr<std::shared_ptr<stream::ShotFeed>> MakeJobFeed(
     std::shared_ptr<jobs::Job> job, size_t limit,
-    const std::optional<jobs::Job::Resume>& resume, int64_t* consumer);
+    const std::optional<jobs::Job::Resume>& resume, bool takeover, int64_t* consumer);
 
 }  // namespace shotstream::service
 

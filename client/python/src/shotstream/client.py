@@ -334,7 +334,7 @@ class Client:
                    encoding: str = "float32", tolerance: Optional[float] = None,
                    max_chunk_bytes: Optional[int] = None,
                    trace_headers: bool = False,
-                   resume: Optional[bytes] = None) -> "JobStream":
+                   resume: Optional[bytes] = None, takeover: bool = True) -> "JobStream":
         """Yields shots of a job shared by every consumer that names the same (dataset,
         job, epoch): the epoch's permutation of shot_ids (shotstream.epoch_permutation of
         the ids and seed), each shot handed to one consumer at a time, faster consumers
@@ -357,7 +357,14 @@ class Client:
         shot is handed out again, once, among however many consumers resume with the same
         token (docs/epochs.md). A token for another dataset, job, epoch, seed or set of
         ids is INVALID_ARGUMENT, a step the server has no record of FAILED_PRECONDITION,
-        before any data; consumers from before a rollback end ABORTED."""
+        before any data; consumers from before a rollback end ABORTED.
+
+        takeover=False: this consumer never waits for shots the others hold; it ends once
+        it is done with what it was handed and none is left to hand out. For consumers
+        that must not wait on their peers: ranks that step in lockstep (DDP: a rank
+        waiting for shots another rank has prefetched while that rank waits for it in a
+        collective hangs both) and a DataLoader's workers (its main process takes their
+        results in order). shotstream.torch.JobDataset sets it."""
         shot_ids, sel = self._request(shot_ids, window, where, encoding, tolerance, headers,
                                       max_chunk_bytes, trace_headers)
         job_key = dict(dataset=dataset, job=job, shot_ids=shot_ids, epoch=int(epoch),
@@ -365,13 +372,15 @@ class Client:
         _check_resume(**job_key)
         if not self.native:
             return JobStream(self, job_key, self._fallback.stream_job(
-                dataset, job, shot_ids, epoch, seed, queue_depth, sel, job_key["resume"]))
+                dataset, job, shot_ids, epoch, seed, queue_depth, sel, job_key["resume"],
+                bool(takeover)))
         reader = []
 
         def start():
             reader.append(self._core.stream_job(
                 dataset, job, shot_ids, epoch=job_key["epoch"], seed=job_key["seed"],
-                resume=job_key["resume"], **sel.native(queue_depth)))
+                resume=job_key["resume"], takeover=bool(takeover),
+                **sel.native(queue_depth)))
             return reader[0]
         return JobStream(self, job_key, self._shots(start), reader)
 

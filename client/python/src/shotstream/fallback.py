@@ -122,7 +122,8 @@ class GrpcioClient:
             except grpc.RpcError as e:
                 raise _error(e) from None
 
-    def stream_job(self, dataset, job, shot_ids, epoch, seed, queue_depth, sel, resume=b""):
+    def stream_job(self, dataset, job, shot_ids, epoch, seed, queue_depth, sel, resume=b"",
+                   takeover=True):
         per_target: Dict[int, List[int]] = routing.split_job(
             dataset, shot_ids, None if len(self._stubs) == 1 else
             [None if i is None else i.shot_ids for i in self._dataset_per_target(dataset)])
@@ -152,7 +153,8 @@ class GrpcioClient:
                 requests[t].put(pb.JobRequest(start=pb.JobStart(
                     dataset=dataset, job=job, shot_ids=per_target[t], epoch=int(epoch),
                     seed=int(seed) % (1 << 64), queue_depth=int(queue_depth),
-                    selection=sel.message(), resume=resume or b"")))
+                    selection=sel.message(), resume=resume or b"",
+                    no_takeover=not takeover)))
                 call = self._raw_job[t](messages(t), metadata=self._metadata)
                 calls[t] = call
                 asm = Assembler()

@@ -248,7 +248,11 @@ class JobDataset(torch.utils.data.IterableDataset):
     rank calls it at the same checkpoint) and returns a small dict holding the token;
     load_state_dict(state) resumes the job from it at any number of ranks and workers.
     set_epoch(e) starts epoch e's job. The count is of shots the trainer took: iterated in
-    its own process, or through shotstream.torch.DataLoader when workers stream."""
+    its own process, or through shotstream.torch.DataLoader when workers stream. Every
+    consumer joins without takeover (stream_job's takeover=False): DDP's ranks step in
+    lockstep and the loader takes its workers' results in order, so a consumer that waited
+    for the shots another holds would wait on itself. Near the end of an epoch ranks so
+    end with unequal counts: wrap the loop in torch's Join (docs/epochs.md)."""
 
     def __init__(self, targets, dataset, job, shot_ids, seed=0, queue_depth=2, headers=(),
                  **client_kwargs):
@@ -295,7 +299,7 @@ class JobDataset(torch.utils.data.IterableDataset):
             for shot in client.stream_job(self.dataset, self.job, self.shot_ids,
                                           epoch=self.epoch, seed=self.seed,
                                           queue_depth=self.queue_depth, headers=self.headers,
-                                          resume=self._resume()):
+                                          resume=self._resume(), takeover=False):
                 if not in_worker:
                     self._trained.append(shot.shot_id)
                 yield shot
