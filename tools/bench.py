@@ -605,10 +605,18 @@ def measure_encodings(work, reps):
 
 def measure_jobs(work, reps):
     """A job's epoch against a static split, 4 consumers of which one is 4x slower, and
-    the job's server CPU per shot."""
+    the job's server CPU per shot; resume's time to the first shot and commits' cost."""
     env = dict(os.environ, PYTHONPATH=package_dir())
     out = job_bench.measure(work, env, reps=max(3, reps // 2))
     out["job_s"], out["static_s"] = summary(out["job_s"]), summary(out["static_s"])
+    resume = job_bench.measure_resume(work, env, reps=max(3, reps // 2))
+    resume["same_server_s"] = summary(resume["same_server_s"])
+    resume["restarted_s"] = summary(resume["restarted_s"])
+    out["resume"] = resume
+    commits = job_bench.measure_commits(work, env, reps=max(3, reps // 2))
+    for case in commits["cases"]:
+        case["commits_s"], case["plain_s"] = summary(case["commits_s"]), summary(case["plain_s"])
+    out["commits"] = commits
     out["date"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     return out
 

@@ -432,7 +432,45 @@ def jobs_section(j):
             f"{cpu.get('reps', 1)} alternated: {cpu['job_cpu_s']:.3f} s "
             f"against {cpu['stream_cpu_s']:.3f} s, "
             f"{cpu['overhead_us_per_shot']:.1f} us a shot for the job (target < 50 us: "
-            f"{'met' if cpu['overhead_us_per_shot'] < 50 else 'NOT met'})."]
+            f"{'met' if cpu['overhead_us_per_shot'] < 50 else 'NOT met'})."] + \
+        resume_section(j.get("resume"), j.get("commits"))
+
+
+def resume_section(r, c):
+    """Resume's time to the first shot and the cost of commits (docs/epochs.md)."""
+    if not r or not c:
+        return []
+    lines = ["", "### Resume and commit", "",
+             f"An epoch of {r['shots']:,} shots of one trace whose job file (`--job_dir`) "
+             f"holds {r['commits']:,} commits ({r['committed_shots']:,} shots, a commit every "
+             f"10, {r['job_file_bytes'] / 1e6:.1f} MB); time from "
+             "`stream_job(..., resume=token)` to the first shot in a connected client, each "
+             "resume rolling the job back again (tools/job_bench.py `measure_resume`).", "",
+             "| where | to the first shot | target |", "| --- | --- | --- |"]
+    for key, what in (("same_server_s", "the server that holds the job"),
+                      ("restarted_s", "a server restarted on the job directory (the file "
+                                      "replayed)")):
+        med = r[key]["median"]
+        lines.append(f"| {what} | {fmt(r[key], 's', digits=3)} | <= 1 s "
+                     f"({'met' if med <= 1 else 'NOT met'}) |")
+    lines += ["", f"One consumer's epoch of {c['shots']} shots of {c['shot_mb']:.2f} MB "
+              f"with a commit every {c['every']} shots (each synced to the job file) "
+              "against the same job without commits, alternated, fresh consumer processes "
+              "(tools/job_bench.py `measure_commits`).", "",
+              "| compute a shot | with commits | without | a commit costs | "
+              "rate with / without | target |",
+              "| --- | --- | --- | ---: | ---: | --- |"]
+    commits = c["shots"] // c["every"]
+    for case in c["cases"]:
+        ratio = case["ratio"]
+        per = (case["commits_s"]["median"] - case["plain_s"]["median"]) / commits * 1e3
+        lines.append(f"| {case['compute_s'] * 1e3:.0f} ms | {fmt(case['commits_s'], 's')} | "
+                     f"{fmt(case['plain_s'], 's')} | {per:.2f} ms | {ratio:.3f}x | >= 0.95x "
+                     f"({'met' if ratio >= 0.95 else 'NOT met'}) |")
+    lines += ["", "A commit is one unary call whose record is synced to the job file before "
+              "the answer; the consumer waits for it, so its cost is a fixed time a commit "
+              "(the rate's loss shrinks as the compute between commits grows)."]
+    return lines
 
 
 def consumers_section(c):
