@@ -1011,6 +1011,8 @@ absl::StatusOr<DatasetSummary> Client::Write(const std::string& name,
   if (!s.ok()) return FromGrpc(s);
   DatasetSummary written = ToSummary(response.dataset());
   written.write_max_error = response.max_error();
+  written.write_max_header_error = response.max_header_error();
+  written.write_max_header_error_at = response.max_header_error_at();
   written.written_shots = response.shots();
   written.written_bytes = response.sample_bytes();
   return written;

@@ -49,6 +49,9 @@ struct DatasetSummary {
   // Client::Write only: the largest |sample written - given| (0 for format 5), and the
   // shots and float32 sample bytes written.
   double write_max_error = 0;
+  // Client::Write only: the largest |header stored - given| and where (WriteShotsResponse).
+  double write_max_header_error = 0;
+  std::string write_max_header_error_at;
   uint64_t written_shots = 0;
   uint64_t written_bytes = 0;
 };

@@ -295,11 +295,13 @@ int Put(Client& client, const std::string& dataset) {
   if (!info.ok()) return Fail(info.status());
   const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
   std::printf("put %llu shots (%llu bytes) as dataset %s: %s, %llu traces of %u samples, "
-              "largest sample error %g; %.3f s, %.3f GB/s\n",
+              "largest sample error %g, largest header error %g%s%s; %.3f s, %.3f GB/s\n",
               static_cast<unsigned long long>(info->written_shots),
               static_cast<unsigned long long>(info->written_bytes), info->name.c_str(),
               info->state.c_str(), static_cast<unsigned long long>(info->n_traces),
-              info->n_samples, info->write_max_error, seconds,
+              info->n_samples, info->write_max_error, info->write_max_header_error,
+              info->write_max_header_error_at.empty() ? "" : " at ",
+              info->write_max_header_error_at.c_str(), seconds,
               seconds > 0 ? info->written_bytes / seconds / 1e9 : 0.0);
   return 0;
 }

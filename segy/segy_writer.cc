@@ -38,21 +38,57 @@ uint8_t ToEbcdic(char c) {
   }
 }
 
-// The smallest scalar 10^k (k = 0..4) that makes every value an int32 exactly; returns
-// the SEG-Y scalar to store (1, or -10^k to divide on reading).
-int ChooseScalar(const std::vector<const std::vector<double>*>& columns) {
-  for (int k = 0, m = 1; k <= 4; ++k, m *= 10) {
+// The SEG-Y scalars, in the order they are tried: 1, then dividing by 10..10000 (for
+// fractions), then multiplying by 10..10000 (for values past a 4-byte integer).
+constexpr int kScalars[] = {1, -10, -100, -1000, -10000, 10, 100, 1000, 10000};
+
+// What `stored` with `scalar` reads back as (SEG-Y: negative divides).
+double ReadBack(int64_t stored, int scalar) {
+  return scalar < 0 ? static_cast<double>(stored) / -scalar
+                    : static_cast<double>(stored) * scalar;
+}
+
+int64_t Stored(double v, int scalar) {
+  return std::llround(scalar < 0 ? v * -scalar : v / scalar);
+}
+
+// The largest value a signed field of `size` bytes holds.
+double FieldLimit(int size) { return std::ldexp(1.0, 8 * size - 1) - 1; }
+
+// The scalar for one trace's values of a scaled group (`values`, each with its field's
+// size): the first that stores every value exactly (within 1e-9 of its magnitude), else
+// the one of least error among those that fit; -1 (as `*fits`=false) when none fits.
+int ChooseScalar(const std::vector<std::pair<double, int>>& values, bool* fits,
+                 double* error) {
+  int best = 1;
+  double best_error = INFINITY;
+  *fits = false;
+  for (int scalar : kScalars) {
+    double worst = 0;
     bool ok = true;
-    for (const auto* col : columns) {
-      for (double v : *col) {
-        const double s = v * m;
-        ok &= std::fabs(s - std::nearbyint(s)) < 1e-6 * std::max(1.0, std::fabs(s)) &&
-              std::fabs(s) < 2147483647.0;
+    for (const auto& [v, size] : values) {
+      const double scaled = scalar < 0 ? v * -scalar : v / scalar;
+      if (!(std::fabs(scaled) <= FieldLimit(size))) {
+        ok = false;
+        break;
       }
+      worst = std::max(worst, std::fabs(ReadBack(Stored(v, scalar), scalar) - v));
     }
-    if (ok) return k == 0 ? 1 : -m;
+    if (!ok) continue;
+    *fits = true;
+    double tolerance = 0;
+    for (const auto& [v, size] : values) tolerance = std::max(tolerance, 1e-9 * std::fabs(v));
+    if (worst <= tolerance) {
+      *error = worst;
+      return scalar;
+    }
+    if (worst < best_error) {
+      best = scalar;
+      best_error = worst;
+    }
   }
-  return -10000;
+  *error = best_error;
+  return best;
 }
 
 }  // namespace
@@ -118,7 +154,6 @@ absl::StatusOr<ShotTraceHeaders> ShotTraceHeaders::Make(
   h.shot_id_ = shot_id;
   h.n_samples_ = n_samples;
   h.interval_ = static_cast<int>(std::lround(std::min(sample_interval_us, 65535.0)));
-  std::vector<const std::vector<double>*> coords, elevs;
   h.columns_.reserve(headers.size());
   for (const auto& [name, values] : headers) {
     auto sel = ResolveHeader(name);
@@ -131,14 +166,69 @@ absl::StatusOr<ShotTraceHeaders> ShotTraceHeaders::Make(
                                                      values.size(), " values for ", n_traces,
                                                      " traces"));
     }
-    h.columns_.push_back({*sel, values});
+    h.columns_.push_back({*sel, name, std::vector<int64_t>(n_traces)});
   }
-  for (const Column& c : h.columns_) {
-    if (c.selector.scale == HeaderSelector::Scale::kCoordinate) coords.push_back(&c.values);
-    if (c.selector.scale == HeaderSelector::Scale::kElevation) elevs.push_back(&c.values);
+  h.coordinate_scalars_.assign(n_traces, 1);
+  h.elevation_scalars_.assign(n_traces, 1);
+  std::vector<std::pair<double, int>> group;
+  for (uint32_t t = 0; t < n_traces; ++t) {
+    for (size_t i = 0; i < headers.size(); ++i) {
+      const double v = headers[i].second[t];
+      if (!std::isfinite(v)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "shot ", shot_id, ", trace ", t + 1, ": header ", headers[i].first, " is ", v,
+            ", which a SEG-Y integer field cannot hold"));
+      }
+    }
+    for (auto scale : {HeaderSelector::Scale::kCoordinate, HeaderSelector::Scale::kElevation}) {
+      group.clear();
+      for (size_t i = 0; i < headers.size(); ++i) {
+        const Column& c = h.columns_[i];
+        if (c.selector.scale == scale) group.emplace_back(headers[i].second[t], c.selector.size);
+      }
+      if (group.empty()) continue;
+      bool fits;
+      double error;
+      const int scalar = ChooseScalar(group, &fits, &error);
+      if (!fits) {
+        for (size_t i = 0; i < headers.size(); ++i) {
+          const Column& c = h.columns_[i];
+          const double v = headers[i].second[t];
+          if (c.selector.scale == scale && std::fabs(v) / 10000 > FieldLimit(c.selector.size)) {
+            return absl::InvalidArgumentError(absl::StrCat(
+                "shot ", shot_id, ", trace ", t + 1, ": header ", c.name, " is ", v,
+                ", past what its ", c.selector.size, "-byte field holds with any SEG-Y "
+                "scalar (+-", FieldLimit(c.selector.size), " x 10000)"));
+          }
+        }
+      }
+      (scale == HeaderSelector::Scale::kCoordinate ? h.coordinate_scalars_
+                                                   : h.elevation_scalars_)[t] =
+          static_cast<int16_t>(scalar);
+    }
+    for (size_t i = 0; i < headers.size(); ++i) {
+      Column& c = h.columns_[i];
+      const double v = headers[i].second[t];
+      int scalar = 1;
+      if (c.selector.scale == HeaderSelector::Scale::kCoordinate) scalar = h.coordinate_scalars_[t];
+      if (c.selector.scale == HeaderSelector::Scale::kElevation) scalar = h.elevation_scalars_[t];
+      const double scaled = scalar < 0 ? v * -scalar : v / scalar;
+      if (!(std::fabs(scaled) <= FieldLimit(c.selector.size))) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "shot ", shot_id, ", trace ", t + 1, ": header ", c.name, " is ", v,
+            ", past what its ", c.selector.size, "-byte field (bytes ", c.selector.byte, "-",
+            c.selector.byte + c.selector.size - 1, ") holds (+-",
+            FieldLimit(c.selector.size), ")"));
+      }
+      c.stored[t] = Stored(v, scalar);
+      const double error = std::fabs(ReadBack(c.stored[t], scalar) - v);
+      if (error > h.max_error_) {
+        h.max_error_ = error;
+        h.worst_ = absl::StrCat("shot ", shot_id, ", trace ", t + 1, ", ", c.name, " ", v,
+                                " stored as ", ReadBack(c.stored[t], scalar));
+      }
+    }
   }
-  h.coordinate_scalar_ = ChooseScalar(coords);
-  h.elevation_scalar_ = ChooseScalar(elevs);
   return h;
 }
 
@@ -148,20 +238,11 @@ void ShotTraceHeaders::Fill(uint32_t t, uint64_t sequence, uint8_t* trace) const
   Put(&trace[4], 4, static_cast<int64_t>(sequence));  // trace sequence in file
   Put(&trace[8], 4, static_cast<int32_t>(shot_id_));
   Put(&trace[12], 4, t + 1);  // trace number in the field record
-  Put(&trace[68], 2, elevation_scalar_);
-  Put(&trace[70], 2, coordinate_scalar_);
+  Put(&trace[68], 2, elevation_scalars_.empty() ? 1 : elevation_scalars_[t]);
+  Put(&trace[70], 2, coordinate_scalars_.empty() ? 1 : coordinate_scalars_[t]);
   Put(&trace[114], 2, n_samples_);
   Put(&trace[116], 2, interval_);
-  for (const Column& c : columns_) {
-    double v = c.values[t];
-    if (c.selector.scale == HeaderSelector::Scale::kCoordinate && coordinate_scalar_ < 0) {
-      v *= -coordinate_scalar_;
-    }
-    if (c.selector.scale == HeaderSelector::Scale::kElevation && elevation_scalar_ < 0) {
-      v *= -elevation_scalar_;
-    }
-    Put(&trace[c.selector.byte - 1], c.selector.size, static_cast<int64_t>(std::llround(v)));
-  }
+  for (const Column& c : columns_) Put(&trace[c.selector.byte - 1], c.selector.size, c.stored[t]);
 }
 
 }  // namespace shotstream::segy

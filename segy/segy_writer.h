@@ -35,13 +35,16 @@ std::string FileHeader(const std::vector<std::string>& lines, uint32_t n_samples
 double EncodeTraceSamples(const float* src, size_t n, int format, uint8_t* dst);
 
 // One shot's trace headers: field_record = the shot id, trace sequence numbers, sample
-// count and interval, and every header column at its standard position. Scaled fields
-// (coordinates, elevations) get the smallest power-of-ten scalar (bytes 71-72 / 69-70)
-// that stores every value of the shot exactly, up to 1/10000.
+// count and interval, and every header column at its standard position. Each trace's
+// coordinates (source and group x/y, CDP x/y: bytes 71-72) and elevations and depths
+// (bytes 69-70) share a scalar chosen for that trace: the first of 1, /10 .. /10000,
+// x10 .. x10000 that stores each of them exactly, else the one of least error (reported
+// by max_error). Values of unscaled fields are rounded to integers (error reported too).
 class ShotTraceHeaders {
  public:
-  // INVALID_ARGUMENT naming a column that is not a SEG-Y field (with the closest name)
-  // or that has another count than n_traces.
+  // INVALID_ARGUMENT naming a column that is not a SEG-Y field (with the closest name),
+  // that has another count than n_traces, or a value (shot, trace, header, value) that no
+  // scalar fits in its field, or NaN or infinite: never a wrapped integer.
   static absl::StatusOr<ShotTraceHeaders> Make(
       int64_t shot_id, uint32_t n_traces, uint32_t n_samples, double sample_interval_us,
       const std::vector<std::pair<std::string, std::vector<double>>>& headers);
@@ -49,17 +52,25 @@ class ShotTraceHeaders {
   // Writes trace t's 240 bytes at `dst`; `sequence` is its 1-based place in the file.
   void Fill(uint32_t t, uint64_t sequence, uint8_t* dst) const;
 
+  // The largest |value read back - value given| over every header value, and where it
+  // is ("shot S, trace T, NAME V stored as W"; empty when 0).
+  double max_error() const { return max_error_; }
+  const std::string& worst() const { return worst_; }
+
  private:
   struct Column {
     HeaderSelector selector;
-    std::vector<double> values;
+    std::string name;             // as given
+    std::vector<int64_t> stored;  // a trace's integer, its scalar applied
   };
   int64_t shot_id_ = 0;
   uint32_t n_samples_ = 0;
   int interval_ = 0;
-  int coordinate_scalar_ = 1;
-  int elevation_scalar_ = 1;
+  std::vector<int16_t> coordinate_scalars_;  // a trace's
+  std::vector<int16_t> elevation_scalars_;
   std::vector<Column> columns_;
+  double max_error_ = 0;
+  std::string worst_;
 };
 
 }  // namespace shotstream::segy

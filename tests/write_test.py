@@ -108,6 +108,49 @@ class WriteTest(unittest.TestCase):
                 with segyio.open(path, ignore_geometry=True) as f:
                     self.assertIn("WRITTEN BY SHOTSTREAM", f.text[0].decode("ascii", "replace"))
 
+    def test_coordinates_stored_exactly_or_with_the_error_reported_never_wrapped(self):
+        """Each trace's coordinates get the SEG-Y scalar that stores them exactly (UTM
+        halves /10, eighths /1000, a value past 4 bytes x100); where none does (0.125
+        beside 6.7e6 in one trace) the least error is stored and reported with its place;
+        a value no field holds is refused by shot, trace and name."""
+        ones = np.ones((2, NS), np.float32)
+        shots = [
+            (1, ones, {"source_x": np.full(2, 512345.5), "group_y": np.full(2, 6712345.5),
+                       "source_elevation": np.array([12.25, -3.0]),
+                       "offset": np.array([100.0, 200.0])}),
+            (2, ones, {"source_x": np.full(2, 0.125), "group_y": np.array([2.5, 6.75])}),
+            (3, ones, {"source_x": np.full(2, 0.125), "group_y": np.full(2, 6.7e6)}),
+            (4, ones, {"source_x": np.array([67e9, 1.0]), "group_y": np.array([1e9, 2.0])}),
+        ]
+        names = ("source_x", "group_y", "source_elevation", "offset")
+        for native, c in self.clients.items():
+            name = f"coords_{'native' if native else 'grpcio'}"
+            info = c.write(name, iter(shots), sample_interval_us=1000)
+            self.assertAlmostEqual(info.write_max_header_error, 0.005, places=9)
+            self.assertIn("shot 3, trace 1, source_x 0.125 stored as 0.13",
+                          info.write_max_header_error_at)
+            got = {s.shot_id: s for s in c.stream(name, [1, 2, 3, 4], headers=list(names))}
+            oracle = harness.segyio_shots([os.path.join(self.out, f"{name}.sgy")])
+            for sid, _, headers in shots:
+                for h, want in headers.items():
+                    what = f"{name} shot {sid} {h}"
+                    tolerance = 0.005 + 1e-12 if (sid, h) == (3, "source_x") else 0
+                    np.testing.assert_allclose(got[sid].headers[h], want, rtol=0,
+                                               atol=tolerance, err_msg=what)
+                    np.testing.assert_allclose(oracle[sid][1][h], want, rtol=0,
+                                               atol=tolerance, err_msg=what + " (segyio)")
+            np.testing.assert_array_equal(got[3].headers["group_y"], [6.7e6, 6.7e6])
+            # Past any scalar (3e13 > 2^31 x 10000), and an offset past 4 bytes: refused.
+            for bad, says in (({"group_x": np.array([1.0, 3e13])},
+                               "shot 9, trace 2: header group_x is 3e+13"),
+                              ({"offset": np.array([3e9, 1.0])},
+                               "shot 9, trace 1: header offset is 3e+09")):
+                with self.assertRaises(shotstream.ShotstreamError) as cm:
+                    c.write(name + "_bad", iter([(9, ones, bad)]), sample_interval_us=1000)
+                self.assertEqual(cm.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+                self.assertIn(says, cm.exception.details())
+                self.assertNotIn(name + "_bad", [d.name for d in c.list_datasets()])
+
     def test_shot_objects_and_large_shots_in_many_chunks(self):
         c = self.clients[harness.client_paths()[-1]]
         src = list(c.stream("field", [1, 2, 3], headers=["offset"]))

@@ -285,6 +285,8 @@ class ShotStreamServiceImpl final
     hooks.committed = [response](const write::WriteSession& session, const DatasetEntry& entry) {
       FillInfo(entry, /*with_shots=*/true, response->mutable_dataset());
       response->set_max_error(session.max_error());
+      response->set_max_header_error(session.max_header_error());
+      response->set_max_header_error_at(session.max_header_error_at());
       response->set_shots(session.shots());
       response->set_sample_bytes(session.sample_bytes());
     };

@@ -137,6 +137,10 @@ absl::Status DatasetWriter::BeginShot(
   SS_ASSIGN_OR_RETURN(segy::ShotTraceHeaders h,
                       segy::ShotTraceHeaders::Make(shot_id, n_traces, n_samples,
                                                    spec_.sample_interval_us, headers));
+  if (h.max_error() > max_header_error_) {
+    max_header_error_ = h.max_error();
+    max_header_error_at_ = h.worst();
+  }
   if (n_samples_ == 0) {  // the file header's place; its final text is written by Commit
     n_samples_ = n_samples;
     encoded_trace_bytes_ =

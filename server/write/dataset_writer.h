@@ -72,6 +72,9 @@ class DatasetWriter {
   uint64_t traces() const { return traces_; }
   uint64_t sample_bytes() const { return sample_bytes_; }  // float32 bytes received
   double max_error() const { return max_error_; }
+  // The largest |header stored - header given| and where (ShotTraceHeaders::worst).
+  double max_header_error() const { return max_header_error_; }
+  const std::string& max_header_error_at() const { return max_header_error_at_; }
   const std::string& temporary_path() const { return temp_; }
 
  private:
@@ -100,6 +103,8 @@ class DatasetWriter {
   uint64_t traces_ = 0;
   uint64_t sample_bytes_ = 0;
   double max_error_ = 0;
+  double max_header_error_ = 0;
+  std::string max_header_error_at_;
 };
 
 }  // namespace shotstream::write

@@ -52,6 +52,10 @@ class WriteSession {
   uint64_t shots() const { return writer_ ? writer_->shots() : 0; }
   uint64_t sample_bytes() const { return writer_ ? writer_->sample_bytes() : 0; }
   double max_error() const { return writer_ ? writer_->max_error() : 0; }
+  double max_header_error() const { return writer_ ? writer_->max_header_error() : 0; }
+  std::string max_header_error_at() const {
+    return writer_ ? writer_->max_header_error_at() : "";
+  }
 
  private:
   absl::Status Start(const v1::WriteStart& start);

@@ -243,7 +243,10 @@ py::dict Summary(const DatasetSummary& d) {
                "n_samples"_a = d.n_samples, "sample_interval_us"_a = d.sample_interval_us,
                "sample_format"_a = d.sample_format, "shot_key"_a = d.shot_key,
                "n_files"_a = d.n_files, "header_fields"_a = d.header_fields,
-               "write_max_error"_a = d.write_max_error, "written_shots"_a = d.written_shots,
+               "write_max_error"_a = d.write_max_error,
+               "write_max_header_error"_a = d.write_max_header_error,
+               "write_max_header_error_at"_a = d.write_max_header_error_at,
+               "written_shots"_a = d.written_shots,
                "written_bytes"_a = d.written_bytes);
   out["shot_ids"] = py::array_t<int64_t>(d.shot_ids.size(), d.shot_ids.data());
   py::array_t<int64_t> counts(d.shot_trace_counts.size());

@@ -440,7 +440,9 @@ class Client:
         of at most max_chunk_bytes with its CRC-32, and written by the server as SEG-Y
         (sample_format 5 IEEE float32, 1 IBM, 3 int16) into its write_dir. Nothing is
         visible until the last shot is in; returns the new dataset's DatasetInfo (its
-        write_max_error says what the format cost). Errors raise ShotstreamError:
+        write_max_error says what the format cost, write_max_header_error and
+        write_max_header_error_at what the headers' SEG-Y integers and scalars cost, and
+        where: docs/writing.md). Errors raise ShotstreamError:
         ALREADY_EXISTS, INVALID_ARGUMENT (a bad name, a shot with another sample count),
         PERMISSION_DENIED, FAILED_PRECONDITION (writing not enabled), DATA_LOSS,
         RESOURCE_EXHAUSTED (the server's disk is full); the server then keeps nothing. An

@@ -34,6 +34,10 @@ class DatasetInfo:
     # Client.write only: the largest |sample written - given| (0 for format 5), and the
     # shots and float32 bytes written.
     write_max_error: float = 0.0
+    # Client.write only: the largest |header stored - given| (SEG-Y scalars and integer
+    # fields) and where it is ("shot S, trace T, NAME V stored as W"; "" when 0).
+    write_max_header_error: float = 0.0
+    write_max_header_error_at: str = ""
     written_shots: int = 0
     written_bytes: int = 0
 
@@ -52,6 +56,8 @@ class DatasetInfo:
                    header_fields=list(msg.header_fields),
                    source_positions={p.shot_id: (p.x, p.y) for p in msg.source_positions},
                    write_max_error=written.max_error if written else 0.0,
+                   write_max_header_error=written.max_header_error if written else 0.0,
+                   write_max_header_error_at=written.max_header_error_at if written else "",
                    written_shots=written.shots if written else 0,
                    written_bytes=written.sample_bytes if written else 0)
 
