@@ -48,8 +48,9 @@ double ReadBack(int64_t stored, int scalar) {
                     : static_cast<double>(stored) * scalar;
 }
 
+// Rounded half to even, as numpy and the reading side's float conversions do.
 int64_t Stored(double v, int scalar) {
-  return std::llround(scalar < 0 ? v * -scalar : v / scalar);
+  return static_cast<int64_t>(std::nearbyint(scalar < 0 ? v * -scalar : v / scalar));
 }
 
 // The largest value a signed field of `size` bytes holds.
@@ -147,6 +148,58 @@ double EncodeTraceSamples(const float* src, size_t n, int format, uint8_t* dst) 
   return worst;
 }
 
+absl::StatusOr<double> PutTraceValues(const std::vector<TraceValue>& values, uint8_t* trace,
+                                      size_t* worst) {
+  *worst = 0;
+  for (const TraceValue& tv : values) {
+    if (!std::isfinite(tv.value)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "header ", tv.selector->name, " is ", tv.value,
+          ", which a SEG-Y integer field cannot hold"));
+    }
+  }
+  int scalars[2] = {1, 1};  // coordinates (bytes 71-72), elevations (69-70)
+  std::vector<std::pair<double, int>> group;
+  for (int g = 0; g < 2; ++g) {
+    const auto scale = g == 0 ? HeaderSelector::Scale::kCoordinate
+                              : HeaderSelector::Scale::kElevation;
+    group.clear();
+    for (const TraceValue& tv : values) {
+      if (tv.selector->scale == scale) group.emplace_back(tv.value, tv.selector->size);
+    }
+    bool fits;
+    double error;
+    if (!group.empty()) scalars[g] = ChooseScalar(group, &fits, &error);
+  }
+  Put(&trace[70], 2, scalars[0]);
+  Put(&trace[68], 2, scalars[1]);
+  double max_error = 0;
+  for (size_t i = 0; i < values.size(); ++i) {
+    const HeaderSelector& sel = *values[i].selector;
+    const double v = values[i].value;
+    const int scalar = sel.scale == HeaderSelector::Scale::kCoordinate  ? scalars[0]
+                       : sel.scale == HeaderSelector::Scale::kElevation ? scalars[1]
+                                                                         : 1;
+    const double scaled = scalar < 0 ? v * -scalar : v / scalar;
+    if (!(std::fabs(scaled) <= FieldLimit(sel.size))) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "header ", sel.name, " is ", v, ", past what its ", sel.size, "-byte field (bytes ",
+          sel.byte, "-", sel.byte + sel.size - 1, ") holds",
+          sel.scale == HeaderSelector::Scale::kNone
+              ? absl::StrCat(" (+-", FieldLimit(sel.size), ")")
+              : absl::StrCat(" with any SEG-Y scalar (+-", FieldLimit(sel.size), " x 10000)")));
+    }
+    const int64_t stored = Stored(v, scalar);
+    Put(&trace[sel.byte - 1], sel.size, stored);
+    const double error = std::fabs(ReadBack(stored, scalar) - v);
+    if (error > max_error) {
+      max_error = error;
+      *worst = i;
+    }
+  }
+  return max_error;
+}
+
 absl::StatusOr<ShotTraceHeaders> ShotTraceHeaders::Make(
     int64_t shot_id, uint32_t n_traces, uint32_t n_samples, double sample_interval_us,
     const std::vector<std::pair<std::string, std::vector<double>>>& headers) {
@@ -166,70 +219,35 @@ absl::StatusOr<ShotTraceHeaders> ShotTraceHeaders::Make(
                                                      values.size(), " values for ", n_traces,
                                                      " traces"));
     }
-    h.columns_.push_back({*sel, name, std::vector<int64_t>(n_traces)});
+    sel->name = name;
+    h.columns_.push_back({*std::move(sel), values});
   }
-  h.coordinate_scalars_.assign(n_traces, 1);
-  h.elevation_scalars_.assign(n_traces, 1);
-  std::vector<std::pair<double, int>> group;
+  // Every trace encoded once here, for its errors; Fill encodes it again into the file.
+  uint8_t scratch[240];
   for (uint32_t t = 0; t < n_traces; ++t) {
-    for (size_t i = 0; i < headers.size(); ++i) {
-      const double v = headers[i].second[t];
-      if (!std::isfinite(v)) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "shot ", shot_id, ", trace ", t + 1, ": header ", headers[i].first, " is ", v,
-            ", which a SEG-Y integer field cannot hold"));
-      }
+    size_t worst;
+    absl::StatusOr<double> error = PutTraceValues(h.TraceValues(t), scratch, &worst);
+    if (!error.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("shot ", shot_id, ", trace ", t + 1, ": ", error.status().message()));
     }
-    for (auto scale : {HeaderSelector::Scale::kCoordinate, HeaderSelector::Scale::kElevation}) {
-      group.clear();
-      for (size_t i = 0; i < headers.size(); ++i) {
-        const Column& c = h.columns_[i];
-        if (c.selector.scale == scale) group.emplace_back(headers[i].second[t], c.selector.size);
-      }
-      if (group.empty()) continue;
-      bool fits;
-      double error;
-      const int scalar = ChooseScalar(group, &fits, &error);
-      if (!fits) {
-        for (size_t i = 0; i < headers.size(); ++i) {
-          const Column& c = h.columns_[i];
-          const double v = headers[i].second[t];
-          if (c.selector.scale == scale && std::fabs(v) / 10000 > FieldLimit(c.selector.size)) {
-            return absl::InvalidArgumentError(absl::StrCat(
-                "shot ", shot_id, ", trace ", t + 1, ": header ", c.name, " is ", v,
-                ", past what its ", c.selector.size, "-byte field holds with any SEG-Y "
-                "scalar (+-", FieldLimit(c.selector.size), " x 10000)"));
-          }
-        }
-      }
-      (scale == HeaderSelector::Scale::kCoordinate ? h.coordinate_scalars_
-                                                   : h.elevation_scalars_)[t] =
-          static_cast<int16_t>(scalar);
-    }
-    for (size_t i = 0; i < headers.size(); ++i) {
-      Column& c = h.columns_[i];
-      const double v = headers[i].second[t];
-      int scalar = 1;
-      if (c.selector.scale == HeaderSelector::Scale::kCoordinate) scalar = h.coordinate_scalars_[t];
-      if (c.selector.scale == HeaderSelector::Scale::kElevation) scalar = h.elevation_scalars_[t];
-      const double scaled = scalar < 0 ? v * -scalar : v / scalar;
-      if (!(std::fabs(scaled) <= FieldLimit(c.selector.size))) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "shot ", shot_id, ", trace ", t + 1, ": header ", c.name, " is ", v,
-            ", past what its ", c.selector.size, "-byte field (bytes ", c.selector.byte, "-",
-            c.selector.byte + c.selector.size - 1, ") holds (+-",
-            FieldLimit(c.selector.size), ")"));
-      }
-      c.stored[t] = Stored(v, scalar);
-      const double error = std::fabs(ReadBack(c.stored[t], scalar) - v);
-      if (error > h.max_error_) {
-        h.max_error_ = error;
-        h.worst_ = absl::StrCat("shot ", shot_id, ", trace ", t + 1, ", ", c.name, " ", v,
-                                " stored as ", ReadBack(c.stored[t], scalar));
-      }
+    if (*error > h.max_error_) {
+      const Column& c = h.columns_[worst];
+      const HeaderSelector& sel = c.selector;
+      h.max_error_ = *error;
+      h.worst_ = absl::StrCat("shot ", shot_id, ", trace ", t + 1, ", ", sel.name, " ",
+                              c.values[t], " stored as ",
+                              HeaderValue(sel, scratch, ByteOrder::kBigEndian));
     }
   }
   return h;
+}
+
+std::vector<TraceValue> ShotTraceHeaders::TraceValues(uint32_t t) const {
+  std::vector<TraceValue> out;
+  out.reserve(columns_.size());
+  for (const Column& c : columns_) out.push_back({&c.selector, c.values[t]});
+  return out;
 }
 
 void ShotTraceHeaders::Fill(uint32_t t, uint64_t sequence, uint8_t* trace) const {
@@ -238,11 +256,10 @@ void ShotTraceHeaders::Fill(uint32_t t, uint64_t sequence, uint8_t* trace) const
   Put(&trace[4], 4, static_cast<int64_t>(sequence));  // trace sequence in file
   Put(&trace[8], 4, static_cast<int32_t>(shot_id_));
   Put(&trace[12], 4, t + 1);  // trace number in the field record
-  Put(&trace[68], 2, elevation_scalars_.empty() ? 1 : elevation_scalars_[t]);
-  Put(&trace[70], 2, coordinate_scalars_.empty() ? 1 : coordinate_scalars_[t]);
   Put(&trace[114], 2, n_samples_);
   Put(&trace[116], 2, interval_);
-  for (const Column& c : columns_) Put(&trace[c.selector.byte - 1], c.selector.size, c.stored[t]);
+  size_t worst;
+  (void)PutTraceValues(TraceValues(t), trace, &worst);  // Make checked every trace
 }
 
 }  // namespace shotstream::segy

@@ -34,17 +34,31 @@ std::string FileHeader(const std::vector<std::string>& lines, uint32_t n_samples
 // returns the largest |stored - given| (0 for format 5).
 double EncodeTraceSamples(const float* src, size_t n, int format, uint8_t* dst);
 
+// A header value to place in a trace header: its field (name, place, scale) and value.
+struct TraceValue {
+  const HeaderSelector* selector;
+  double value;
+};
+
+// Places one trace's header values into `trace` (240 bytes, big-endian) as SEG-Y
+// integers. The coordinates (scale kCoordinate: source and group x/y, sharing bytes 71-72)
+// and the elevations (kElevation: bytes 69-70) each get the first scalar of 1, /10 ..
+// /10000, x10 .. x10000 that stores every one of them exactly, else the one of least
+// error; other fields are rounded. Returns the largest |read back - value| (`*worst`: the
+// index of that value); INVALID_ARGUMENT ("header NAME is V, past what ...") for NaN,
+// infinity or a value no scalar fits into its field: never a wrapped integer. Fields not
+// in `values` are left as they are, except both scalars, which are always written.
+absl::StatusOr<double> PutTraceValues(const std::vector<TraceValue>& values, uint8_t* trace,
+                                      size_t* worst);
+
 // One shot's trace headers: field_record = the shot id, trace sequence numbers, sample
-// count and interval, and every header column at its standard position. Each trace's
-// coordinates (source and group x/y, CDP x/y: bytes 71-72) and elevations and depths
-// (bytes 69-70) share a scalar chosen for that trace: the first of 1, /10 .. /10000,
-// x10 .. x10000 that stores each of them exactly, else the one of least error (reported
-// by max_error). Values of unscaled fields are rounded to integers (error reported too).
+// count and interval, and every header column at its standard position, each trace's
+// values placed by PutTraceValues (so a trace's scalars are its own, as SEG-Y allows).
 class ShotTraceHeaders {
  public:
   // INVALID_ARGUMENT naming a column that is not a SEG-Y field (with the closest name),
-  // that has another count than n_traces, or a value (shot, trace, header, value) that no
-  // scalar fits in its field, or NaN or infinite: never a wrapped integer.
+  // that has another count than n_traces, or (shot S, trace T: header NAME is V ...) a
+  // value PutTraceValues refuses.
   static absl::StatusOr<ShotTraceHeaders> Make(
       int64_t shot_id, uint32_t n_traces, uint32_t n_samples, double sample_interval_us,
       const std::vector<std::pair<std::string, std::vector<double>>>& headers);
@@ -59,15 +73,14 @@ class ShotTraceHeaders {
 
  private:
   struct Column {
-    HeaderSelector selector;
-    std::string name;             // as given
-    std::vector<int64_t> stored;  // a trace's integer, its scalar applied
+    HeaderSelector selector;  // named as given
+    std::vector<double> values;
   };
+  std::vector<TraceValue> TraceValues(uint32_t t) const;
+
   int64_t shot_id_ = 0;
   uint32_t n_samples_ = 0;
   int interval_ = 0;
-  std::vector<int16_t> coordinate_scalars_;  // a trace's
-  std::vector<int16_t> elevation_scalars_;
   std::vector<Column> columns_;
   double max_error_ = 0;
   std::string worst_;

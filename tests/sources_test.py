@@ -242,6 +242,11 @@ datasets:
             self.assertEqual(list(f.attributes(segyio.TraceField.FieldRecord)[:]), [7] * 10)
             np.testing.assert_array_equal(f.attributes(segyio.TraceField.offset)[:],
                                           np.round(headers["offset"]).astype(np.int32))
+            # The geometry kept: source_x (0.25 + 12.5 k) exact through its trace's scalar.
+            scalars = f.attributes(segyio.TraceField.SourceGroupScalar)[:].astype(np.float64)
+            raw = f.attributes(segyio.TraceField.SourceX)[:].astype(np.float64)
+            got_x = np.where(scalars < 0, raw / -scalars, raw * np.where(scalars > 0, scalars, 1))
+            np.testing.assert_array_equal(got_x, headers["source_x"])
 
     def test_malformed_files_fail_with_the_file_and_reason_and_the_rest_is_served(self):
         c = self.clients[harness.client_paths()[-1]]

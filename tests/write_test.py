@@ -127,7 +127,7 @@ class WriteTest(unittest.TestCase):
             name = f"coords_{'native' if native else 'grpcio'}"
             info = c.write(name, iter(shots), sample_interval_us=1000)
             self.assertAlmostEqual(info.write_max_header_error, 0.005, places=9)
-            self.assertIn("shot 3, trace 1, source_x 0.125 stored as 0.13",
+            self.assertIn("shot 3, trace 1, source_x 0.125 stored as 0.12",
                           info.write_max_header_error_at)
             got = {s.shot_id: s for s in c.stream(name, [1, 2, 3, 4], headers=list(names))}
             oracle = harness.segyio_shots([os.path.join(self.out, f"{name}.sgy")])

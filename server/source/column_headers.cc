@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "segy/segy_writer.h"
 #include "server/source/trace_file_source.h"
 
 namespace shotstream::source {
@@ -35,9 +36,8 @@ double ColumnValue(const HeaderColumns& columns, uint64_t row, const segy::Heade
 std::vector<ColumnPlace> PlacesOf(const HeaderColumns& columns) {
   std::vector<ColumnPlace> places;
   for (size_t c = 0; c < columns.size(); ++c) {
-    for (const segy::HeaderField& field : segy::StandardTraceHeaderFields()) {
-      if (field.name == columns[c].first) places.push_back({field.byte, field.size, c});
-    }
+    absl::StatusOr<segy::HeaderSelector> sel = segy::ResolveHeader(columns[c].first);
+    if (sel.ok()) places.push_back({*std::move(sel), c});
   }
   return places;
 }
@@ -50,9 +50,18 @@ void MakeColumnHeader(const HeaderColumns& columns, const std::vector<ColumnPlac
   PutBigEndianField(dst, 13, 4, static_cast<double>(i + 1));
   PutBigEndianField(dst, 115, 2, info.n_samples);
   PutBigEndianField(dst, 117, 2, std::min(info.sample_interval_us, 32767.0));
-  for (const ColumnPlace& p : places) {
-    PutBigEndianField(dst, p.byte, p.size, columns[p.column].second[row]);
+  std::vector<segy::TraceValue> values;
+  values.reserve(places.size());
+  for (const ColumnPlace& p : places) values.push_back({&p.selector, columns[p.column].second[row]});
+  size_t worst;
+  if (segy::PutTraceValues(values, dst, &worst).ok()) return;
+  // A value no SEG-Y field holds (docs/sources.md): the others placed, that one left 0.
+  std::vector<segy::TraceValue> placeable;
+  for (const segy::TraceValue& v : values) {
+    uint8_t scratch[segy::kTraceHeaderBytes] = {};
+    if (segy::PutTraceValues({v}, scratch, &worst).ok()) placeable.push_back(v);
   }
+  (void)segy::PutTraceValues(placeable, dst, &worst);
 }
 
 }  // namespace shotstream::source

@@ -28,18 +28,20 @@ void AddColumnFields(const HeaderColumns& columns, std::vector<std::string>* fie
 double ColumnValue(const HeaderColumns& columns, uint64_t row, const segy::HeaderSelector& h,
                    int64_t shot_id, size_t i);
 
-// The columns that have a standard SEG-Y field's name, with the field's place: found once
-// at open, not per trace.
+// The columns that have a SEG-Y field's name (the contract's, scaled coordinates and
+// elevations included, or a standard field's), with the field: found once at open, not
+// per trace.
 struct ColumnPlace {
-  int byte;
-  int size;
+  segy::HeaderSelector selector;
   size_t column;  // index into the columns
 };
 std::vector<ColumnPlace> PlacesOf(const HeaderColumns& columns);
 
 // The big-endian 240-byte header made for that trace: field_record, trace_number, the
-// sample count and interval, then each placed column at its SEG-Y place (as integers, as
-// SEG-Y holds them; a column wins over what was made).
+// sample count and interval, then each placed column at its SEG-Y place as the writer
+// places values (segy::PutTraceValues: coordinates and elevations with the trace's
+// scalars, exact where a scalar allows; a column wins over what was made). A value no
+// field holds (past 2^31 x 10000) is left 0, the others placed.
 void MakeColumnHeader(const HeaderColumns& columns, const std::vector<ColumnPlace>& places,
                       uint64_t row, int64_t shot_id, size_t i, const SourceInfo& info,
                       uint8_t* dst);

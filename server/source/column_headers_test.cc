@@ -54,5 +54,32 @@ TEST(ColumnHeaders, TheMadeHeaderHoldsTheColumnsAtTheirSegyPlaces) {
   EXPECT_EQ(field(117, 2), 2000);
 }
 
+TEST(ColumnHeaders, TheMadeHeaderKeepsGeometryWithScalars) {
+  // HDF5 headers/group_x, Zarr group_coord_x (served as group_x): placed at bytes 81-84
+  // with the coordinate scalar that keeps them exact, elevations with theirs.
+  const HeaderColumns columns = {{"group_x", {1012.5, 7}},
+                                 {"source_y", {6712345.5, 2}},
+                                 {"receiver_elevation", {12.25, 3}},
+                                 {"offset", {3e13, 5}}};
+  const std::vector<ColumnPlace> places = PlacesOf(columns);
+  ASSERT_EQ(places.size(), 4u);
+  SourceInfo info;
+  info.n_samples = 10;
+  info.sample_interval_us = 2000;
+  uint8_t h[segy::kTraceHeaderBytes];
+  MakeColumnHeader(columns, places, 0, 12, 0, info, h);
+  for (const auto& [name, values] : columns) {
+    auto sel = segy::ResolveHeader(name);
+    ASSERT_TRUE(sel.ok());
+    const double want = name == "offset" ? 0 : values[0];  // 3e13: no field holds it
+    EXPECT_DOUBLE_EQ(segy::HeaderValue(*sel, h, segy::ByteOrder::kBigEndian), want) << name;
+  }
+  EXPECT_EQ(segy::ReadHeaderInt(h, 71, 2, segy::ByteOrder::kBigEndian), -10);
+  EXPECT_EQ(segy::ReadHeaderInt(h, 69, 2, segy::ByteOrder::kBigEndian), -100);
+  MakeColumnHeader(columns, places, 1, 12, 1, info, h);
+  EXPECT_EQ(segy::ReadHeaderInt(h, 71, 2, segy::ByteOrder::kBigEndian), 1) << "its own";
+  EXPECT_EQ(segy::ReadHeaderInt(h, 37, 4, segy::ByteOrder::kBigEndian), 5);
+}
+
 }  // namespace
 }  // namespace shotstream::source
