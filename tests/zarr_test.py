@@ -118,9 +118,14 @@ class ZarrTest(unittest.TestCase):
                              compressor=numcodecs.Blosc(cname="lz4", shuffle=numcodecs.Blosc.BITSHUFFLE))
         d.attrs["sample_interval_us"] = 4000
         g.create_dataset("shot_ids", data=np.array([30, 10, 20, 60, 50, 40], dtype=np.int64))
+        mask = np.ones((6, 10), bool)
+        mask[1, 2:4] = False  # shot 10's channels 3 and 4 dead: the rest keep their numbers
+        g.create_dataset("trace_mask", data=mask)
         r = zarr.open_group(f"{t}/cube.zarr", mode="r")
-        cls.want["cube"] = {int(i): (f32(r["data"][k]), {"trace_number": np.arange(1, 11)})
-                            for k, i in enumerate(r["shot_ids"][:])}
+        cls.want["cube"] = {
+            int(i): (f32(r["data"][k][r["trace_mask"][k]]),
+                     {"trace_number": np.nonzero(r["trace_mask"][k])[0] + 1.0})
+            for k, i in enumerate(r["shot_ids"][:])}
 
         # v2 arrays as the store itself: big-endian int16 in Fortran order with Zstd; uint16
         # with Zlib and '/' keys; int32 with LZ4; float64 uncompressed with chunks never

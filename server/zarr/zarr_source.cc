@@ -438,6 +438,11 @@ class StoreHeaders final : public source::TraceHeaders {
   void BigEndianHeader(size_t i, uint8_t* dst) const override;
 
  private:
+  // Trace i's place in its shot's record: in a shot-shaped store its index along the
+  // shot's trace dimensions, dead traces counted (so the made trace_number stays the
+  // channel under a trace_mask); else its place among the shot's traces.
+  size_t Position(size_t i) const;
+
   const ZarrSource* const source_;
   const int64_t shot_id_;
   const std::vector<io::TraceRef> traces_;
@@ -705,7 +710,13 @@ double StoreHeaders::Value(size_t i, const segy::HeaderSelector& h) const {
     return segy::HeaderValue(h, s.raw.data() + t.offset * segy::kTraceHeaderBytes,
                              segy::ByteOrder::kBigEndian);
   }
-  return source::ColumnValue(s.columns, t.offset, h, shot_id_, i);
+  return source::ColumnValue(s.columns, t.offset, h, shot_id_, Position(i));
+}
+
+size_t StoreHeaders::Position(size_t i) const {
+  const io::TraceRef& t = traces_[i];
+  const Store& s = source_->store(t.file_id);
+  return s.traces_per_shot > 0 ? t.offset % s.traces_per_shot : i;
 }
 
 void StoreHeaders::BigEndianHeader(size_t i, uint8_t* dst) const {
@@ -715,7 +726,8 @@ void StoreHeaders::BigEndianHeader(size_t i, uint8_t* dst) const {
     std::memcpy(dst, s.raw.data() + t.offset * segy::kTraceHeaderBytes, segy::kTraceHeaderBytes);
     return;
   }
-  source::MakeColumnHeader(s.columns, s.places, t.offset, shot_id_, i, source_->info(), dst);
+  source::MakeColumnHeader(s.columns, s.places, t.offset, shot_id_, Position(i), source_->info(),
+                           dst);
 }
 
 }  // namespace
