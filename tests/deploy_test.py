@@ -52,6 +52,38 @@ class DeployTest(unittest.TestCase):
         self.assertEqual(res.returncode, 0, res.stderr)
         self.assertIn("4 datasets: line1 line2 model synthetic", res.stdout)
 
+    def test_example_config_names_every_key_the_server_accepts(self):
+        """Every key the parser accepts, in every section, appears in the example (set or
+        commented out). The accepted keys are the server's own word: the "known:" list of
+        the error for an unknown key in that section."""
+        sections = {
+            "": "zzz: 1\n",
+            "keepalive": "keepalive: {zzz: 1}\n",
+            "limits": "limits: {zzz: 1}\n",
+            "tls": "tls: {zzz: 1}\n",
+            "auth": "auth: {zzz: 1}\n",
+            "datasets": "datasets: [{name: a, files: /nonexistent, zzz: 1}]\n",
+        }
+        with open(os.path.join(DEPLOY, "config.example.yaml")) as f:
+            example = f.read()
+        tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        missing = []
+        for section, text in sections.items():
+            path = os.path.join(tmp, f"probe_{section or 'top'}.yaml")
+            with open(path, "w") as f:
+                f.write(text)
+            res = subprocess.run([harness.runfile(harness.SERVER), f"--config={path}",
+                                  "--check_config"], capture_output=True, text=True, timeout=60)
+            self.assertNotEqual(res.returncode, 0, section)
+            known = re.search(r"unknown key \(known: ([^)]*)\)", res.stderr)
+            self.assertIsNotNone(known, res.stderr)
+            keys = [k.strip() for k in known.group(1).split(",")]
+            self.assertGreater(len(keys), 1, section)
+            for key in keys:
+                if not re.search(rf"(^|[\s{{,#]){re.escape(key)}:", example, re.M):
+                    missing.append(f"{section}.{key}" if section else key)
+        self.assertEqual(missing, [], "keys the server accepts that the example lacks")
+
     def test_kubernetes_manifests(self):
         with open(os.path.join(DEPLOY, "k8s", "shotstream.yaml")) as f:
             docs = [d for d in yaml.safe_load_all(f) if d]
