@@ -206,6 +206,27 @@ class CliErrorsTest(unittest.TestCase):
             shotstream.Client("127.0.0.1")
         self.assertIn("expected HOST:PORT", str(e.exception))
 
+    def test_check_config_checks_the_directories_start_up_makes(self):
+        """A catalog_dir, write_dir or job_dir that cannot be created fails --check_config
+        (as it fails start-up), naming the setting and why; one that can passes."""
+        a_file = os.path.join(self.tmp, "a_file")
+        open(a_file, "w").close()
+        for flag in ("catalog_dir", "write_dir", "job_dir"):
+            for bad, says in ((f"/proc/nonexistent/{flag}", "cannot be created"),
+                              (f"{a_file}/sub", "not a directory"),
+                              (a_file, "not a directory")):
+                args = (f"--dataset=a={self.data}/*.sgy", f"--{flag}={bad}")
+                res = run_server(*args, "--check_config")
+                self.assertNotEqual(res.returncode, 0, (flag, bad))
+                self.assertIn(f"{flag} {bad}: ", res.stderr)
+                self.assertIn(says, res.stderr.lower())
+                start = run_server(*args, "--listen=127.0.0.1:0")  # start-up refuses it too
+                self.assertNotEqual(start.returncode, 0, (flag, bad, start.stderr))
+            fresh = os.path.join(self.tmp, f"fresh_{flag}")
+            res = run_server(f"--dataset=a={self.data}/*.sgy", f"--{flag}={fresh}",
+                             "--check_config")
+            self.assertEqual(res.returncode, 0, res.stderr)
+
     def test_cli_unknown_command_and_what_it_prints(self):
         res = harness.cli("lss", "--target=127.0.0.1:1", check=False)
         self.assertNotEqual(res.returncode, 0)

@@ -206,24 +206,35 @@ absl::Status CheckDatasetFiles(const ServerConfig& c) {
   return absl::OkStatus();
 }
 
-// write_dir: a directory the server can write into, or a path where one can be made.
-absl::Status CheckWriteDir(const std::string& dir) {
+// A directory setting (`what`: write_dir, catalog_dir, job_dir): a directory the server can
+// write into, or one start-up can make (mkdir: its parent exists, a writable directory).
+// The same checks start-up makes, so --check_config says what start-up would.
+absl::Status CheckDirectory(const char* what, const std::string& dir) {
   struct stat st;
   if (::stat(dir.c_str(), &st) != 0) {
     if (errno != ENOENT) {
       return absl::FailedPreconditionError(
-          absl::StrCat("write_dir ", dir, ": ", std::strerror(errno)));
+          absl::StrCat(what, " ", dir, ": ", std::strerror(errno)));
+    }
+    const size_t slash = dir.find_last_of('/', dir.size() > 1 ? dir.size() - 2 : 0);
+    const std::string parent = slash == std::string::npos ? "." : slash == 0 ? "/" : dir.substr(0, slash);
+    if (::stat(parent.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) ||
+        ::access(parent.c_str(), W_OK | X_OK) != 0) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          what, " ", dir, ": cannot be created: ", parent,
+          ::stat(parent.c_str(), &st) != 0  ? absl::StrCat(": ", std::strerror(errno))
+          : !S_ISDIR(st.st_mode)           ? std::string(" is not a directory")
+                                           : std::string(" is not writable by this user")));
     }
     return absl::OkStatus();  // made at start-up
   }
   if (!S_ISDIR(st.st_mode)) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "write_dir ", dir, ": not a directory (it is a file); name a directory to write "
-        "datasets into"));
+        what, " ", dir, ": not a directory (it is a file); name a directory"));
   }
   if (::access(dir.c_str(), W_OK | X_OK) != 0) {
     return absl::FailedPreconditionError(
-        absl::StrCat("write_dir ", dir, ": not writable by this user: ", std::strerror(errno)));
+        absl::StrCat(what, " ", dir, ": not writable by this user: ", std::strerror(errno)));
   }
   return absl::OkStatus();
 }
@@ -249,8 +260,12 @@ absl::Status CheckFormats(const ServerConfig& config) {
 
 absl::Status CheckConfig(const ServerConfig& config) {
   if (absl::Status s = CheckFormats(config); !s.ok()) return s;
-  if (!config.write_dir.empty()) {
-    if (absl::Status s = CheckWriteDir(config.write_dir); !s.ok()) return s;
+  for (const auto& [what, dir] : {std::pair<const char*, const std::string&>{
+                                       "write_dir", config.write_dir},
+                                   {"catalog_dir", config.catalog_dir},
+                                   {"job_dir", config.job_dir}}) {
+    if (dir.empty()) continue;
+    if (absl::Status s = CheckDirectory(what, dir); !s.ok()) return s;
   }
   if (!config.auth_token_file.empty()) {
     auto tokens = service::TokenStore::Load(config.auth_token_file, TokenNamesOf(config));
@@ -303,6 +318,12 @@ absl::StatusOr<std::unique_ptr<ShotStreamServer>> ShotStreamServer::Start(
     if (!loaded.ok()) return loaded.status();
     s->tokens_ = std::move(*loaded);
   }
+  for (const auto& [what, dir] : {std::pair<const char*, const std::string&>{
+                                       "job_dir", cfg.job_dir},
+                                   {"catalog_dir", cfg.catalog_dir}}) {
+    if (dir.empty()) continue;
+    if (absl::Status s = CheckDirectory(what, dir); !s.ok()) return s;
+  }
   if (!cfg.job_dir.empty() && ::mkdir(cfg.job_dir.c_str(), 0755) != 0 && errno != EEXIST) {
     return absl::FailedPreconditionError(absl::StrCat("job_dir ", cfg.job_dir,
                                                       ": cannot create: ", std::strerror(errno)));
@@ -342,7 +363,7 @@ absl::StatusOr<std::unique_ptr<ShotStreamServer>> ShotStreamServer::Start(
     LoadDataset(dc, self->config_.catalog_dir, /*print_summary=*/false, entry);
   };
   if (!cfg.write_dir.empty()) {
-    if (absl::Status s = CheckWriteDir(cfg.write_dir); !s.ok()) return s;
+    if (absl::Status s = CheckDirectory("write_dir", cfg.write_dir); !s.ok()) return s;
     if (::mkdir(cfg.write_dir.c_str(), 0755) != 0 && errno != EEXIST) {
       return absl::FailedPreconditionError(absl::StrCat(
           "write_dir ", cfg.write_dir, ": cannot create: ", std::strerror(errno)));
