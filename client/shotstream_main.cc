@@ -22,7 +22,9 @@
 #include <sys/stat.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <chrono>
@@ -423,16 +425,18 @@ int Plot(Client& client, const std::string& dataset) {
   auto more = reader->Next(&shot);
   if (!more.ok()) return Fail(more.status());
   if (!*more) return Fail(absl::NotFoundError("no shot received"));
-  // --out: a file name, or a directory (existing, or given with a trailing '/') for
-  // DIR/shot_<id>.png.
+  // --out: a file name ending in .png, else a directory (made when missing) for
+  // DIR/<dataset>_shot_<id>.png, so that plots of two datasets never overwrite each other.
   std::string out = absl::GetFlag(FLAGS_out);
   struct stat st;
-  const std::string name = absl::StrCat("shot_", shot.shot_id, ".png");
-  if (absl::EndsWith(out, "/")) {
-    ::mkdir(out.c_str(), 0755);
-    out += name;
-  } else if (::stat(out.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
-    out = absl::StrCat(out, "/", name);
+  const bool is_dir = ::stat(out.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+  if (is_dir || !absl::EndsWithIgnoreCase(out, ".png")) {
+    if (!is_dir && ::mkdir(out.c_str(), 0755) != 0 && errno != EEXIST) {
+      return Fail(absl::FailedPreconditionError(
+          absl::StrCat("--out=", out, ": cannot create the directory: ", std::strerror(errno))));
+    }
+    if (!absl::EndsWith(out, "/")) out += "/";
+    out = absl::StrCat(out, dataset, "_shot_", shot.shot_id, ".png");
   }
   absl::Status s = shotstream::client::WriteShotPng(out, shot, po);
   if (!s.ok()) return Fail(s);

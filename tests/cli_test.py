@@ -239,12 +239,20 @@ class CliErrorsTest(unittest.TestCase):
     def test_plot_defaults_to_the_first_shot_and_writes_into_a_directory(self):
         out = os.path.join(self.tmp, "plots")
         os.makedirs(out)
-        with harness.Server([f"--dataset=d={self.data}/*.sgy"]) as server:
+        with harness.Server([f"--dataset=d={self.data}/*.sgy",
+                             f"--dataset=e={self.data}/*.sgy"]) as server:
             res = harness.cli("plot", f"--target={server.target}", "--dataset=d",
                               f"--out={out}", "--agc=20", "--gain=t^1")
             self.assertIn("shot 1,", res.stdout)
-            with open(os.path.join(out, "shot_1.png"), "rb") as f:
+            with open(os.path.join(out, "d_shot_1.png"), "rb") as f:
                 self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
+            # Named by dataset too: another dataset's shot 1 beside it, not over it; a
+            # directory named without a slash (made) rather than a file without extension.
+            fresh = os.path.join(self.tmp, "more_plots")
+            for ds in ("d", "e"):
+                harness.cli("plot", f"--target={server.target}", f"--dataset={ds}",
+                            f"--out={fresh}")
+            self.assertEqual(sorted(os.listdir(fresh)), ["d_shot_1.png", "e_shot_1.png"])
             res = harness.cli("plot", f"--target={server.target}", "--dataset=d",
                               "--gain=2", check=False)
             self.assertNotEqual(res.returncode, 0)
