@@ -927,6 +927,7 @@ gpu::PinnedBufferPool& Client::pool() { return *impl_->pool; }
 
 absl::StatusOr<std::vector<DatasetSummary>> Client::ListDatasets() {
   std::vector<DatasetSummary> out;
+  std::set<std::string> several;  // names more than one target holds
   for (size_t i = 0; i < impl_->targets.size(); ++i) {
     const Target& t = impl_->targets[i];
     if (absl::Status reach = impl_->Reach(i); !reach.ok()) return reach;
@@ -938,8 +939,21 @@ absl::StatusOr<std::vector<DatasetSummary>> Client::ListDatasets() {
     for (const v1::DatasetInfo& info : response.datasets()) {
       bool seen = false;
       for (const DatasetSummary& d : out) seen |= d.name == info.name();
-      if (!seen) out.push_back(ToSummary(info));
+      if (seen) {
+        several.insert(info.name());  // their union, below
+      } else {
+        out.push_back(ToSummary(info));
+      }
     }
+  }
+  // A dataset several targets hold: its shots and traces are their union (GetDataset's),
+  // as `info` reports them; shots can span targets, so the counts cannot just be added.
+  for (DatasetSummary& d : out) {
+    if (!several.count(d.name)) continue;
+    absl::StatusOr<DatasetSummary> merged = GetDataset(d.name);
+    if (!merged.ok()) return merged.status();
+    d.n_shots = merged->n_shots;
+    d.n_traces = merged->n_traces;
   }
   return out;
 }

@@ -275,6 +275,9 @@ class PythonClientTest(unittest.TestCase):
                 info = c.dataset("line")
                 self.assertEqual(sorted(info.shot_ids), sorted(oracle))
                 self.assertEqual(info.n_traces, 81)
+                # The listing says the same union as dataset(), not the first target's.
+                listed = {d.name: d for d in c.list_datasets()}
+                self.assertEqual((listed["line"].n_shots, listed["line"].n_traces), (9, 81))
                 order = sorted(oracle) * 2
                 random.Random(2).shuffle(order)
                 got = list(c.stream("line", order, headers=["group_x"]))

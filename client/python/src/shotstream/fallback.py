@@ -227,7 +227,7 @@ class GrpcioClient:
 
     def list_datasets(self) -> List[DatasetInfo]:
         """Every dataset of every target (by name, first target first)."""
-        seen = {}
+        seen, several = {}, set()
         for t, stub in enumerate(self._stubs):
             self._reach(t)
             try:
@@ -236,7 +236,14 @@ class GrpcioClient:
             except grpc.RpcError as e:
                 raise _error(e) from None
             for d in resp.datasets:
+                if d.name in seen:
+                    several.add(d.name)
                 seen.setdefault(d.name, DatasetInfo.from_message(d))
+        # A dataset several targets hold: its shots and traces are their union, as
+        # dataset() reports them (shots can span targets: the counts cannot just be added).
+        for name in several:
+            merged = self.dataset(name)
+            seen[name].n_shots, seen[name].n_traces = merged.n_shots, merged.n_traces
         return list(seen.values())
 
     _PAGE = 250_000  # shots per GetDataset page
