@@ -49,19 +49,27 @@ TEST(SampleEncodingTest, LosslessIsBitExactAndSmallerForFewSignificantBits) {
   EXPECT_EQ(std::memcmp(out.data(), v.data(), v.size() * 4), 0);
 }
 
+// The bound the proto and docs/encodings.md state: |decoded - sample| <= 1.01 x
+// max|trace| / 65534 (half a step, plus float32 roundings of the scale and of
+// sample / scale: at most 32767 x 2^-22 of a step more, 0.8%).
 TEST(SampleEncodingTest, Int16IsWithinItsBoundPerTrace) {
-  const auto v = Traces(30, 400);
-  auto b = EncodeSamples(Encoding::kInt16, v.data(), 30, 400);
+  const uint32_t n_traces = 3000, n = 400;
+  const auto v = Traces(n_traces, n);
+  auto b = EncodeSamples(Encoding::kInt16, v.data(), n_traces, n);
   ASSERT_TRUE(b.ok());
-  EXPECT_EQ(b->size(), 30 * 4 + 30 * 400 * 2);
-  const auto out = Decode(Encoding::kInt16, *b, 30, 400);
-  for (uint32_t t = 0; t < 30; ++t) {
+  EXPECT_EQ(b->size(), n_traces * 4 + n_traces * n * 2);
+  const auto out = Decode(Encoding::kInt16, *b, n_traces, n);
+  double worst = 0;  // the largest error, in units of max|trace| / 65534
+  for (uint32_t t = 0; t < n_traces; ++t) {
     float peak = 0;
-    for (uint32_t i = 0; i < 400; ++i) peak = std::max(peak, std::fabs(v[t * 400 + i]));
-    for (uint32_t i = 0; i < 400; ++i) {
-      ASSERT_LE(std::fabs(out[t * 400 + i] - v[t * 400 + i]), peak / 32767) << t << " " << i;
+    for (uint32_t i = 0; i < n; ++i) peak = std::max(peak, std::fabs(v[t * n + i]));
+    for (uint32_t i = 0; i < n; ++i) {
+      const double e = std::fabs(double{out[t * n + i]} - double{v[t * n + i]});
+      worst = std::max(worst, e / (double{peak} / 65534));
     }
   }
+  EXPECT_LE(worst, 1.01);
+  EXPECT_GT(worst, 0.99) << "the bound is met with little to spare, as stated";
 }
 
 TEST(SampleEncodingTest, Int16OfASilentTraceIsZero) {
