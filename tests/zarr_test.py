@@ -418,6 +418,36 @@ class ZarrTest(unittest.TestCase):
             wait_for(fresh, what="the store read again")
             np.testing.assert_array_equal(next(iter(c.stream("z", [3]))).samples, new[2])
 
+    def test_a_chunk_rewritten_in_place_with_its_mtime_restored_is_never_served_stale(self):
+        """Same inode, size and mtime: the inode's change time still tells (docs/sources.md)."""
+        path = os.path.join(self.tmp, "in_place.zarr")
+        old = np.ones((3, 4, 16), "f4")
+        zarr.open_array(path, mode="w", shape=old.shape, chunks=(1, 4, 16), dtype="f4",
+                        compressor=None)[:] = old
+        chunk = os.path.join(path, "1.0.0")  # shot 2's chunk, raw float32
+        with harness.Server([f"--dataset=z={path}", "--sample_interval_us=1000"]) as server, \
+                shotstream.Client(server.target) as c:
+            np.testing.assert_array_equal(next(iter(c.stream("z", [2]))).samples, old[1])
+            st = os.stat(chunk)
+            new = np.full((4, 16), 7.0, "f4")
+            with open(chunk, "r+b") as f:
+                f.write(new.tobytes())
+            os.utime(chunk, ns=(st.st_atime_ns, st.st_mtime_ns))
+            after = os.stat(chunk)
+            self.assertEqual((after.st_ino, after.st_size, after.st_mtime_ns),
+                             (st.st_ino, st.st_size, st.st_mtime_ns))
+
+            def not_stale():
+                try:
+                    got = next(iter(c.stream("z", [2]))).samples
+                except shotstream.ShotstreamError as err:
+                    self.assertIn(err.code(), (grpc.StatusCode.DATA_LOSS,
+                                               grpc.StatusCode.UNAVAILABLE))
+                    return False
+                self.assertFalse(np.array_equal(got, old[1]), "served stale")
+                return np.array_equal(got, new)
+            wait_for(not_stale, what="the rewritten chunk read again")
+
 
 if __name__ == "__main__":
     unittest.main()

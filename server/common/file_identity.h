@@ -17,6 +17,10 @@ struct FileIdentity {
   uint64_t inode = 0;
   uint64_t size = 0;
   int64_t mtime_ns = 0;
+  // The inode's change time: moves with every write and with every metadata change, a
+  // restored mtime included (utimensat sets it to now). Zarr's chunk checks compare it;
+  // CheckUnchanged and Matches do not (a chmod is no reason to rebuild a catalog).
+  int64_t ctime_ns = 0;
 
   static FileIdentity Of(const struct stat& st);
 

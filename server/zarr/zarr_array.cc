@@ -334,7 +334,8 @@ absl::StatusOr<std::shared_ptr<const ChunkData>> ZarrArray::Decode(
     const bool differs =
         it != seen_.end() && (!identity.has_value() || it->second.inode != identity->inode ||
                               it->second.size != identity->size ||
-                              it->second.mtime_ns != identity->mtime_ns);
+                              it->second.mtime_ns != identity->mtime_ns ||
+                              it->second.ctime_ns != identity->ctime_ns);
     if (differs) {
       if (changed_.empty()) changed_ = absl::StrCat(path, " changed since the server read it");
       return absl::DataLossError(absl::StrCat(changed_, "; the dataset is opened again"));
@@ -422,7 +423,7 @@ absl::StatusOr<std::shared_ptr<const ChunkData>> ZarrArray::Chunk(
       if (same && exists) {
         const FileIdentity now = FileIdentity::Of(st);
         same = now.inode == hit->file->inode && now.size == hit->file->size &&
-               now.mtime_ns == hit->file->mtime_ns;
+               now.mtime_ns == hit->file->mtime_ns && now.ctime_ns == hit->file->ctime_ns;
       }
       if (same) return hit;
       cache->Erase(key);
