@@ -226,6 +226,33 @@ class Server:
         self.stop()
 
 
+class ConsumerProcessTest(unittest.TestCase):
+    """A test case whose consumers are processes: a survey written once for the class
+    (cls.data, two files of N_SHOTS shots of TRACES x SAMPLES IEEE samples, synth's), the
+    class's CONSUMER script at cls.script, and cls.env, which gives those processes this
+    one's sys.path. Subclasses set the four class attributes."""
+
+    N_SHOTS = TRACES = SAMPLES = 0
+    CONSUMER = ""
+
+    @classmethod
+    def setUpClass(cls):
+        import sys
+        import synth
+        cls.tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        cls.data = os.path.join(cls.tmp, "data")
+        synth.write_survey(cls.data, n_shots=cls.N_SHOTS, traces_per_shot=cls.TRACES,
+                           n_samples=cls.SAMPLES, n_files=2, fmt=5)
+        cls.script = os.path.join(cls.tmp, "consumer.py")
+        with open(cls.script, "w") as f:
+            f.write(cls.CONSUMER)
+        cls.env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+
 class SmallSurveyTest(unittest.TestCase):
     """A test case over a small survey written once for the class (self.data: 4 shots of
     10 traces x 50 IEEE samples, synth's) and a directory of one file that is not SEG-Y

@@ -7,8 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import shutil
-import tempfile
 import threading
 import time
 import unittest
@@ -18,7 +16,6 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "testing"))
 import harness  # noqa: E402
-import synth  # noqa: E402
 
 import shotstream  # noqa: E402
 
@@ -38,22 +35,9 @@ print("end", flush=True)
 """ % (N_SHOTS, QUEUE_DEPTH)
 
 
-class JobTest(unittest.TestCase):
-
-    @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
-        cls.data = os.path.join(cls.tmp, "data")
-        synth.write_survey(cls.data, n_shots=N_SHOTS, traces_per_shot=12, n_samples=50,
-                           n_files=2, fmt=5)
-        cls.script = os.path.join(cls.tmp, "consumer.py")
-        with open(cls.script, "w") as f:
-            f.write(CONSUMER)
-        cls.env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-
-    @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(cls.tmp, ignore_errors=True)
+class JobTest(harness.ConsumerProcessTest):
+    N_SHOTS, TRACES, SAMPLES = N_SHOTS, 12, 50
+    CONSUMER = CONSUMER
 
     def consumer(self, target, job, delay):
         return subprocess.Popen([sys.executable, self.script, target, job, str(delay)],

@@ -9,17 +9,14 @@ that do not fit are refused before any data, each with its code."""
 import os
 import random
 import signal
-import shutil
 import subprocess
 import sys
-import tempfile
 import unittest
 
 import grpc
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "testing"))
 import harness  # noqa: E402
-import synth  # noqa: E402
 
 import shotstream  # noqa: E402
 from shotstream.v1 import shotstream_pb2 as pb  # noqa: E402
@@ -120,22 +117,9 @@ class Trainer:
         return tokens
 
 
-class ResumeTest(unittest.TestCase):
-
-    @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
-        cls.data = os.path.join(cls.tmp, "data")
-        synth.write_survey(cls.data, n_shots=N_SHOTS, traces_per_shot=4, n_samples=20,
-                           n_files=2, fmt=5)
-        cls.script = os.path.join(cls.tmp, "consumer.py")
-        with open(cls.script, "w") as f:
-            f.write(CONSUMER)
-        cls.env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-
-    @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(cls.tmp, ignore_errors=True)
+class ResumeTest(harness.ConsumerProcessTest):
+    N_SHOTS, TRACES, SAMPLES = N_SHOTS, 4, 20
+    CONSUMER = CONSUMER
 
     def server_args(self, port, job_dir):
         return [f"--dataset=d={self.data}/*.sgy", f"--listen=127.0.0.1:{port}",
