@@ -18,6 +18,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
@@ -145,8 +146,16 @@ class BuildNative(build_ext):
         if os.path.exists(note):
             os.remove(note)
         root = native_root()
-        gen = os.path.abspath(os.path.join(self.build_temp, "gen"))
-        os.makedirs(gen, exist_ok=True)
+        # Generated code and the links into the source tree live outside it, removed after
+        # the build: links left under client/python/build sent `bazel build //...` into
+        # "infinite symlink expansion" after a `pip install ./client/python`.
+        gen = tempfile.mkdtemp(prefix="shotstream-gen-")
+        try:
+            self._build_in(gen, root)
+        finally:
+            shutil.rmtree(gen, ignore_errors=True)
+
+    def _build_in(self, gen, root):
         subprocess.check_call(
             ["protoc", f"-I{proto_root()}", f"--cpp_out={gen}", f"--grpc_out={gen}",
              f"--plugin=protoc-gen-grpc={shutil.which('grpc_cpp_plugin')}", PROTO],
