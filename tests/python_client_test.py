@@ -44,27 +44,35 @@ class PythonClientTest(unittest.TestCase):
     def tearDown(self):
         shutil.rmtree(self.tmp, ignore_errors=True)
 
-    def test_import_tunes_nothing_and_tune_is_explicit(self):
-        # A fresh interpreter: importing the package (and making a client) leaves the
-        # process's gRPC and malloc settings alone; shotstream.tune() sets them.
-        # (The C environment, which setenv changes and os.environ does not see.)
-        code = ("import ctypes, shotstream\n"
+    def test_the_first_native_client_tunes_unless_told_not_to(self):
+        # A fresh interpreter: importing the package leaves the process's gRPC and malloc
+        # settings alone; the first native Client sets tune()'s (SHOTSTREAM_TUNE=0: not);
+        # tune() after it warns that gRPC already read them. (The C environment, which
+        # setenv changes and os.environ does not see.)
+        code = ("import ctypes, warnings, shotstream\n"
                 "libc = ctypes.CDLL(None); libc.getenv.restype = ctypes.c_char_p\n"
                 "env = lambda: (libc.getenv(b'GRPC_EXPERIMENTS') or b'None').decode()\n"
+                "print(env())\n"
                 "c = shotstream.Client('127.0.0.1:1'); c.close()\n"
                 "print(env())\n"
-                "print(shotstream.tune(), env())\n")
+                "with warnings.catch_warnings(record=True) as w:\n"
+                "    warnings.simplefilter('always')\n"
+                "    print(shotstream.tune(), len(w), w and str(w[0].message)[:40])\n")
         env = {k: v for k, v in os.environ.items() if k != "GRPC_EXPERIMENTS"}
         env["PYTHONPATH"] = os.pathsep.join(sys.path)
-        res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                             env=env, timeout=60)
-        self.assertEqual(res.returncode, 0, res.stderr)
-        before, after = res.stdout.splitlines()
-        self.assertEqual(before, "None")
-        if shotstream.client._native is not None:
-            self.assertEqual(after, "True -tcp_read_chunks")
-        else:
-            self.assertEqual(after, "False None")
+        native = shotstream.client._native is not None
+        for off in (False, True):
+            res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                 env=dict(env, SHOTSTREAM_TUNE="0") if off else env,
+                                 timeout=60)
+            self.assertEqual(res.returncode, 0, res.stderr)
+            imported, client, late = res.stdout.splitlines()
+            self.assertEqual(imported, "None")
+            self.assertEqual(client, "-tcp_read_chunks" if native and not off else "None")
+            if native:
+                self.assertEqual(late, "True 1 shotstream.tune() after the first native")
+            else:
+                self.assertEqual(late, "False 0 []")
 
     def test_a_metadata_call_that_gets_no_answer_ends_at_its_timeout(self):
         # A gRPC server that takes ListDatasets and GetDataset and answers neither until

@@ -103,8 +103,11 @@ def py_bench(target, dataset, ids, queue_depth=2, native=None):
 
 def py_bench_fresh(target, dataset, ids, reps, tune=True, **env):
     """py_bench `reps` times in one fresh python3 whose environment adds `env` (e.g.
-    SHOTSTREAM_NATIVE="0": plain grpcio), after shotstream.tune() unless `tune` is False.
+    SHOTSTREAM_NATIVE="0": plain grpcio), after shotstream.tune() unless `tune` is False
+    (then with SHOTSTREAM_TUNE=0, so that the first Client does not tune either).
     Returns the GB/s of each pass."""
+    if not tune:
+        env = dict(env, SHOTSTREAM_TUNE="0")
     code = ("import sys, bench\n"
             f"{'bench.shotstream.tune()' if tune else 'pass'}\n"
             "ids = [int(x) for x in sys.argv[3].split(',')]\n"

@@ -177,7 +177,8 @@ def render(r):
                   "(gRPC's default), with `MALLOC_ARENA_MAX=16` (glibc's per-thread arenas, its "
                   "default here) and with neither (the client's defaults, "
                   "`client/grpc_tuning.h`), its CPU from rusage. Python: the native client in a "
-                  "fresh process without `shotstream.tune()` and with it.", "",
+                  "fresh process untuned (`SHOTSTREAM_TUNE=0`) and tuned (`shotstream.tune()`, "
+                  "which the first native `Client` now calls by default).", "",
                   "| setting | throughput | CPU per byte |", "| --- | --- | --- |"]
         labels = (("pread", "server `--io=pread`"),
                   ("mmap_decode", "server `--io=mmap --zero_copy=false`"),
@@ -185,8 +186,8 @@ def render(r):
                   ("chunks_on", "C++ client, tcp_read_chunks on"),
                   ("arenas", "C++ client, per-thread malloc arenas"),
                   ("client_default", "C++ client, defaults (tcp_read_chunks off, one arena)"),
-                  ("py_untuned", "Python native, without `shotstream.tune()`"),
-                  ("py_tuned", "Python native, after `shotstream.tune()`"))
+                  ("py_untuned", "Python native, untuned (`SHOTSTREAM_TUNE=0`)"),
+                  ("py_tuned", "Python native, tuned (the default)"))
         for key, label in labels:
             ns = fmt(st[key]["ns"], "ns", 1.0, 3) if "ns" in st[key] else "-"
             lines.append(f"| {label} | {fmt(st[key]['gbps'])} | {ns} |")

@@ -43,11 +43,19 @@ def tune() -> bool:
     malloc keeps large buffers and one arena (no mmap/munmap and page faults per shot),
     and gRPC reads the socket into one large slice (its tcp_read_chunks experiment off).
     A MALLOC_ARENA_MAX, GLIBC_TUNABLES or GRPC_EXPERIMENTS already set is left as it is.
-    Call it once, first thing, before any Client (gRPC reads its settings when it starts).
+    The first native Client calls it unless SHOTSTREAM_TUNE=0 (importing the package sets
+    nothing); call it yourself to have it before anything else. After the first native
+    Client, gRPC has read its settings: a warning says they apply from the next process.
     On the native path it roughly doubles Python's rate (BENCHMARKS.md, "What each
     setting buys"). Returns False (and does nothing) without the native extension."""
     if _native is None:
         return False
+    if _started["native"] is not None:
+        import warnings
+        warnings.warn("shotstream.tune() after the first native Client: gRPC read its "
+                      "settings when that client started them; they apply from the next "
+                      "process (call tune() first, or let the first Client do it)",
+                      RuntimeWarning, stacklevel=2)
     _native.tune()
     return True
 
@@ -237,6 +245,9 @@ class Client:
             if native is False or not native_ok or _inherited("native"):
                 raise _forked_error("grpcio")
             self.native = True
+        if self.native and _started["native"] is None and \
+                os.environ.get("SHOTSTREAM_TUNE", "1") != "0":
+            _native.tune()  # before the core starts: tune()'s settings, by default
         _started["native" if self.native else "grpcio"] = os.getpid()
         self._closed = False
         self._reconnects = 0  # native streams' (the fallback counts its own)
