@@ -48,9 +48,13 @@ double ReadBack(int64_t stored, int scalar) {
                     : static_cast<double>(stored) * scalar;
 }
 
+// `v` as the integer field holds it before rounding (SEG-Y: a negative scalar divides on
+// reading, so the writer multiplies).
+double Scaled(double v, int scalar) { return scalar < 0 ? v * -scalar : v / scalar; }
+
 // Rounded half to even, as numpy and the reading side's float conversions do.
 int64_t Stored(double v, int scalar) {
-  return static_cast<int64_t>(std::nearbyint(scalar < 0 ? v * -scalar : v / scalar));
+  return static_cast<int64_t>(std::nearbyint(Scaled(v, scalar)));
 }
 
 // The largest value a signed field of `size` bytes holds.
@@ -58,37 +62,28 @@ double FieldLimit(int size) { return std::ldexp(1.0, 8 * size - 1) - 1; }
 
 // The scalar for one trace's values of a scaled group (`values`, each with its field's
 // size): the first that stores every value exactly (within 1e-9 of its magnitude), else
-// the one of least error among those that fit; -1 (as `*fits`=false) when none fits.
-int ChooseScalar(const std::vector<std::pair<double, int>>& values, bool* fits,
-                 double* error) {
+// the one of least error among those that fit; 1 when none fits (the caller refuses).
+int ChooseScalar(const std::vector<std::pair<double, int>>& values) {
   int best = 1;
   double best_error = INFINITY;
-  *fits = false;
   for (int scalar : kScalars) {
-    double worst = 0;
-    bool ok = true;
+    double worst = 0, tolerance = 0;
+    bool fits = true;
     for (const auto& [v, size] : values) {
-      const double scaled = scalar < 0 ? v * -scalar : v / scalar;
-      if (!(std::fabs(scaled) <= FieldLimit(size))) {
-        ok = false;
+      if (!(std::fabs(Scaled(v, scalar)) <= FieldLimit(size))) {
+        fits = false;
         break;
       }
       worst = std::max(worst, std::fabs(ReadBack(Stored(v, scalar), scalar) - v));
+      tolerance = std::max(tolerance, 1e-9 * std::fabs(v));
     }
-    if (!ok) continue;
-    *fits = true;
-    double tolerance = 0;
-    for (const auto& [v, size] : values) tolerance = std::max(tolerance, 1e-9 * std::fabs(v));
-    if (worst <= tolerance) {
-      *error = worst;
-      return scalar;
-    }
+    if (!fits) continue;
+    if (worst <= tolerance) return scalar;
     if (worst < best_error) {
       best = scalar;
       best_error = worst;
     }
   }
-  *error = best_error;
   return best;
 }
 
@@ -167,9 +162,7 @@ absl::StatusOr<double> PutTraceValues(const std::vector<TraceValue>& values, uin
     for (const TraceValue& tv : values) {
       if (tv.selector->scale == scale) group.emplace_back(tv.value, tv.selector->size);
     }
-    bool fits;
-    double error;
-    if (!group.empty()) scalars[g] = ChooseScalar(group, &fits, &error);
+    if (!group.empty()) scalars[g] = ChooseScalar(group);
   }
   Put(&trace[70], 2, scalars[0]);
   Put(&trace[68], 2, scalars[1]);
@@ -180,8 +173,7 @@ absl::StatusOr<double> PutTraceValues(const std::vector<TraceValue>& values, uin
     const int scalar = sel.scale == HeaderSelector::Scale::kCoordinate  ? scalars[0]
                        : sel.scale == HeaderSelector::Scale::kElevation ? scalars[1]
                                                                          : 1;
-    const double scaled = scalar < 0 ? v * -scalar : v / scalar;
-    if (!(std::fabs(scaled) <= FieldLimit(sel.size))) {
+    if (!(std::fabs(Scaled(v, scalar)) <= FieldLimit(sel.size))) {
       return absl::InvalidArgumentError(absl::StrCat(
           "header ", sel.name, " is ", v, ", past what its ", sel.size, "-byte field (bytes ",
           sel.byte, "-", sel.byte + sel.size - 1, ") holds",
