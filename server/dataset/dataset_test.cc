@@ -469,8 +469,11 @@ TEST_F(DatasetOverFakeTest, AChangedFileOrAMovedShotKeyIsDataLossAndTheHookHears
   EXPECT_NE(moved.status().message().find("says shot 9 (field_record, bytes 9-12)"),
             absl::string_view::npos)
       << moved.status();
+  EXPECT_EQ(changes_.size(), 1u);
+  // A changed file found on another dataset: the first finding is DATA_LOSS.
+  auto other = Make(MakeSource());
   fake_->MarkChanged(1);
-  auto changed = d->ReadShot(1, Plan({}, 1 << 20));
+  auto changed = other->ReadShot(1, Plan({}, 1 << 20));
   EXPECT_EQ(changed.status().code(), absl::StatusCode::kDataLoss);
   EXPECT_NE(changed.status().message().find("file 1: changed"), absl::string_view::npos);
   EXPECT_EQ(changes_.size(), 2u);
@@ -479,6 +482,31 @@ TEST_F(DatasetOverFakeTest, AChangedFileOrAMovedShotKeyIsDataLossAndTheHookHears
   keyless->SetStoredKey(3, 1, 9);
   keyless->set_shot_key(std::nullopt);
   EXPECT_TRUE(Make(std::move(keyless))->ReadShot(3, Plan({}, 1 << 20)).ok());
+}
+
+TEST_F(DatasetOverFakeTest, AfterTheFirstChangeFoundLaterRequestsAreUnavailableNotDataLoss) {
+  auto d = Make(MakeSource());
+  fake_->MarkChanged(1);  // every shot has traces in file 1
+  EXPECT_EQ(d->ReadShot(1, Plan({}, 1 << 20)).status().code(), absl::StatusCode::kDataLoss);
+  // The hook heard it once; another shot of a changed file waits for the rebuild.
+  auto later = d->ReadShot(3, Plan({}, 1 << 20));
+  EXPECT_EQ(later.status().code(), absl::StatusCode::kUnavailable) << later.status();
+  EXPECT_NE(later.status().message().find("is being rebuilt"), absl::string_view::npos);
+  EXPECT_EQ(changes_.size(), 1u);
+}
+
+TEST_F(DatasetOverFakeTest, AChangeTheReadItselfFindsStartsTheRebuildAtOnce) {
+  auto d = Make(MakeSource());
+  fake_->ChangeUnderRead(1);
+  auto under = d->ReadShot(3, Plan({}, 1 << 20));
+  EXPECT_EQ(under.status().code(), absl::StatusCode::kDataLoss) << under.status();
+  EXPECT_NE(under.status().message().find("changed under the read"), absl::string_view::npos)
+      << under.status();
+  ASSERT_EQ(changes_.size(), 1u);  // the first detection, not a later request, told the hook
+  EXPECT_NE(changes_[0].find("file 1"), absl::string_view::npos) << changes_[0];
+  auto later = d->ReadShot(2, Plan({}, 1 << 20));
+  EXPECT_EQ(later.status().code(), absl::StatusCode::kUnavailable) << later.status();
+  EXPECT_EQ(changes_.size(), 1u);
 }
 
 TEST_F(DatasetOverFakeTest, NativeReadsTheStoredFormAndZeroCopyLocatesMappedFloats) {

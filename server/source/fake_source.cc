@@ -131,6 +131,11 @@ std::optional<io::StoredForm> FakeSource::FormOf(absl::Span<const io::TraceRef>)
 
 absl::StatusOr<ReadResult> FakeSource::Read(const TraceRead& read) const {
   ++reads;
+  for (const io::TraceRef& t : read.traces) {
+    if (change_under_read_.count(t.file_id) == 0) continue;
+    changed_.insert(t.file_id);
+    return absl::DataLossError(absl::StrCat("file ", t.file_id, ": changed under the read"));
+  }
   ReadResult out;
   std::vector<const FakeTrace*> traces;
   std::vector<const uint8_t*> located;

@@ -41,6 +41,9 @@ class FakeSource final : public Source {
   void set_shot_key(std::optional<segy::HeaderSelector> key) { info_.shot_key = std::move(key); }
   // File `file` reads as changed (CheckUnchanged: DATA_LOSS).
   void MarkChanged(uint32_t file) { changed_.insert(file); }
+  // File `file` changes under the next read of it: that Read fails DATA_LOSS, and from
+  // then on CheckUnchanged says so (as a Zarr chunk found rewritten does).
+  void ChangeUnderRead(uint32_t file) { change_under_read_.insert(file); }
   // Trace `i` of shot `shot_id` reports shot key `value` (a rewrite kept the mtime).
   void SetStoredKey(int64_t shot_id, size_t i, double value);
 
@@ -65,7 +68,8 @@ class FakeSource final : public Source {
   SourceInfo info_;
   catalog::Catalog catalog_;
   std::map<uint32_t, std::vector<Stored>> files_;  // file id -> its traces
-  std::set<uint32_t> changed_;
+  mutable std::set<uint32_t> changed_;  // mutable: a read may find a change
+  std::set<uint32_t> change_under_read_;
   std::map<uint32_t, std::string> paths_;  // "file N"
   std::optional<io::StoredForm> form_;
   std::map<uint32_t, std::vector<std::vector<uint8_t>>> stored_bytes_;  // as form_ stores them
