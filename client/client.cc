@@ -44,9 +44,17 @@ namespace v1 = ::shotstream::v1;
 constexpr char kStreamShotsMethod[] = "/shotstream.v1.ShotStream/StreamShots";
 constexpr char kStreamJobMethod[] = "/shotstream.v1.ShotStream/StreamJob";
 
-// The one place where grpc::Status becomes absl::Status on the client.
+// The one place where grpc::Status becomes absl::Status on the client. gRPC's own words
+// for a server that cancelled its calls at the end of its shutdown are put in ours.
 absl::Status FromGrpc(const grpc::Status& s) {
   if (s.ok()) return absl::OkStatus();
+  if (s.error_code() == grpc::StatusCode::UNAVAILABLE &&
+      s.error_message() == "Cancelling all calls") {
+    return absl::UnavailableError(
+        "the server is shutting down: its grace period ended while this stream's data "
+        "waited for the consumer to read it (gRPC: Cancelling all calls); resume on another "
+        "server");
+  }
   return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
 }
 

@@ -239,6 +239,36 @@ datasets:
             finally:
                 server.stop()
 
+    def test_sigterm_with_a_consumer_that_stopped_reading_exits_at_the_grace_periods_end(self):
+        # A consumer far behind (here: reading nothing until the server is gone) cannot be
+        # sent a status after the chunks queued for it; the server exits when the grace
+        # period ends all the same, and the client says in our words what happened.
+        big = os.path.join(self.tmp, "stalled")
+        synth.write_survey(big, n_shots=8, traces_per_shot=200, n_samples=2000, n_files=1,
+                           fmt=5)
+        for native in harness.client_paths():
+            server = harness.Server([f"--dataset=d={big}/*.sgy", "--grace_period=1s",
+                                     "--metrics_listen=127.0.0.1:0"])  # civetweb stops too
+            try:
+                with shotstream.Client(server.target, native=native) as c:
+                    it = iter(c.stream("d", list(range(1, 9)) * 100, queue_depth=2))
+                    next(it)
+                    start = time.time()
+                    server.proc.terminate()
+                    server.proc.wait(timeout=30)
+                    exited = time.time() - start
+                    with self.assertRaises(shotstream.ShotstreamError) as e:
+                        for _ in it:
+                            pass
+                    self.assertEqual(e.exception.code(), grpc.StatusCode.UNAVAILABLE)
+                    self.assertIn("the server is shutting down", e.exception.details())
+                    self.assertIn("resume on another server", e.exception.details())
+                    if not harness.server_is_asan():
+                        self.assertLess(exited, 1 + 0.5, native)  # grace + teardown
+                    self.assertEqual(server.proc.returncode, 0)
+            finally:
+                server.stop()
+
     def test_refused_oversized_requests_leave_no_memory_behind(self):
         if harness.server_is_asan():
             self.skipTest("ASan's allocator and quarantine are not the server's memory")

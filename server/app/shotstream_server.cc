@@ -530,7 +530,9 @@ void ShotStreamServer::Drain() {
   // process stays until the grace period is over, so that a consumer still reading gets
   // the status: its trailers queue behind the chunks already in the connection, and a
   // process that exits at once resets the connection and loses them ("Connection reset
-  // by peer"). gRPC cancels whatever is left 0.9 s after the grace period.
+  // by peer"). gRPC cancels whatever is left when the grace period ends (a stream whose
+  // client is more than the linger behind: its write cannot finish, so no status can
+  // follow it), and the process exits then.
   const absl::Duration linger = std::min(config_.grace_period / 4, absl::Milliseconds(500));
   const absl::Time grace_end = absl::Now() + config_.grace_period;
   absl::Notification shut_down;
@@ -542,19 +544,18 @@ void ShotStreamServer::Drain() {
                            absl::UnavailableError("the server is shutting down (its grace "
                                                   "period is over); resume on another server"));
   });
-  server_->Shutdown(absl::ToChronoTime(grace_end + absl::Milliseconds(900)));
+  server_->Shutdown(absl::ToChronoTime(grace_end));
   shut_down.Notify();
   cutter.join();
   // A bounded lingering close (as TCP's SO_LINGER): nothing to wait on tells that a
   // client has read what the kernel holds for it.
   if (cut) absl::SleepFor(grace_end - absl::Now());
-  std::thread stop_metrics([&] { metrics_.reset(); });  // civetweb takes up to a second
+  metrics_.reset();  // quick: see ~MetricsHttpServer
   server_->Wait();
   {
     absl::MutexLock lock(&health_mu_);
     health_ = nullptr;  // the server goes before the datasets and their rebuilds
   }
-  stop_metrics.join();
   stopped_.Notify();
 }
 

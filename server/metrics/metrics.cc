@@ -2,10 +2,18 @@
 
 #include <civetweb.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <cstring>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
 #include "server/common/listen_probe.h"
 #include "server/io/open_file_cache.h"
 
@@ -261,8 +269,35 @@ absl::StatusOr<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::Start(
   return server;
 }
 
+namespace {
+
+// A connection to 127.0.0.1:`port`, closed at once; nothing where that cannot connect.
+void Knock(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr));
+  ::close(fd);
+}
+
+}  // namespace
+
 MetricsHttpServer::~MetricsHttpServer() {
-  if (impl_ != nullptr && impl_->ctx != nullptr) mg_stop(impl_->ctx);
+  if (impl_ == nullptr || impl_->ctx == nullptr) return;
+  // mg_stop sets civetweb's stop flag, then joins its listening thread, which sees the
+  // flag only between polls of 2 s; a connection wakes the poll (where the listener takes
+  // loopback connections: an address of its own waits out the poll). Knocked until the
+  // stop returns, since the flag's moment cannot be seen from here.
+  absl::Notification stopped;
+  std::thread stop([this, &stopped] {
+    mg_stop(impl_->ctx);
+    stopped.Notify();
+  });
+  while (!stopped.WaitForNotificationWithTimeout(absl::Milliseconds(20))) Knock(port_);
+  stop.join();
 }
 
 }  // namespace shotstream::metrics

@@ -34,10 +34,20 @@ _CHANNEL_OPTIONS = [
 _RETRYABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED)
 
 
+# gRPC's words for a server that cancelled its calls at the end of its shutdown, and ours
+# (the native client's are the same: client/client.cc FromGrpc).
+_SERVER_CANCELLED = "Cancelling all calls"
+_SERVER_CANCELLED_SAYS = (
+    "the server is shutting down: its grace period ended while this stream's data waited for "
+    "the consumer to read it (gRPC: Cancelling all calls); resume on another server")
+
+
 def _error(exc: BaseException) -> ShotstreamError:
     if isinstance(exc, ShotstreamError):
         return exc
     if isinstance(exc, grpc.RpcError):
+        if exc.code() == grpc.StatusCode.UNAVAILABLE and exc.details() == _SERVER_CANCELLED:
+            return ShotstreamError(exc.code(), _SERVER_CANCELLED_SAYS)
         return ShotstreamError(exc.code(), exc.details())
     return ShotstreamError(grpc.StatusCode.UNKNOWN, str(exc))
 
