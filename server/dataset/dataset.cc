@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -34,6 +35,21 @@ absl::StatusOr<std::vector<std::string>> ExpandGlobs(const DatasetSpec& spec) {
                                             absl::StrJoin(spec.globs, ","), "'"));
   }
   return paths;
+}
+
+// A file left out under on_bad_file: skip, as DatasetInfo lists it: "PATH: why".
+std::string BadFile(const DatasetSpec& spec, const std::string& path, const absl::Status& s) {
+  absl::string_view why = s.message();
+  const std::string prefix = absl::StrCat("dataset '", spec.name, "': ");
+  if (absl::StartsWith(why, prefix)) why.remove_prefix(prefix.size());
+  if (absl::StartsWith(why, path)) return std::string(why);
+  return absl::StrCat(path, ": ", why);
+}
+
+// Bad input, which no retry mends (a file that cannot be read now is not "bad").
+bool IsPermanent(const absl::Status& s) {
+  return absl::IsFailedPrecondition(s) || absl::IsInvalidArgument(s) || absl::IsDataLoss(s) ||
+         absl::IsNotFound(s) || absl::IsOutOfRange(s);
 }
 
 source::SourceSpec SourceSpecOf(const DatasetSpec& spec) {
@@ -90,7 +106,44 @@ absl::StatusOr<std::unique_ptr<Dataset>> Dataset::Load(const DatasetSpec& spec,
   SS_ASSIGN_OR_RETURN(source_spec.paths, ExpandGlobs(spec));
   source_spec.progress = progress;
   const absl::Time start = absl::Now();
-  SS_ASSIGN_OR_RETURN(d->source_, source::OpenSource(format, source_spec));
+  if (!spec.skip_bad_files) {
+    SS_ASSIGN_OR_RETURN(d->source_, source::OpenSource(format, source_spec));
+    d->catalog_seconds_ = absl::ToDoubleSeconds(absl::Now() - start);
+    return d;
+  }
+  // on_bad_file: skip. Files whose headers do not open as their format are left out
+  // first; then a scan that fails naming a file leaves that one out and runs again.
+  std::vector<std::string>& paths = source_spec.paths;
+  for (auto it = paths.begin(); it != paths.end();) {
+    const absl::Status s = CheckDatasetFile(spec, *it);
+    if (s.ok()) {
+      ++it;
+      continue;
+    }
+    d->bad_files_.push_back(BadFile(spec, *it, s));
+    it = paths.erase(it);
+  }
+  for (;;) {
+    if (paths.empty()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "dataset '", spec.name, "': every file is bad (on_bad_file: skip): ",
+          absl::StrJoin(d->bad_files_, "; ")));
+    }
+    absl::StatusOr<std::unique_ptr<source::Source>> opened = source::OpenSource(format, source_spec);
+    if (opened.ok()) {
+      d->source_ = std::move(*opened);
+      break;
+    }
+    // The file the error names (the longest path it contains: a/b.sgy, not a/b).
+    auto named = paths.end();
+    for (auto it = paths.begin(); it != paths.end(); ++it) {
+      if (opened.status().message().find(*it) == absl::string_view::npos) continue;
+      if (named == paths.end() || it->size() > named->size()) named = it;
+    }
+    if (named == paths.end() || !IsPermanent(opened.status())) return opened.status();
+    d->bad_files_.push_back(BadFile(spec, *named, opened.status()));
+    paths.erase(named);
+  }
   d->catalog_seconds_ = absl::ToDoubleSeconds(absl::Now() - start);
   return d;
 }

@@ -59,6 +59,9 @@ struct DatasetSpec {
   std::string array_path;
   // For files that do not say it (.npy; HDF5 without the attribute); 0: unknown.
   double sample_interval_us = 0;
+  // on_bad_file: skip. A file that does not open or scan as its format is left out (and
+  // listed in bad_files()) instead of failing the dataset; FAILED only when none is left.
+  bool skip_bad_files = false;
 };
 
 // The files one glob pattern matches, sorted by name; NOT_FOUND naming the pattern when
@@ -98,6 +101,8 @@ class Dataset {
   // How the catalog came to be: "built", "reused (PATH)", or "rebuilt: REASON".
   const std::string& catalog_origin() const { return info().catalog_origin; }
   double catalog_seconds() const { return catalog_seconds_; }
+  // Under skip_bad_files, the files left out: "PATH: why", in the order found.
+  const std::vector<std::string>& bad_files() const { return bad_files_; }
   // What loading had to decide that an operator should hear of, each once per dataset
   // (a sample count taken from another header, trace headers that disagree with the
   // binary header, a revision word read as rev 1); the server prints them on stderr.
@@ -178,6 +183,7 @@ class Dataset {
   mutable std::atomic<bool> files_changed_{false};  // FilesChanged called the hook
   std::unique_ptr<source::Source> source_;
   double catalog_seconds_ = 0;
+  std::vector<std::string> bad_files_;
 };
 
 }  // namespace shotstream::dataset

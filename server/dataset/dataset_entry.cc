@@ -23,6 +23,10 @@ DatasetSpec DatasetEntry::WithHook(DatasetSpec spec) {
 }
 
 absl::Status DatasetEntry::Load(DatasetSpec spec, const catalog::ScanProgress& progress) {
+  {
+    absl::MutexLock lock(&mu_);
+    spec_ = spec;
+  }
   auto loaded = Dataset::Load(WithHook(std::move(spec)), progress);
   absl::Status status = loaded.ok() ? absl::OkStatus() : loaded.status();
   {
@@ -56,13 +60,23 @@ std::shared_ptr<const Dataset> DatasetEntry::dataset() const {
 
 DatasetEntry::State DatasetEntry::state() const {
   absl::MutexLock lock(&mu_);
-  if (rebuilding_) return State::kRebuilding;
-  return dataset_ != nullptr ? State::kReady : State::kFailed;
+  if (dataset_ != nullptr) return State::kReady;  // a reload keeps serving meanwhile
+  return rebuilding_ ? State::kRebuilding : State::kFailed;
 }
 
 absl::Status DatasetEntry::status() const {
   absl::MutexLock lock(&mu_);
   return status_;
+}
+
+DatasetSpec DatasetEntry::spec() const {
+  absl::MutexLock lock(&mu_);
+  return spec_;
+}
+
+std::string DatasetEntry::last_load() const {
+  absl::MutexLock lock(&mu_);
+  return last_load_;
 }
 
 void DatasetEntry::AwaitSettled() const {
@@ -74,25 +88,19 @@ void DatasetEntry::AwaitSettled() const {
       this));
 }
 
-void DatasetEntry::Rebuild(const Dataset& seen, const absl::Status& why) {
-  DatasetSpec spec;
-  std::thread finished;
-  {
-    absl::MutexLock lock(&mu_);
-    // Only the dataset being served starts a rebuild, once.
-    if (rebuilding_ || dataset_.get() != &seen) return;
-    rebuilding_ = true;
-    status_ = absl::UnavailableError(absl::StrCat(
-        "dataset '", name, "' is being rebuilt: ", why.message(), "; try again shortly"));
+std::thread DatasetEntry::StartLoadLocked(DatasetSpec spec, bool keep_serving,
+                                          absl::Status unavailable, std::string kind) {
+  rebuilding_ = true;
+  last_load_ = std::move(kind);
+  spec_ = spec;
+  const bool stops_serving = !keep_serving || dataset_ == nullptr;
+  if (stops_serving) {
     dataset_.reset();  // streams that hold it finish with it; new ones wait
-    spec = seen.spec();
-    spec.ignore_saved_catalog = true;
-    finished = std::move(rebuild_);  // a rebuild that ended earlier
+    status_ = std::move(unavailable);
   }
-  if (finished.joinable()) finished.join();
-  if (on_change_) on_change_(*this);  // told before the rebuild can end
-  absl::MutexLock lock(&mu_);
-  rebuild_ = std::thread([this, spec = std::move(spec)]() mutable {
+  std::thread finished = std::move(rebuild_);  // a load that ended earlier
+  rebuild_ = std::thread([this, stops_serving, spec = std::move(spec)]() mutable {
+    if (stops_serving && on_change_) on_change_(*this);  // told before the load can end
     auto loaded = Dataset::Load(WithHook(std::move(spec)));
     {
       absl::MutexLock lock(&mu_);
@@ -100,6 +108,7 @@ void DatasetEntry::Rebuild(const Dataset& seen, const absl::Status& why) {
         dataset_ = std::shared_ptr<const Dataset>(std::move(*loaded));
         status_ = absl::OkStatus();
       } else {
+        dataset_.reset();
         status_ = loaded.status();
       }
       rebuilding_ = false;
@@ -109,6 +118,41 @@ void DatasetEntry::Rebuild(const Dataset& seen, const absl::Status& why) {
     absl::MutexLock lock(&mu_);
     telling_ = false;
   });
+  return finished;
+}
+
+void DatasetEntry::Rebuild(const Dataset& seen, const absl::Status& why) {
+  std::thread finished;
+  {
+    absl::MutexLock lock(&mu_);
+    // Only the dataset being served starts a rebuild, once.
+    if (rebuilding_ || dataset_.get() != &seen) return;
+    DatasetSpec spec = seen.spec();
+    spec.ignore_saved_catalog = true;
+    finished = StartLoadLocked(
+        std::move(spec), /*keep_serving=*/false,
+        absl::UnavailableError(absl::StrCat("dataset '", name, "' is being rebuilt: ",
+                                            why.message(), "; try again shortly")),
+        "rebuilt");
+  }
+  if (finished.joinable()) finished.join();
+}
+
+void DatasetEntry::Reload(DatasetSpec spec, const std::string& why) {
+  std::thread finished;
+  for (;;) {
+    AwaitSettled();  // a load under way ends first: the newest spec wins
+    absl::MutexLock lock(&mu_);
+    if (rebuilding_) continue;  // another started meanwhile
+    const bool ready = dataset_ != nullptr;
+    finished = StartLoadLocked(
+        std::move(spec), /*keep_serving=*/true,
+        absl::UnavailableError(absl::StrCat("dataset '", name, "' is being loaded again (", why,
+                                            "); try again shortly")),
+        ready ? "reloaded" : "loaded again");
+    break;
+  }
+  if (finished.joinable()) finished.join();
 }
 
 }  // namespace shotstream::dataset

@@ -1,11 +1,13 @@
 // One configured dataset as the service sees it: READY (a loaded Dataset), FAILED (its
-// load error, permanent), or REBUILDING: a read found its files changed since the catalog
-// was built, and it is loaded again (catalog scanned afresh) on a thread of its own, then
-// READY again with the new catalog, or FAILED.
+// load error), or REBUILDING (being loaded again, nothing served meanwhile). It is loaded
+// again on a thread of its own when a read finds its files changed since the catalog was
+// built (Rebuild, through the dataset's hook), when a FAILED dataset's files change or
+// SIGHUP retries it, and when its configuration changes (Reload: the dataset it has
+// keeps serving until the new one is loaded).
 //
 // Thread-safe: every method may be called from any thread; `name` is set before serving
 // and read-only after. Streams hold the Dataset they started with (shared_ptr), so a
-// rebuild never pulls files from under a running read.
+// load never pulls files from under a running read.
 #ifndef SHOTSTREAM_SERVER_DATASET_DATASET_ENTRY_H_
 #define SHOTSTREAM_SERVER_DATASET_DATASET_ENTRY_H_
 
@@ -24,7 +26,7 @@ namespace shotstream::dataset {
 class DatasetEntry {
  public:
   DatasetEntry() = default;
-  ~DatasetEntry();  // waits for a rebuild under way
+  ~DatasetEntry();  // waits for a load under way
   DatasetEntry(const DatasetEntry&) = delete;
   DatasetEntry& operator=(const DatasetEntry&) = delete;
 
@@ -35,6 +37,11 @@ class DatasetEntry {
   // Loads `spec` now (on this thread); READY or FAILED. The loaded dataset reports
   // changed files to this entry, which then rebuilds it.
   absl::Status Load(DatasetSpec spec, const catalog::ScanProgress& progress = nullptr);
+  // Loads `spec` again on a thread of its own, after any load under way (the newest
+  // spec wins); `why` says what moved it ("its files changed", "SIGHUP"). A READY entry
+  // keeps serving until the new dataset is loaded; a FAILED one is REBUILDING meanwhile
+  // (UNAVAILABLE, which clients retry). Then READY or FAILED, told to on_change.
+  void Reload(DatasetSpec spec, const std::string& why) ABSL_LOCKS_EXCLUDED(mu_);
   // For tests and tools: a dataset loaded elsewhere (it does not rebuild itself), or a
   // failure.
   void SetLoaded(std::unique_ptr<Dataset> dataset);
@@ -45,26 +52,38 @@ class DatasetEntry {
   State state() const ABSL_LOCKS_EXCLUDED(mu_);
   // OK while READY; the load error when FAILED; UNAVAILABLE saying why while REBUILDING.
   absl::Status status() const ABSL_LOCKS_EXCLUDED(mu_);
+  // The spec last loaded (the one being loaded, during a load).
+  DatasetSpec spec() const ABSL_LOCKS_EXCLUDED(mu_);
+  // What the last load in the background was: "rebuilt", "loaded again" or "reloaded"
+  // (for the lines on_change prints); empty before one.
+  std::string last_load() const ABSL_LOCKS_EXCLUDED(mu_);
 
-  // Called after every change of state (a rebuild starting or ending), from the thread
-  // that changed it. Set before serving.
+  // Called after every change of state (a load in the background starting or ending),
+  // from the thread that changed it. Set before serving.
   void set_on_change(std::function<void(const DatasetEntry&)> on_change) {
     on_change_ = std::move(on_change);
   }
 
-  // Waits until the entry is not REBUILDING and on_change has been told (tests).
+  // Waits until no load is under way and on_change has been told.
   void AwaitSettled() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   // The hook of a loaded dataset: `seen` found its files changed.
   void Rebuild(const Dataset& seen, const absl::Status& why) ABSL_LOCKS_EXCLUDED(mu_);
   DatasetSpec WithHook(DatasetSpec spec);
+  // Starts loading `spec` on rebuild_ (mu_ held, no load under way): `keep_serving` keeps
+  // a READY dataset until the new one is loaded; otherwise `unavailable` is the status
+  // meanwhile. Returns the finished thread of an earlier load, for the caller to join.
+  std::thread StartLoadLocked(DatasetSpec spec, bool keep_serving, absl::Status unavailable,
+                              std::string kind) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   mutable absl::Mutex mu_;
   std::shared_ptr<const Dataset> dataset_ ABSL_GUARDED_BY(mu_);
   absl::Status status_ ABSL_GUARDED_BY(mu_) = absl::FailedPreconditionError("not loaded");
-  bool rebuilding_ ABSL_GUARDED_BY(mu_) = false;
-  bool telling_ ABSL_GUARDED_BY(mu_) = false;  // a rebuild's end is being told to on_change
+  DatasetSpec spec_ ABSL_GUARDED_BY(mu_);
+  std::string last_load_ ABSL_GUARDED_BY(mu_);
+  bool rebuilding_ ABSL_GUARDED_BY(mu_) = false;  // a load in the background is under way
+  bool telling_ ABSL_GUARDED_BY(mu_) = false;  // a load's end is being told to on_change
   std::thread rebuild_ ABSL_GUARDED_BY(mu_);
   std::function<void(const DatasetEntry&)> on_change_;
 };

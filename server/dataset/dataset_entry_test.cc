@@ -5,7 +5,9 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
+#include <vector>
 #include <string>
 
 #include "gtest/gtest.h"
@@ -98,6 +100,103 @@ TEST(DatasetEntryTest, ATraceHeaderWhoseShotKeyMovedIsCaughtEvenWithTheSameMtime
                                       "shot 6 (field_record, bytes 9-12) where the catalog has a trace "
                                       "of shot 2"),
             std::string::npos) << r.status();
+}
+
+
+// Cuts `path` to `bytes`: a copy that stopped half way.
+void Truncate(const std::string& path, off_t bytes) { ASSERT_EQ(::truncate(path.c_str(), bytes), 0); }
+
+TEST(DatasetEntryTest, AFailedDatasetReloadedOnceItsFileIsMendedIsReady) {
+  const std::string dir = TempPath("mended");
+  ::mkdir(dir.c_str(), 0755);
+  WriteSurvey(dir + "/p1.sgy", 1, 2);
+  WriteSurvey(dir + "/p2.sgy", 3, 2);
+  Truncate(dir + "/p2.sgy", 3600 + 256 + 100);
+  DatasetSpec spec;
+  spec.name = "d";
+  spec.globs = {dir + "/*.sgy"};
+  DatasetEntry entry;
+  entry.name = "d";
+  std::atomic<int> told{0};
+  entry.set_on_change([&](const DatasetEntry&) { ++told; });
+  const absl::Status failed = entry.Load(spec);
+  ASSERT_FALSE(failed.ok());
+  EXPECT_NE(failed.message().find("p2.sgy"), std::string::npos) << failed;
+  EXPECT_EQ(entry.state(), DatasetEntry::State::kFailed);
+
+  WriteSurvey(dir + "/p2.sgy", 3, 2);
+  entry.Reload(entry.spec(), "its files changed");
+  entry.AwaitSettled();
+  ASSERT_EQ(entry.state(), DatasetEntry::State::kReady) << entry.status();
+  EXPECT_EQ(entry.last_load(), "loaded again");
+  EXPECT_EQ(told.load(), 2);  // REBUILDING, then READY
+  EXPECT_EQ(entry.dataset()->catalog().shots().size(), 4u);
+}
+
+TEST(DatasetEntryTest, AReadyDatasetKeepsServingWhileItsNewSpecLoads) {
+  const std::string dir = TempPath("respec");
+  ::mkdir(dir.c_str(), 0755);
+  WriteSurvey(dir + "/a.sgy", 1, 2);
+  WriteSurvey(dir + "/b.sgy", 5, 3);
+  DatasetSpec spec;
+  spec.name = "d";
+  spec.globs = {dir + "/a.sgy"};
+  DatasetEntry entry;
+  entry.name = "d";
+  std::atomic<int> told{0};
+  std::atomic<int> served_meanwhile{0};
+  entry.set_on_change([&](const DatasetEntry& e) {
+    ++told;
+    if (e.dataset() != nullptr) ++served_meanwhile;
+  });
+  ASSERT_TRUE(entry.Load(spec).ok());
+  std::shared_ptr<const Dataset> before = entry.dataset();
+  spec.globs = {dir + "/b.sgy"};
+  entry.Reload(spec, "SIGHUP");
+  // No REBUILDING in between: whoever asks gets the old dataset or the new one.
+  std::shared_ptr<const Dataset> meanwhile = entry.dataset();
+  ASSERT_NE(meanwhile, nullptr);
+  entry.AwaitSettled();
+  EXPECT_EQ(told.load(), 1);  // only the end
+  EXPECT_EQ(entry.last_load(), "reloaded");
+  ASSERT_EQ(entry.state(), DatasetEntry::State::kReady);
+  EXPECT_NE(entry.dataset(), before);
+  EXPECT_EQ(entry.dataset()->catalog().shots().size(), 3u);
+  EXPECT_EQ(entry.spec().globs, std::vector<std::string>{dir + "/b.sgy"});
+  EXPECT_TRUE(before->ReadShot(1, ShotPlan()).ok());  // a stream holding it reads on
+}
+
+TEST(DatasetEntryTest, SkipServesTheGoodFilesAndListsTheBadOnes) {
+  const std::string dir = TempPath("skip");
+  ::mkdir(dir.c_str(), 0755);
+  WriteSurvey(dir + "/p1.sgy", 1, 2);
+  WriteSurvey(dir + "/p2.sgy", 3, 2);
+  WriteSurvey(dir + "/p3.sgy", 5, 2);
+  Truncate(dir + "/p2.sgy", 3600 + 256 + 100);
+  { std::FILE* f = std::fopen((dir + "/p4.sgy").c_str(), "w"); ASSERT_NE(f, nullptr); std::fclose(f); }
+  DatasetSpec spec;
+  spec.name = "d";
+  spec.globs = {dir + "/*.sgy"};
+  spec.skip_bad_files = true;
+  auto d = Dataset::Load(spec);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ((*d)->n_files(), 2u);
+  EXPECT_EQ((*d)->catalog().shots().size(), 4u);
+  ASSERT_EQ((*d)->bad_files().size(), 2u);
+  EXPECT_EQ((*d)->bad_files()[0].rfind(dir + "/p2.sgy: ", 0), 0u) << (*d)->bad_files()[0];
+  EXPECT_EQ((*d)->bad_files()[1].rfind(dir + "/p4.sgy: ", 0), 0u) << (*d)->bad_files()[1];
+  auto shot = (*d)->ReadShot(5, ShotPlan());
+  ASSERT_TRUE(shot.ok()) << shot.status();
+  // Nothing good left: FAILED, naming each.
+  spec.globs = {dir + "/p2.sgy", dir + "/p4.sgy"};
+  auto none = Dataset::Load(spec);
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(none.status().message().find("every file is bad"), std::string::npos) << none.status();
+  // fail (the default): the first bad file fails the dataset.
+  spec.globs = {dir + "/*.sgy"};
+  spec.skip_bad_files = false;
+  EXPECT_FALSE(Dataset::Load(spec).ok());
 }
 
 }  // namespace

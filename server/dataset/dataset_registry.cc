@@ -15,7 +15,7 @@ DatasetEntry& DatasetRegistry::at(size_t i) {
 }
 
 bool DatasetRegistry::Visible(const DatasetEntry& e) const {
-  return unpublished_.count(&e) == 0;
+  return unpublished_.count(&e) == 0 && removed_.count(&e) == 0;
 }
 
 std::vector<const DatasetEntry*> DatasetRegistry::All() const {
@@ -23,6 +23,15 @@ std::vector<const DatasetEntry*> DatasetRegistry::All() const {
   std::vector<const DatasetEntry*> all;
   all.reserve(entries_.size());
   for (const DatasetEntry& e : entries_) {
+    if (Visible(e)) all.push_back(&e);
+  }
+  return all;
+}
+
+std::vector<DatasetEntry*> DatasetRegistry::AllToChange() {
+  absl::MutexLock lock(&mu_);
+  std::vector<DatasetEntry*> all;
+  for (DatasetEntry& e : entries_) {
     if (Visible(e)) all.push_back(&e);
   }
   return all;
@@ -39,7 +48,7 @@ const DatasetEntry* DatasetRegistry::Find(absl::string_view name) const {
 absl::Status DatasetRegistry::Reserve(const std::string& name) {
   absl::MutexLock lock(&mu_);
   for (const DatasetEntry& e : entries_) {
-    if (e.name == name) {
+    if (e.name == name && removed_.count(&e) == 0) {
       return absl::AlreadyExistsError(absl::StrCat("dataset '", name, "' exists"));
     }
   }
@@ -67,6 +76,17 @@ DatasetEntry* DatasetRegistry::Add(const std::string& name) {
 void DatasetRegistry::Publish(const DatasetEntry* entry) {
   absl::MutexLock lock(&mu_);
   unpublished_.erase(entry);
+}
+
+bool DatasetRegistry::Remove(absl::string_view name) {
+  absl::MutexLock lock(&mu_);
+  for (const DatasetEntry& e : entries_) {
+    if (e.name == name && Visible(e)) {
+      removed_.insert(&e);
+      return true;
+    }
+  }
+  return false;
 }
 
 }  // namespace shotstream::dataset

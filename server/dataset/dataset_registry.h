@@ -1,6 +1,7 @@
 // DatasetRegistry: the datasets a server serves, those it started with and then those
-// written to it (WriteShots). Entries are never removed and never move, so a pointer to
-// one stays valid for the registry's life. A name being written is reserved, so that two
+// written to it (WriteShots) or configured on SIGHUP. Entries are never destroyed and
+// never move, so a pointer to one stays valid for the registry's life; one taken out of
+// the configuration is hidden (Remove), and its name is free again. A name being written is reserved, so that two
 // writers cannot create one dataset and a written name never shadows another.
 //
 // Thread-safe.
@@ -32,6 +33,8 @@ class DatasetRegistry {
   DatasetEntry& at(size_t i) ABSL_LOCKS_EXCLUDED(mu_);
   // Every entry in the order added (a snapshot).
   std::vector<const DatasetEntry*> All() const ABSL_LOCKS_EXCLUDED(mu_);
+  // Every entry, as All, for those that change them (a reload, the healer).
+  std::vector<DatasetEntry*> AllToChange() ABSL_LOCKS_EXCLUDED(mu_);
   // The entry named `name`, or null.
   const DatasetEntry* Find(absl::string_view name) const ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -43,6 +46,9 @@ class DatasetRegistry {
   // Until then Find and All do not show it.
   DatasetEntry* Add(const std::string& name) ABSL_LOCKS_EXCLUDED(mu_);
   void Publish(const DatasetEntry* entry) ABSL_LOCKS_EXCLUDED(mu_);
+  // Hides the entry named `name` from Find and All (streams that hold its dataset finish
+  // with it); false when none is visible.
+  bool Remove(absl::string_view name) ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   bool Visible(const DatasetEntry& e) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -51,6 +57,7 @@ class DatasetRegistry {
   std::deque<DatasetEntry> entries_ ABSL_GUARDED_BY(mu_);
   std::set<std::string> reserved_ ABSL_GUARDED_BY(mu_);
   std::set<const DatasetEntry*> unpublished_ ABSL_GUARDED_BY(mu_);
+  std::set<const DatasetEntry*> removed_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace shotstream::dataset

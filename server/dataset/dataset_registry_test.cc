@@ -31,5 +31,23 @@ TEST(DatasetRegistryTest, StartEntriesThenWrittenOnesOnlyOncePublished) {
   EXPECT_TRUE(r.Reserve("d").ok());
 }
 
+TEST(DatasetRegistryTest, ARemovedEntryIsHiddenItsNameFreeAndItsPointerValid) {
+  DatasetRegistry r(2);
+  r.at(0).name = "a";
+  r.at(1).name = "b";
+  const DatasetEntry* a = r.Find("a");
+  EXPECT_TRUE(r.Remove("a"));
+  EXPECT_FALSE(r.Remove("a"));
+  EXPECT_EQ(r.Find("a"), nullptr);
+  ASSERT_EQ(r.All().size(), 1u);
+  EXPECT_EQ(r.All()[0]->name, "b");
+  EXPECT_EQ(a->name, "a");  // still there for whoever holds it
+  ASSERT_TRUE(r.Reserve("a").ok());  // configured again: a new entry
+  DatasetEntry* again = r.Add("a");
+  r.Publish(again);
+  EXPECT_EQ(r.Find("a"), again);
+  EXPECT_NE(again, a);
+}
+
 }  // namespace
 }  // namespace shotstream::dataset
