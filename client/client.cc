@@ -78,6 +78,7 @@ DatasetSummary ToSummary(const v1::DatasetInfo& info) {
   d.sample_format = info.sample_format();
   d.shot_key = info.shot_key();
   d.n_files = info.n_files();
+  d.bad_files.assign(info.bad_files().begin(), info.bad_files().end());
   d.shot_ids.assign(info.shot_ids().begin(), info.shot_ids().end());
   d.shot_trace_counts.assign(info.shot_trace_counts().begin(), info.shot_trace_counts().end());
   d.header_fields.assign(info.header_fields().begin(), info.header_fields().end());

@@ -36,6 +36,7 @@ struct DatasetSummary {
   int sample_format = 0;
   std::string shot_key;
   uint32_t n_files = 0;
+  std::vector<std::string> bad_files;  // on_bad_file: skip: "PATH: why" of each left out
   std::vector<std::string> header_fields;     // the trace header fields a stream may ask
   std::vector<int64_t> shot_ids;              // GetDataset and Client::Write only
   std::vector<uint32_t> shot_trace_counts;    // GetDataset and Client::Write only

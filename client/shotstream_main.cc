@@ -175,6 +175,7 @@ int Info(Client& client, const std::string& dataset) {
               static_cast<unsigned long long>(d->n_traces), d->n_samples,
               d->sample_interval_us, d->sample_format, d->shot_key.c_str());
   if (!d->format.empty()) std::printf("format: %s\n", d->format.c_str());
+  for (const std::string& bad : d->bad_files) std::printf("bad_file: %s\n", bad.c_str());
   std::printf("header_fields: %s\n", absl::StrJoin(d->header_fields, ",").c_str());
   std::printf("shot_ids:");
   for (size_t i = 0; i < d->shot_ids.size(); ++i) {

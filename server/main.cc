@@ -2,7 +2,8 @@
 //   shotstream_server --listen=0.0.0.0:50051 --dataset=line1=/data/line1/*.sgy
 //   shotstream_server --config=/etc/shotstream/config.yaml [flags override the file]
 // Prints one line "shotstream listening on HOST:PORT" on stdout when ready. SIGTERM/SIGINT:
-// drain (ShotStreamServer::Drain), exit 0. SIGHUP: reload the tokens. The flags are in
+// drain (ShotStreamServer::Drain), exit 0. SIGHUP: reload the tokens and the configuration
+// (ShotStreamServer::Reload), and retry FAILED datasets. The flags are in
 // server/config/server_flags.cc.
 #include <signal.h>
 
@@ -10,6 +11,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
@@ -64,13 +66,23 @@ int main(int argc, char** argv) {
     int sig = 0;
     sigwait(&signals, &sig);
     if (sig != SIGHUP) break;
-    const absl::Status s = (*server)->ReloadTokens();
-    std::cerr << (cfg.auth_token_file.empty()
-                      ? std::string("SIGHUP: authentication is off (no --auth_token_file); "
-                                    "nothing to reload")
-                  : s.ok() ? absl::StrCat("SIGHUP: tokens reloaded (", (*server)->token_count(), ")")
-                         : absl::StrCat("SIGHUP: token file not reloaded, the old tokens stay: ",
-                                        s.message()))
+    if (!cfg.auth_token_file.empty()) {
+      const absl::Status s = (*server)->ReloadTokens();
+      std::cerr << (s.ok() ? absl::StrCat("SIGHUP: tokens reloaded (", (*server)->token_count(), ")")
+                           : absl::StrCat("SIGHUP: token file not reloaded, the old tokens stay: ",
+                                          s.message()))
+                << std::endl;
+    }
+    // The configuration made again (--config read anew, the same flags over it).
+    auto next = shotstream::config::RebuildServerConfig();
+    if (!next.ok()) {
+      std::cerr << "SIGHUP: configuration not reloaded, the old one stays: "
+                << next.status().message() << std::endl;
+      continue;
+    }
+    const std::vector<std::string> said = (*server)->Reload(*next);
+    for (const std::string& line : said) std::cerr << "SIGHUP: " << line << std::endl;
+    std::cerr << "SIGHUP: configuration reloaded" << (said.empty() ? " (nothing changed)" : "")
               << std::endl;
   }
   std::fprintf(stderr, "shotstream_server: signal: NOT_SERVING, draining streams (grace %s)\n",

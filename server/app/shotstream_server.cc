@@ -9,12 +9,14 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
@@ -59,9 +61,10 @@ std::vector<service::RequiredName> TokenNamesOf(const ServerConfig& c) {
 // Health: "" and "shotstream.v1.ShotStream" SERVING while any dataset is READY, or while
 // it takes writes (write_dir: a server that only receives modelled gathers is of use before
 // it holds any), and the server is not draining; "shotstream.v1.ShotStream/NAME" per
-// dataset, SERVING while READY.
+// dataset, SERVING while READY; NOT_SERVING for the names of datasets a reload removed.
 void SetHealth(grpc::HealthCheckServiceInterface* health,
-               const dataset::DatasetRegistry& registry, bool writes, bool draining) {
+               const dataset::DatasetRegistry& registry, bool writes, bool draining,
+               const std::set<std::string>& removed) {
   const std::vector<const DatasetEntry*> datasets = registry.All();
   bool serving = writes;
   for (const DatasetEntry* e : datasets) serving |= e->dataset() != nullptr;
@@ -71,6 +74,9 @@ void SetHealth(grpc::HealthCheckServiceInterface* health,
   for (const DatasetEntry* e : datasets) {
     health->SetServingStatus(absl::StrCat(kServiceName, "/", e->name),
                              e->dataset() != nullptr && !draining);
+  }
+  for (const std::string& name : removed) {
+    health->SetServingStatus(absl::StrCat(kServiceName, "/", name), false);
   }
 }
 
@@ -91,8 +97,8 @@ void PrintSummary(const dataset::Dataset& d, absl::Duration took) {
   std::fflush(stdout);
 }
 
-// The dataset a configuration entry describes.
-dataset::DatasetSpec SpecOf(const DatasetConfig& dc, const std::string& catalog_dir) {
+// The dataset a configuration entry describes, under the server's settings `c`.
+dataset::DatasetSpec SpecOf(const DatasetConfig& dc, const ServerConfig& c) {
   dataset::DatasetSpec spec;
   spec.name = dc.name;
   spec.globs = dc.files;
@@ -103,7 +109,8 @@ dataset::DatasetSpec SpecOf(const DatasetConfig& dc, const std::string& catalog_
   spec.io = *io::ParseIoMode(dc.io);  // validated with the config
   spec.coalesce.max_gap_bytes = dc.max_gap_bytes;
   spec.coalesce.max_read_bytes = dc.max_read_bytes;
-  spec.catalog_dir = catalog_dir;
+  spec.catalog_dir = c.catalog_dir;
+  spec.skip_bad_files = config::OnBadFile(c, dc) == "skip";
   spec.check_trace_lengths = dc.check_trace_lengths;
   // HDF5 reads /data by default; a Zarr store finds its array (amplitude, data, itself).
   spec.array_path = !dc.array_path.empty() ? dc.array_path : dc.h5_path == "/data" ? "" : dc.h5_path;
@@ -111,10 +118,18 @@ dataset::DatasetSpec SpecOf(const DatasetConfig& dc, const std::string& catalog_
   return spec;
 }
 
+// The files a dataset left out (on_bad_file: skip), a line each on stderr.
+void PrintBadFiles(const dataset::Dataset& d) {
+  for (const std::string& bad : d.bad_files()) {
+    std::fprintf(stderr, "dataset %s: left out (on_bad_file: skip): %s\n", d.name().c_str(),
+                 bad.c_str());
+  }
+}
+
 // Loads one dataset into *entry, with its start-up lines on stderr.
-void LoadDataset(const DatasetConfig& dc, const std::string& catalog_dir, bool print_summary,
+void LoadDataset(const DatasetConfig& dc, const ServerConfig& c, bool print_summary,
                  DatasetEntry* entry) {
-  const dataset::DatasetSpec spec = SpecOf(dc, catalog_dir);
+  const dataset::DatasetSpec spec = SpecOf(dc, c);
   const absl::Time start = absl::Now();
   absl::Time last_report = start;
   auto progress = [&](uint64_t done, uint64_t total) {
@@ -154,6 +169,7 @@ void LoadDataset(const DatasetConfig& dc, const std::string& catalog_dir, bool p
     for (const std::string& note : d->notes()) {
       std::fprintf(stderr, "dataset %s: note: %s\n", spec.name.c_str(), note.c_str());
     }
+    PrintBadFiles(*d);
     if (print_summary) PrintSummary(*d, absl::Now() - start);
   } else {
     // The server still serves the other datasets; this one reports its error.
@@ -191,7 +207,11 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(const Serve
 // the format its dataset says (headers only; no catalog is built).
 absl::Status CheckDatasetFiles(const ServerConfig& c) {
   for (const DatasetConfig& d : c.datasets) {
-    const dataset::DatasetSpec spec = SpecOf(d, "");
+    ServerConfig no_catalog = c;
+    no_catalog.catalog_dir.clear();
+    const dataset::DatasetSpec spec = SpecOf(d, no_catalog);
+    size_t good = 0;
+    absl::Status first_bad;
     for (const std::string& pattern : d.files) {
       auto paths = dataset::ExpandGlob(pattern);
       if (!paths.ok()) {
@@ -199,9 +219,18 @@ absl::Status CheckDatasetFiles(const ServerConfig& c) {
                             absl::StrCat("dataset '", d.name, "': ", paths.status().message()));
       }
       for (const std::string& path : *paths) {
-        if (absl::Status s = dataset::CheckDatasetFile(spec, path); !s.ok()) return s;
+        absl::Status s = dataset::CheckDatasetFile(spec, path);
+        if (s.ok()) {
+          ++good;
+        } else if (!spec.skip_bad_files) {
+          return s;
+        } else if (first_bad.ok()) {
+          first_bad = std::move(s);
+        }
       }
     }
+    // on_bad_file: skip serves what is good; with nothing good the dataset would fail.
+    if (good == 0 && !first_bad.ok()) return first_bad;
   }
   return absl::OkStatus();
 }
@@ -300,7 +329,7 @@ bool ShotStreamServer::IndexOnly(const ServerConfig& config) {
   dataset::DatasetRegistry datasets(config.datasets.size());
   bool all = true;
   for (size_t i = 0; i < config.datasets.size(); ++i) {
-    LoadDataset(config.datasets[i], config.catalog_dir, /*print_summary=*/true, &datasets.at(i));
+    LoadDataset(config.datasets[i], config, /*print_summary=*/true, &datasets.at(i));
     all &= datasets.at(i).dataset() != nullptr;
   }
   return all;
@@ -342,17 +371,24 @@ absl::StatusOr<std::unique_ptr<ShotStreamServer>> ShotStreamServer::Start(
   ShotStreamServer* self = s.get();
   auto on_change = [self](const DatasetEntry& e) {
     const absl::Status st = e.status();
-    std::fprintf(stderr, "dataset %s: %s%s\n", e.name.c_str(),
-                 e.state() == DatasetEntry::State::kRebuilding ? ""
-                 : st.ok()                                     ? "READY again, rebuilt"
-                                                               : "FAILED on rebuild: ",
-                 std::string(st.message()).c_str());
+    const DatasetEntry::State state = e.state();
+    const std::string load = e.last_load();  // rebuilt, loaded again, reloaded
+    if (state == DatasetEntry::State::kRebuilding) {
+      std::fprintf(stderr, "dataset %s: %s\n", e.name.c_str(), std::string(st.message()).c_str());
+    } else if (state == DatasetEntry::State::kReady) {
+      std::fprintf(stderr, "dataset %s: READY again, %s\n", e.name.c_str(), load.c_str());
+      if (const auto d = e.dataset()) PrintBadFiles(*d);
+    } else {
+      std::fprintf(stderr, "dataset %s: FAILED, %s: %s\n", e.name.c_str(), load.c_str(),
+                   std::string(st.message()).c_str());
+    }
     absl::MutexLock lock(&self->health_mu_);
     self->SetHealthLocked();
   };
+  s->on_change_ = on_change;
   for (size_t i = 0; i < cfg.datasets.size(); ++i) {
     s->datasets_->at(i).set_on_change(on_change);
-    LoadDataset(cfg.datasets[i], cfg.catalog_dir, /*print_summary=*/false, &s->datasets_->at(i));
+    LoadDataset(cfg.datasets[i], cfg, /*print_summary=*/false, &s->datasets_->at(i));
   }
   // Written datasets: loaded like the configured ones; health follows once published.
   auto load_written = [self, on_change](DatasetEntry* entry, const std::string& path) {
@@ -360,7 +396,7 @@ absl::StatusOr<std::unique_ptr<ShotStreamServer>> ShotStreamServer::Start(
     dc.name = entry->name;
     dc.files = {path};
     entry->set_on_change(on_change);
-    LoadDataset(dc, self->config_.catalog_dir, /*print_summary=*/false, entry);
+    LoadDataset(dc, self->config_, /*print_summary=*/false, entry);
   };
   if (!cfg.write_dir.empty()) {
     if (absl::Status s = CheckDirectory("write_dir", cfg.write_dir); !s.ok()) return s;
@@ -487,6 +523,12 @@ absl::StatusOr<std::unique_ptr<ShotStreamServer>> ShotStreamServer::Start(
     std::fprintf(stderr, "metrics on http://%s/metrics (port %d)\n", cfg.metrics_listen.c_str(),
                  s->metrics_->port());
   }
+  {
+    absl::MutexLock lock(&s->reload_mu_);
+    s->reloaded_ = cfg;
+  }
+  // FAILED datasets (and files skipped) are looked at every heal_interval.
+  s->healer_ = std::make_unique<dataset::DatasetHealer>(s->datasets_.get(), cfg.heal_interval);
   // While no stream runs, freed heap goes back to the system (a burst such as a refused
   // oversized request would otherwise stay resident: malloc is tuned never to shrink).
   s->trimmer_ = std::make_unique<HeapTrimmer>(
@@ -506,13 +548,74 @@ absl::Status ShotStreamServer::ReloadTokens() {
   return tokens_ == nullptr ? absl::OkStatus() : tokens_->Reload();
 }
 
+std::vector<std::string> ShotStreamServer::Reload(const ServerConfig& next) {
+  if (absl::Status s = CheckFormats(next); !s.ok()) {
+    return {absl::StrCat("configuration not reloaded, the old one stays: ", s.message())};
+  }
+  std::vector<std::string> said;
+  absl::MutexLock lock(&reload_mu_);
+  for (const std::string& name : healer_->Check(/*force=*/true)) {
+    said.push_back(absl::StrCat("dataset ", name, ": retried"));
+  }
+  // Where catalogs live is a start-up setting: reloads keep config_'s.
+  ServerConfig effective = next;
+  effective.catalog_dir = config_.catalog_dir;
+  std::map<std::string, const DatasetConfig*> before;
+  for (const DatasetConfig& d : reloaded_.datasets) before[d.name] = &d;
+  std::set<std::string> after;
+  for (const DatasetConfig& d : next.datasets) after.insert(d.name);
+  std::vector<std::string> removed;
+  for (const auto& [name, d] : before) {
+    if (after.count(name) == 0 && datasets_->Remove(name)) {
+      removed.push_back(name);
+      said.push_back(absl::StrCat("dataset ", name, ": removed"));
+    }
+  }
+  for (const DatasetConfig& d : next.datasets) {
+    const dataset::DatasetSpec spec = SpecOf(d, effective);
+    auto it = before.find(d.name);
+    if (it == before.end()) {
+      if (absl::Status r = datasets_->Reserve(d.name); !r.ok()) {
+        said.push_back(absl::StrCat("dataset ", d.name, ": not added: ", r.message()));
+        continue;
+      }
+      DatasetEntry* entry = datasets_->Add(d.name);
+      entry->set_on_change(on_change_);
+      entry->Reload(spec, "added on SIGHUP");  // REBUILDING before anyone can see it
+      datasets_->Publish(entry);
+      said.push_back(absl::StrCat("dataset ", d.name, ": added"));
+      continue;
+    }
+    ServerConfig was = reloaded_;
+    was.catalog_dir = config_.catalog_dir;
+    if (*it->second == d && config::OnBadFile(was, *it->second) == config::OnBadFile(next, d)) {
+      continue;
+    }
+    for (DatasetEntry* entry : datasets_->AllToChange()) {
+      if (entry->name != d.name) continue;
+      entry->Reload(spec, "its configuration changed");
+      said.push_back(absl::StrCat("dataset ", d.name, ": changed"));
+    }
+  }
+  const std::vector<std::string> later = config::SettingsThatDiffer(config_, next);
+  if (!later.empty()) {
+    said.push_back(absl::StrCat("take effect at a restart: ", absl::StrJoin(later, ", ")));
+  }
+  reloaded_ = next;
+  absl::MutexLock health(&health_mu_);
+  for (const std::string& name : removed) removed_.insert(name);
+  for (const DatasetConfig& d : next.datasets) removed_.erase(d.name);
+  SetHealthLocked();
+  return said;
+}
+
 size_t ShotStreamServer::token_count() const { return tokens_ == nullptr ? 0 : tokens_->size(); }
 
 int64_t ShotStreamServer::shots_sent() const { return counters_->shots_sent.load(); }
 
 void ShotStreamServer::SetHealthLocked() {
   if (health_ != nullptr) {
-    SetHealth(health_, *datasets_, !config_.write_dir.empty(), draining_.load());
+    SetHealth(health_, *datasets_, !config_.write_dir.empty(), draining_.load(), removed_);
   }
 }
 

@@ -9,8 +9,10 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -22,6 +24,7 @@
 #include "absl/time/time.h"
 #include "server/config/server_config.h"
 #include "server/dataset/dataset_entry.h"
+#include "server/dataset/dataset_healer.h"
 #include "server/dataset/dataset_registry.h"
 
 namespace grpc {
@@ -90,6 +93,15 @@ class ShotStreamServer {
   // SIGHUP: re-reads the token file; on error the old tokens stay and the error is
   // returned. OK without authentication.
   absl::Status ReloadTokens();
+  // SIGHUP: the configuration `next` (made again from the command line and --config).
+  // Every FAILED dataset (or one served without its bad files) is retried; datasets
+  // added are loaded, removed ones hidden, changed ones loaded again (each on a thread of
+  // its own; other datasets' streams run on, and a changed one serves until its new
+  // dataset is loaded); on_bad_file holds for what is loaded from now on. Other settings
+  // take effect at a restart. Returns a line for each thing done, and one naming the
+  // settings that wait for a restart.
+  std::vector<std::string> Reload(const config::ServerConfig& next)
+      ABSL_LOCKS_EXCLUDED(reload_mu_);
   size_t token_count() const;
 
   // SIGTERM: health NOT_SERVING and new streams refused for drain_delay, then running
@@ -115,10 +127,17 @@ class ShotStreamServer {
   // lock from their own threads.
   absl::Mutex health_mu_;
   grpc::HealthCheckServiceInterface* health_ ABSL_GUARDED_BY(health_mu_) = nullptr;
+  std::set<std::string> removed_ ABSL_GUARDED_BY(health_mu_);  // datasets a reload removed
   // In this order: what serves is destroyed before what it serves from (the reader pool
   // runs its last reads before the budget and counters they hold go; the disk executor
   // writes the jobs' last lines after the registry).
   std::unique_ptr<dataset::DatasetRegistry> datasets_;
+  std::unique_ptr<dataset::DatasetHealer> healer_;  // before the datasets it heals go
+  std::function<void(const dataset::DatasetEntry&)> on_change_;  // every entry's
+  // The configuration as last loaded or reloaded (config_ stays the start-up one, which
+  // every setting a reload does not apply is read from).
+  absl::Mutex reload_mu_;
+  config::ServerConfig reloaded_ ABSL_GUARDED_BY(reload_mu_);
   std::unique_ptr<service::TokenStore> tokens_;
   std::unique_ptr<service::ServiceCounters> counters_;
   std::unique_ptr<stream::ByteBudget> budget_;         // null: no in-flight budget

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <fstream>
 #include <set>
+#include <tuple>
 #include <sstream>
 
 #include "absl/strings/numbers.h"
@@ -82,7 +83,7 @@ absl::StatusOr<ServerConfig> ParseServerConfig(const std::string& yaml, const st
                    {"listen", "catalog_dir", "metrics_listen", "readers", "limits", "tls",
                     "auth", "datasets", "grace_period", "drain_delay", "keepalive",
                     "zero_copy", "log_streams", "job_dir", "job_idle_timeout", "write_dir",
-                    "stall_timeout"}));
+                    "stall_timeout", "on_bad_file", "heal_interval"}));
   SS_CFG(Get(root, "listen", source, "", &c.listen));
   SS_CFG(Get(root, "catalog_dir", source, "", &c.catalog_dir));
   SS_CFG(Get(root, "metrics_listen", source, "", &c.metrics_listen));
@@ -95,6 +96,8 @@ absl::StatusOr<ServerConfig> ParseServerConfig(const std::string& yaml, const st
   SS_CFG(Get(root, "write_dir", source, "", &c.write_dir));
   SS_CFG(GetDuration(root, "job_idle_timeout", source, &c.job_idle_timeout));
   SS_CFG(GetDuration(root, "stall_timeout", source, &c.stall_timeout));
+  SS_CFG(Get(root, "on_bad_file", source, "", &c.on_bad_file));
+  SS_CFG(GetDuration(root, "heal_interval", source, &c.heal_interval));
   if (const YAML::Node k = root["keepalive"]) {
     SS_CFG(CheckKeys(k, source, "keepalive", {"time", "timeout"}));
     SS_CFG(GetDuration(k, "time", source, &c.keepalive_time));
@@ -152,7 +155,7 @@ absl::StatusOr<ServerConfig> ParseServerConfig(const std::string& yaml, const st
       SS_CFG(CheckKeys(d, source, where,
                        {"name", "files", "shot_key", "io", "byte_order", "max_gap_bytes",
                         "max_read_bytes", "check_trace_lengths", "format", "h5_path",
-                        "array_path", "sample_interval_us"}));
+                        "array_path", "sample_interval_us", "on_bad_file"}));
       DatasetConfig dc;
       SS_CFG(Get(d, "name", source, where, &dc.name));
       if (const YAML::Node f = d["files"]) {
@@ -172,12 +175,63 @@ absl::StatusOr<ServerConfig> ParseServerConfig(const std::string& yaml, const st
       SS_CFG(Get(d, "h5_path", source, where, &dc.h5_path));
       SS_CFG(Get(d, "array_path", source, where, &dc.array_path));
       SS_CFG(Get(d, "sample_interval_us", source, where, &dc.sample_interval_us));
+      SS_CFG(Get(d, "on_bad_file", source, where, &dc.on_bad_file));
       if (dc.name.empty()) return KeyError(source, where + ".name", "missing");
       if (dc.files.empty()) return KeyError(source, where + ".files", "missing");
       c.datasets.push_back(std::move(dc));
     }
   }
   return c;
+}
+
+bool operator==(const DatasetConfig& a, const DatasetConfig& b) {
+  auto fields = [](const DatasetConfig& d) {
+    return std::tie(d.name, d.files, d.shot_key, d.io, d.byte_order, d.max_gap_bytes,
+                    d.max_read_bytes, d.check_trace_lengths, d.format, d.h5_path, d.array_path,
+                    d.sample_interval_us, d.on_bad_file);
+  };
+  return fields(a) == fields(b);
+}
+
+std::vector<std::string> SettingsThatDiffer(const ServerConfig& a, const ServerConfig& b) {
+  const std::pair<const char*, bool> settings[] = {
+      {"listen", a.listen != b.listen},
+      {"catalog_dir", a.catalog_dir != b.catalog_dir},
+      {"job_dir", a.job_dir != b.job_dir},
+      {"job_idle_timeout", a.job_idle_timeout != b.job_idle_timeout},
+      {"stall_timeout", a.stall_timeout != b.stall_timeout},
+      {"metrics_listen", a.metrics_listen != b.metrics_listen},
+      {"readers", a.readers != b.readers},
+      {"limits.default_queue_depth", a.default_queue_depth != b.default_queue_depth},
+      {"limits.max_queue_depth", a.max_queue_depth != b.max_queue_depth},
+      {"limits.default_chunk_bytes", a.default_chunk_bytes != b.default_chunk_bytes},
+      {"limits.max_chunk_bytes", a.max_chunk_bytes != b.max_chunk_bytes},
+      {"limits.max_shots_per_request", a.max_shots_per_request != b.max_shots_per_request},
+      {"limits.max_streams", a.max_streams != b.max_streams},
+      {"limits.max_streams_per_peer", a.max_streams_per_peer != b.max_streams_per_peer},
+      {"limits.max_inflight_bytes", a.max_inflight_bytes != b.max_inflight_bytes},
+      {"limits.piece_bytes", a.piece_bytes != b.piece_bytes},
+      {"limits.open_files", a.open_files != b.open_files},
+      {"grace_period", a.grace_period != b.grace_period},
+      {"drain_delay", a.drain_delay != b.drain_delay},
+      {"zero_copy", a.zero_copy != b.zero_copy},
+      {"log_streams", a.log_streams != b.log_streams},
+      {"keepalive.time", a.keepalive_time != b.keepalive_time},
+      {"keepalive.timeout", a.keepalive_timeout != b.keepalive_timeout},
+      {"tls", a.tls_cert != b.tls_cert || a.tls_key != b.tls_key ||
+                  a.tls_client_ca != b.tls_client_ca},
+      {"auth.token_file", a.auth_token_file != b.auth_token_file},
+      {"auth.allow", a.auth_allow != b.auth_allow},
+      {"auth.default", a.auth_default_deny != b.auth_default_deny},
+      {"auth.writers", a.auth_writers != b.auth_writers},
+      {"write_dir", a.write_dir != b.write_dir},
+      {"heal_interval", a.heal_interval != b.heal_interval},
+  };
+  std::vector<std::string> differ;
+  for (const auto& [key, differs] : settings) {
+    if (differs) differ.push_back(key);
+  }
+  return differ;
 }
 
 absl::StatusOr<ServerConfig> LoadServerConfig(const std::string& path) {
@@ -216,6 +270,10 @@ absl::Status ValidateServerConfig(const ServerConfig& c) {
       return absl::InvalidArgumentError(absl::StrCat(where, ".sample_interval_us: ",
                                                      d.sample_interval_us, " (expected >= 0)"));
     }
+    if (!d.on_bad_file.empty() && d.on_bad_file != "fail" && d.on_bad_file != "skip") {
+      return absl::InvalidArgumentError(absl::StrCat(where, ".on_bad_file: '", d.on_bad_file,
+                                                     "' (expected fail or skip)"));
+    }
     if (d.h5_path.empty()) {
       return absl::InvalidArgumentError(absl::StrCat(where, ".h5_path: empty"));
     }
@@ -242,9 +300,13 @@ absl::Status ValidateServerConfig(const ServerConfig& c) {
         " must be at least 1024 and at most limits.max_chunk_bytes (", c.max_chunk_bytes, ")"));
   }
   if (c.drain_delay < absl::ZeroDuration() || c.grace_period < absl::ZeroDuration() ||
-      c.stall_timeout < absl::ZeroDuration()) {
+      c.stall_timeout < absl::ZeroDuration() || c.heal_interval < absl::ZeroDuration()) {
     return absl::InvalidArgumentError(
-        "drain_delay, grace_period and stall_timeout must not be negative");
+        "drain_delay, grace_period, stall_timeout and heal_interval must not be negative");
+  }
+  if (c.on_bad_file != "fail" && c.on_bad_file != "skip") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("on_bad_file: '", c.on_bad_file, "' (expected fail or skip)"));
   }
   if (c.max_streams == 0 || c.max_streams_per_peer == 0 || c.max_shots_per_request == 0 ||
       c.max_inflight_bytes == 0) {

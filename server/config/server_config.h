@@ -30,6 +30,9 @@ struct DatasetConfig {
   // h5_path); empty: the format's default.
   std::string array_path;
   double sample_interval_us = 0;     // for files that do not say (.npy); 0: unknown
+  // fail (the dataset is FAILED by one bad file) or skip (served without its bad files,
+  // listed in DatasetInfo.bad_files); empty: the server's on_bad_file.
+  std::string on_bad_file;
 };
 
 struct ServerConfig {
@@ -88,7 +91,26 @@ struct ServerConfig {
   // NAME.sgy files are served as datasets NAME at start-up.
   std::string write_dir;
   std::vector<DatasetConfig> datasets;
+  // What a dataset with a file that does not open or scan does: fail or skip (see
+  // DatasetConfig::on_bad_file, which overrides it per dataset).
+  std::string on_bad_file = "fail";
+  // How often a FAILED dataset's files (or those skipped) are looked at: changed, it is
+  // loaded again; 0: only on SIGHUP.
+  absl::Duration heal_interval = absl::Seconds(10);
 };
+
+// Every field alike.
+bool operator==(const DatasetConfig& a, const DatasetConfig& b);
+
+// The keys of the settings other than datasets and on_bad_file whose values differ
+// between `a` and `b` ("listen", "limits.max_streams", ...): those a SIGHUP reload does
+// not apply.
+std::vector<std::string> SettingsThatDiffer(const ServerConfig& a, const ServerConfig& b);
+
+// The on_bad_file that holds for `d` under `c`.
+inline const std::string& OnBadFile(const ServerConfig& c, const DatasetConfig& d) {
+  return d.on_bad_file.empty() ? c.on_bad_file : d.on_bad_file;
+}
 
 // Parses YAML text. Errors name the source, the key path (e.g. datasets[1].shot_key) and
 // the reason; unknown keys are errors, so typos do not pass silently.

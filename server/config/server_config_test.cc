@@ -108,6 +108,46 @@ TEST(ServerConfigTest, ErrorsNameTheKey) {
   }
 }
 
+TEST(ServerConfigTest, OnBadFileIsTheServersUnlessADatasetSaysAndHealIntervalIsADuration) {
+  auto c = ParseServerConfig(R"(
+on_bad_file: skip
+heal_interval: 2s
+datasets:
+  - {name: a, files: /a/*.sgy}
+  - {name: b, files: /b/*.sgy, on_bad_file: fail}
+)", "cfg.yaml");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->heal_interval, absl::Seconds(2));
+  EXPECT_EQ(OnBadFile(*c, c->datasets[0]), "skip");
+  EXPECT_EQ(OnBadFile(*c, c->datasets[1]), "fail");
+  EXPECT_TRUE(ValidateServerConfig(*c).ok());
+  c->datasets[1].on_bad_file = "ignore";
+  EXPECT_NE(ValidateServerConfig(*c).message().find(
+                "datasets[1] (b).on_bad_file: 'ignore' (expected fail or skip)"),
+            absl::string_view::npos)
+      << ValidateServerConfig(*c);
+  c->datasets[1].on_bad_file = "";
+  c->on_bad_file = "warn";
+  EXPECT_NE(ValidateServerConfig(*c).message().find("on_bad_file: 'warn'"), absl::string_view::npos);
+  EXPECT_EQ(ServerConfig().on_bad_file, "fail");
+  EXPECT_EQ(ServerConfig().heal_interval, absl::Seconds(10));
+}
+
+TEST(ServerConfigTest, SettingsThatDifferNameTheKeysAReloadDoesNotApply) {
+  ServerConfig a;
+  a.datasets.push_back({"a", {"x"}, "field_record"});
+  ServerConfig b = a;
+  EXPECT_TRUE(SettingsThatDiffer(a, b).empty());
+  b.datasets[0].files = {"y"};  // applied by the reload
+  b.on_bad_file = "skip";
+  EXPECT_TRUE(SettingsThatDiffer(a, b).empty());
+  EXPECT_FALSE(a.datasets[0] == b.datasets[0]);
+  b.listen = "127.0.0.1:1";
+  b.max_streams = 7;
+  EXPECT_EQ(SettingsThatDiffer(a, b),
+            (std::vector<std::string>{"listen", "limits.max_streams"}));
+}
+
 TEST(ServerConfigTest, ValidationNamesTheProblem) {
   ServerConfig c;
   EXPECT_NE(ValidateServerConfig(c).message().find("no dataset"), absl::string_view::npos);

@@ -64,6 +64,11 @@ ABSL_FLAG(int64_t, open_files, -1,
           "data files held open at once, least recently used closed first (0: half the "
           "descriptor limit)");
 ABSL_FLAG(std::string, grace_period, "", "on SIGTERM, how long running streams may take (30s)");
+ABSL_FLAG(std::string, on_bad_file, "", "a dataset with a file that does not open or scan: "
+          "fail (the dataset is FAILED; the default) or skip (served without it, listed in "
+          "DatasetInfo.bad_files)");
+ABSL_FLAG(std::string, heal_interval, "", "how often FAILED datasets' files are looked at, "
+          "to load them again once changed (10s); 0: only on SIGHUP");
 ABSL_FLAG(std::string, drain_delay, "", "on SIGTERM, NOT_SERVING this long before closing (1s)");
 ABSL_FLAG(std::string, stall_timeout, "", "a stream whose consumer takes nothing this long "
           "gives back its read-ahead, read again when it reads on (30s; 0s: never)");
@@ -110,6 +115,12 @@ absl::Status OverrideAllow(const std::string& flag,
   return absl::OkStatus();
 }
 
+// The --dataset flags of the command line, kept for RebuildServerConfig.
+std::vector<std::string>& DatasetFlagsSeen() {
+  static auto* flags = new std::vector<std::string>();
+  return *flags;
+}
+
 absl::StatusOr<ServerConfig> BuildConfig(const std::vector<std::string>& dataset_flags) {
   ServerConfig c;
   if (const std::string path = absl::GetFlag(FLAGS_config); !path.empty()) {
@@ -149,6 +160,9 @@ absl::StatusOr<ServerConfig> BuildConfig(const std::vector<std::string>& dataset
       OverrideDuration("grace_period", absl::GetFlag(FLAGS_grace_period), &c.grace_period));
   SS_RETURN_IF_ERROR(
       OverrideDuration("drain_delay", absl::GetFlag(FLAGS_drain_delay), &c.drain_delay));
+  SS_RETURN_IF_ERROR(
+      OverrideDuration("heal_interval", absl::GetFlag(FLAGS_heal_interval), &c.heal_interval));
+  OverrideIfSet(absl::GetFlag(FLAGS_on_bad_file), &c.on_bad_file);
   SS_RETURN_IF_ERROR(
       OverrideDuration("stall_timeout", absl::GetFlag(FLAGS_stall_timeout), &c.stall_timeout));
   SS_RETURN_IF_ERROR(OverrideDuration("keepalive_time", absl::GetFlag(FLAGS_keepalive_time),
@@ -198,7 +212,7 @@ absl::StatusOr<CommandLine> ParseServerCommandLine(int argc, char** argv) {
   };
   usage.contains_helpshort_flags = usage.contains_help_flags;
   absl::SetFlagsUsageConfig(usage);
-  std::vector<std::string> dataset_flags;
+  std::vector<std::string>& dataset_flags = DatasetFlagsSeen();
   SS_RETURN_IF_ERROR(TakeDatasetFlags(&argc, argv, &dataset_flags));
   absl::ParseCommandLine(argc, argv);
 
@@ -215,5 +229,7 @@ absl::StatusOr<CommandLine> ParseServerCommandLine(int argc, char** argv) {
   }
   return out;
 }
+
+absl::StatusOr<ServerConfig> RebuildServerConfig() { return BuildConfig(DatasetFlagsSeen()); }
 
 }  // namespace shotstream::config

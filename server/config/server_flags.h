@@ -25,6 +25,10 @@ struct CommandLine {
 // the YAML key, and the reason.
 absl::StatusOr<CommandLine> ParseServerCommandLine(int argc, char** argv);
 
+// SIGHUP: the configuration made again from the same command line, --config's file read
+// anew. Call after ParseServerCommandLine, from the thread that called it.
+absl::StatusOr<ServerConfig> RebuildServerConfig();
+
 }  // namespace shotstream::config
 
 #endif  // SHOTSTREAM_SERVER_CONFIG_SERVER_FLAGS_H_

@@ -120,6 +120,7 @@ absl::StatusOr<std::unique_ptr<Dataset>> Dataset::Load(const DatasetSpec& spec,
       ++it;
       continue;
     }
+    if (!IsPermanent(s)) return s;  // cannot be read now: no reason to leave it out
     d->bad_files_.push_back(BadFile(spec, *it, s));
     it = paths.erase(it);
   }

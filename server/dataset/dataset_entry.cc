@@ -37,6 +37,7 @@ absl::Status DatasetEntry::Load(DatasetSpec spec, const catalog::ScanProgress& p
       dataset_.reset();
     }
     status_ = status;
+    tried_ = true;
   }
   return status;
 }
@@ -45,12 +46,14 @@ void DatasetEntry::SetLoaded(std::unique_ptr<Dataset> dataset) {
   absl::MutexLock lock(&mu_);
   dataset_ = std::shared_ptr<const Dataset>(std::move(dataset));
   status_ = absl::OkStatus();
+  tried_ = true;
 }
 
 void DatasetEntry::SetFailed(absl::Status status) {
   absl::MutexLock lock(&mu_);
   dataset_.reset();
   status_ = std::move(status);
+  tried_ = true;
 }
 
 std::shared_ptr<const Dataset> DatasetEntry::dataset() const {
@@ -112,6 +115,7 @@ std::thread DatasetEntry::StartLoadLocked(DatasetSpec spec, bool keep_serving,
         status_ = loaded.status();
       }
       rebuilding_ = false;
+      tried_ = true;
       telling_ = true;
     }
     if (on_change_) on_change_(*this);
@@ -144,12 +148,12 @@ void DatasetEntry::Reload(DatasetSpec spec, const std::string& why) {
     AwaitSettled();  // a load under way ends first: the newest spec wins
     absl::MutexLock lock(&mu_);
     if (rebuilding_) continue;  // another started meanwhile
-    const bool ready = dataset_ != nullptr;
+    const char* kind = dataset_ != nullptr ? "reloaded" : tried_ ? "loaded again" : "loaded";
     finished = StartLoadLocked(
         std::move(spec), /*keep_serving=*/true,
-        absl::UnavailableError(absl::StrCat("dataset '", name, "' is being loaded again (", why,
+        absl::UnavailableError(absl::StrCat("dataset '", name, "' is being ", kind, " (", why,
                                             "); try again shortly")),
-        ready ? "reloaded" : "loaded again");
+        kind);
     break;
   }
   if (finished.joinable()) finished.join();

@@ -54,8 +54,9 @@ class DatasetEntry {
   absl::Status status() const ABSL_LOCKS_EXCLUDED(mu_);
   // The spec last loaded (the one being loaded, during a load).
   DatasetSpec spec() const ABSL_LOCKS_EXCLUDED(mu_);
-  // What the last load in the background was: "rebuilt", "loaded again" or "reloaded"
-  // (for the lines on_change prints); empty before one.
+  // What the last load in the background was: "rebuilt", "loaded" (the first: an entry
+  // added on SIGHUP), "loaded again" (it had failed) or "reloaded" (it was READY); for
+  // the lines on_change prints; empty before one.
   std::string last_load() const ABSL_LOCKS_EXCLUDED(mu_);
 
   // Called after every change of state (a load in the background starting or ending),
@@ -83,6 +84,7 @@ class DatasetEntry {
   DatasetSpec spec_ ABSL_GUARDED_BY(mu_);
   std::string last_load_ ABSL_GUARDED_BY(mu_);
   bool rebuilding_ ABSL_GUARDED_BY(mu_) = false;  // a load in the background is under way
+  bool tried_ ABSL_GUARDED_BY(mu_) = false;       // a load has ended, either way
   bool telling_ ABSL_GUARDED_BY(mu_) = false;  // a load's end is being told to on_change
   std::thread rebuild_ ABSL_GUARDED_BY(mu_);
   std::function<void(const DatasetEntry&)> on_change_;

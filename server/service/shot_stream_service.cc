@@ -42,6 +42,7 @@ void FillInfo(const DatasetEntry& e, bool with_shots, v1::DatasetInfo* info,
   info->set_sample_format(d.sample_format());
   info->set_shot_key(d.spec().shot_key);
   info->set_n_files(static_cast<uint32_t>(d.n_files()));
+  for (const std::string& bad : d.bad_files()) info->add_bad_files(bad);
   for (const std::string& h : d.header_fields()) info->add_header_fields(h);
   if (with_shots) {
     const auto& shots = d.catalog().shots();

@@ -25,6 +25,8 @@ class DatasetInfo:
     sample_format: int = 0
     shot_key: str = ""
     n_files: int = 0
+    # on_bad_file: skip: the files left out of a READY dataset, "PATH: why" each.
+    bad_files: List[str] = field(default_factory=list)
     format: str = ""  # "segy", "npy", "hdf5", ...
     shot_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     shot_trace_counts: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
@@ -51,6 +53,7 @@ class DatasetInfo:
                    n_traces=msg.n_traces, n_shots=msg.n_shots, n_samples=msg.n_samples,
                    sample_interval_us=msg.sample_interval_us, sample_format=msg.sample_format,
                    shot_key=msg.shot_key, n_files=msg.n_files, format=msg.format,
+                   bad_files=list(msg.bad_files),
                    shot_ids=np.array(msg.shot_ids, dtype=np.int64),
                    shot_trace_counts=np.array(msg.shot_trace_counts, dtype=np.int64),
                    header_fields=list(msg.header_fields),
