@@ -114,6 +114,32 @@ class PipInstallTest(unittest.TestCase):
             print(f"python_client_test {' '.join(extra) or '(native)'} against the pip "
                   f"install: {ran[-1] if ran else '?'}, OK", file=sys.stderr)
 
+    def test_an_install_from_a_checkout_leaves_no_link_into_it(self):
+        # pip builds a local directory in place: links to the checkout left under
+        # client/python/build sent `bazel build //...` into "infinite symlink expansion".
+        repo = os.path.join(self.tmp, "checkout")
+        src = os.path.dirname(harness.runfile("client/python/setup.py"))
+        shutil.copytree(src, os.path.join(repo, "client", "python"),
+                        ignore=shutil.ignore_patterns("*.so", "build", "*.egg-info"))
+        for f in ["proto/shotstream/v1/shotstream.proto"] + NATIVE:
+            os.makedirs(os.path.dirname(os.path.join(repo, f)), exist_ok=True)
+            shutil.copy(harness.runfile(f), os.path.join(repo, f))
+        venv = os.path.join(self.tmp, "from_checkout")
+        subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", venv],
+                       check=True, capture_output=True)
+        py = os.path.join(venv, "bin", "python")
+        res = subprocess.run([py, "-m", "pip", "install", "--no-build-isolation", "--no-index",
+                              "./client/python"], capture_output=True, text=True, cwd=repo,
+                             timeout=900)
+        self.assertEqual(res.returncode, 0, res.stdout[-3000:] + res.stderr[-3000:])
+        links = [os.path.join(d, n) for d, dirs, files in os.walk(repo)
+                 for n in dirs + files if os.path.islink(os.path.join(d, n))]
+        self.assertEqual(links, [], "links left in the checkout")
+        res = self.run_installed(py, "import shotstream.client as m; "
+                                     "print(m._native is not None)")
+        self.assertEqual(res.returncode, 0, res.stderr)
+        self.assertEqual(res.stdout.strip(), "True")  # the links were needed, and were there
+
     def test_without_them_it_installs_the_grpcio_package_and_says_what_it_lacks(self):
         # pkg-config that finds no module stands in for a machine without the dev packages.
         py, pip_output = self.install("plain", PKG_CONFIG_LIBDIR="/nonexistent",
