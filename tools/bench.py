@@ -387,7 +387,8 @@ def main():
     p.add_argument("--load_seconds", type=int, default=60)
     p.add_argument("--skip_reliability", action="store_true")
     p.add_argument("--only", choices=["link", "encodings", "jobs", "sources", "writes",
-                                          "consumers", "zarr", "scale", "huge", "binding"],
+                                          "consumers", "zarr", "scale", "huge", "binding",
+                                          "fwi"],
                    default=None,
                    help="measure only this section and merge it into the saved bench.json")
     p.add_argument("--link_rate", default="10gbit", help="the emulated link's rate (tbf)")
@@ -624,6 +625,37 @@ def measure_jobs(work, reps):
     return out
 
 
+def measure_fwi(work):
+    """The FWI example's default run (`bazel run //:fwi`), once: its misfit and model
+    error by iteration, the io wait of its streamed loop beside the one-request-per-shot
+    figure, and its wall time. Parsed from what it prints."""
+    import re
+    workdir = os.path.join(work, "fwi")
+    start = time.perf_counter()
+    res = subprocess.run([harness.runfile("examples/fwi/fwi"), f"--workdir={workdir}",
+                          "--fresh"], capture_output=True, text=True, timeout=1800)
+    wall = time.perf_counter() - start
+    if res.returncode != 0:
+        raise RuntimeError(f"fwi failed: {res.stdout[-2000:]}{res.stderr[-2000:]}")
+    out = res.stdout
+    its = [(int(i), float(m), float(e)) for i, m, e in re.findall(
+        r"^iteration (\d+)/\d+: misfit (\S+) .*model rms error ([\d.]+) m/s", out, re.M)]
+    io = re.search(r"^io wait ([\d.]+) s of ([\d.]+) s of the ranks' loops, ([\d.]+)% "
+                   r".*would have waited ([\d.]+) s, ([\d.]+)%", out, re.M)
+    final = re.search(r"model rms error ([\d.]+) -> ([\d.]+) m/s", out)
+    commit = subprocess.run(["git", "-C", os.path.dirname(os.path.realpath(__file__)),
+                             "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    return {"iterations": [{"iteration": i, "misfit": m, "model_rms_error": e}
+                           for i, m, e in its],
+            "misfit_ratio": its[-1][1] / its[0][1],
+            "rms_start": float(final.group(1)), "rms_final": float(final.group(2)),
+            "io_wait_s": float(io.group(1)), "loop_s": float(io.group(2)),
+            "io_wait_pct": float(io.group(3)), "blocking_wait_s": float(io.group(4)),
+            "blocking_pct": float(io.group(5)), "wall_s": wall,
+            "commit": commit.stdout.strip() if commit.returncode == 0 else "",
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+
+
 def measure_binding(work, reps):
     """The Python client on the C++ client (tools/binding_bench.py): its rate against the
     C++ client's, stream_job against stream, and the binding's cost per shot."""
@@ -725,6 +757,7 @@ def section_only(args, out_dir, work, ieee_dir):
         "scale": lambda: measure_scale(work),
         "huge": lambda: measure_huge(work, args.reps, args.baseline),
         "binding": lambda: measure_binding(work, args.reps),
+        "fwi": lambda: measure_fwi(work),
     }[args.only]
     path = os.path.join(out_dir, ARTIFACTS, "bench.json")
     with open(path) as f:
