@@ -77,7 +77,9 @@ def parse_args(argv=None):
                    help="each iteration's largest change is the last one's times this")
     p.add_argument("--ranks", type=int, default=2)
     p.add_argument("--queue_depth", type=int, default=2, help="shots the stream reads ahead")
-    p.add_argument("--fresh", action="store_true", help="start over (the workdir is cleared)")
+    p.add_argument("--fresh", action="store_true",
+                   help="start over (the workdir is cleared); without it a run stopped "
+                        "midway resumes, and a finished one starts over")
     p.add_argument("--crash_rank", type=int, default=-1,
                    help="testing: this rank dies (os._exit) at --crash_at")
     p.add_argument("--crash_at", default="2:1",
@@ -375,7 +377,12 @@ def main(argv=None):
     if a.workdir is None:
         a.workdir = os.path.join(os.environ.get("BUILD_WORKING_DIRECTORY", os.getcwd()), "fwi_out")
     a.workdir = os.path.abspath(a.workdir)
-    if a.fresh and os.path.isdir(a.workdir):
+    checkpoint = os.path.join(a.workdir, "checkpoint.pt")
+    finished = os.path.exists(checkpoint) and \
+        torch.load(checkpoint)["iteration"] >= a.iterations
+    if finished and not a.fresh:
+        print(f"the run in {a.workdir} had finished: starting a new one", flush=True)
+    if (a.fresh or finished) and os.path.isdir(a.workdir):
         import shutil
         shutil.rmtree(a.workdir)
     os.makedirs(a.workdir, exist_ok=True)

@@ -102,6 +102,11 @@ class FwiTest(unittest.TestCase):
         whole = np.load(os.path.join(self.whole, "model_final.npy"))
         resumed = np.load(os.path.join(workdir, "model_final.npy"))
         self.assertLessEqual(np.abs(resumed - whole).max() / np.abs(whole).max(), 1e-5)
+        # The same command once more: that run had finished, so a new one starts.
+        rc, out, err = run(workdir)
+        self.assertEqual(rc, 0, out + err)
+        self.assertIn("had finished: starting a new one", out)
+        self.assertRegex(out, r"(?m)^iteration 1/2: misfit")
 
 
 if __name__ == "__main__":
