@@ -27,6 +27,13 @@ int Fail(const std::string& message) {
   return 2;
 }
 
+// A "SIGHUP: ..." line on stderr in one write: the datasets' load threads print theirs
+// meanwhile, and a line written in pieces would be cut by them.
+void Say(const std::string& line) {
+  const std::string whole = absl::StrCat("SIGHUP: ", line, "\n");
+  std::fwrite(whole.data(), 1, whole.size(), stderr);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -68,22 +75,19 @@ int main(int argc, char** argv) {
     if (sig != SIGHUP) break;
     if (!cfg.auth_token_file.empty()) {
       const absl::Status s = (*server)->ReloadTokens();
-      std::cerr << (s.ok() ? absl::StrCat("SIGHUP: tokens reloaded (", (*server)->token_count(), ")")
-                           : absl::StrCat("SIGHUP: token file not reloaded, the old tokens stay: ",
-                                          s.message()))
-                << std::endl;
+      Say(s.ok() ? absl::StrCat("tokens reloaded (", (*server)->token_count(), ")")
+                 : absl::StrCat("token file not reloaded, the old tokens stay: ", s.message()));
     }
     // The configuration made again (--config read anew, the same flags over it).
     auto next = shotstream::config::RebuildServerConfig();
     if (!next.ok()) {
-      std::cerr << "SIGHUP: configuration not reloaded, the old one stays: "
-                << next.status().message() << std::endl;
+      Say(absl::StrCat("configuration not reloaded, the old one stays: ",
+                       next.status().message()));
       continue;
     }
     const std::vector<std::string> said = (*server)->Reload(*next);
-    for (const std::string& line : said) std::cerr << "SIGHUP: " << line << std::endl;
-    std::cerr << "SIGHUP: configuration reloaded" << (said.empty() ? " (nothing changed)" : "")
-              << std::endl;
+    for (const std::string& line : said) Say(line);
+    Say(absl::StrCat("configuration reloaded", said.empty() ? " (nothing changed)" : ""));
   }
   std::fprintf(stderr, "shotstream_server: signal: NOT_SERVING, draining streams (grace %s)\n",
                absl::FormatDuration(cfg.grace_period).c_str());

@@ -264,7 +264,9 @@ datasets:
                     self.assertIn("the server is shutting down", e.exception.details())
                     self.assertIn("resume on another server", e.exception.details())
                     if not harness.server_is_asan():
-                        self.assertLess(exited, 1 + 0.5, native)  # grace + teardown
+                        # grace + 0.2 s for the cancellations + teardown under load; it was
+                        # grace + 2 s while civetweb waited out its poll
+                        self.assertLess(exited, 1 + 0.9, native)
                     self.assertEqual(server.proc.returncode, 0)
             finally:
                 server.stop()

@@ -648,11 +648,16 @@ void ShotStreamServer::Drain() {
                                                   "period is over); resume on another server"));
   });
   server_->Shutdown(absl::ToChronoTime(grace_end));
+  const bool cancelled = absl::Now() >= grace_end;  // gRPC cancelled what was left
   shut_down.Notify();
   cutter.join();
   // A bounded lingering close (as TCP's SO_LINGER): nothing to wait on tells that a
-  // client has read what the kernel holds for it.
+  // client has read what the kernel holds for it. Cancelled calls' RST_STREAMs are
+  // written by gRPC's threads after Shutdown returns: a process that exits at once can
+  // lose them, and a client then sees "Broken pipe" instead of the cancellation (seen
+  // under load in //tests:operations_test), so they get a moment too.
   if (cut) absl::SleepFor(grace_end - absl::Now());
+  if (cancelled) absl::SleepFor(absl::Milliseconds(200));
   metrics_.reset();  // quick: see ~MetricsHttpServer
   server_->Wait();
   {
