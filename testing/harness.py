@@ -28,6 +28,19 @@ def runfile(path):
     raise FileNotFoundError(path)
 
 
+
+def import_shotstream():
+    """The shotstream package: the installed one, else the build's (bazel-bin or runfiles)."""
+    try:
+        import shotstream
+    except ImportError:
+        import sys
+        sys.path.insert(0, runfile("client/python/shotstream/__init__.py")
+                        .rsplit("/shotstream/", 1)[0])
+        import shotstream
+    return shotstream
+
+
 SERVING, NOT_SERVING = 1, 2
 
 

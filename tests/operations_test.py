@@ -212,10 +212,16 @@ datasets:
         self.assertIn("config OK", res.stdout)
 
 
-    def test_sigterm_cuts_streams_after_the_grace_period_saying_why_and_exits(self):
+    def big_survey(self):
+        """8 shots of 200 traces x 2000 IEEE samples (1.6 MB a shot), written once."""
         big = os.path.join(self.tmp, "big")
-        synth.write_survey(big, n_shots=8, traces_per_shot=200, n_samples=2000, n_files=1,
-                           fmt=5)
+        if not os.path.isdir(big):
+            synth.write_survey(big, n_shots=8, traces_per_shot=200, n_samples=2000, n_files=1,
+                               fmt=5)
+        return big
+
+    def test_sigterm_cuts_streams_after_the_grace_period_saying_why_and_exits(self):
+        big = self.big_survey()
         for native in harness.client_paths():
             server = harness.Server([f"--dataset=d={big}/*.sgy", "--grace_period=1s"])
             try:
@@ -243,9 +249,7 @@ datasets:
         # A consumer far behind (here: reading nothing until the server is gone) cannot be
         # sent a status after the chunks queued for it; the server exits when the grace
         # period ends all the same, and the client says in our words what happened.
-        big = os.path.join(self.tmp, "stalled")
-        synth.write_survey(big, n_shots=8, traces_per_shot=200, n_samples=2000, n_files=1,
-                           fmt=5)
+        big = self.big_survey()
         for native in harness.client_paths():
             server = harness.Server([f"--dataset=d={big}/*.sgy", "--grace_period=1s",
                                      "--metrics_listen=127.0.0.1:0"])  # civetweb stops too

@@ -25,18 +25,25 @@ with open(harness.runfile("client/manifest.bzl")) as f:
     exec(f.read(), _manifest)
 NATIVE = _manifest["NATIVE_SOURCES"] + _manifest["NATIVE_HEADERS"] + ["client/manifest.bzl"]
 
+
+def make_checkout(repo):
+    """What a checkout holds for the package at `repo`: client/python, the .proto and the
+    C++ client's sources (no build outputs)."""
+    src = os.path.dirname(harness.runfile("client/python/setup.py"))
+    shutil.copytree(src, os.path.join(repo, "client", "python"),
+                    ignore=shutil.ignore_patterns("*.so", "build", "*.egg-info"))
+    for f in ["proto/shotstream/v1/shotstream.proto"] + NATIVE:
+        os.makedirs(os.path.dirname(os.path.join(repo, f)), exist_ok=True)
+        shutil.copy(harness.runfile(f), os.path.join(repo, f))
+
+
 class PipInstallTest(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
         repo = os.path.join(cls.tmp, "repo")
-        src = os.path.dirname(harness.runfile("client/python/setup.py"))
-        shutil.copytree(src, os.path.join(repo, "client", "python"),
-                        ignore=shutil.ignore_patterns("*.so", "build", "*.egg-info"))
-        for f in ["proto/shotstream/v1/shotstream.proto"] + NATIVE:
-            os.makedirs(os.path.dirname(os.path.join(repo, f)), exist_ok=True)
-            shutil.copy(harness.runfile(f), os.path.join(repo, f))
+        make_checkout(repo)
         dist = os.path.join(cls.tmp, "dist")
         res = subprocess.run([sys.executable, "setup.py", "-q", "sdist", "-d", dist],
                              cwd=os.path.join(repo, "client", "python"), capture_output=True,
@@ -118,12 +125,7 @@ class PipInstallTest(unittest.TestCase):
         # pip builds a local directory in place: links to the checkout left under
         # client/python/build sent `bazel build //...` into "infinite symlink expansion".
         repo = os.path.join(self.tmp, "checkout")
-        src = os.path.dirname(harness.runfile("client/python/setup.py"))
-        shutil.copytree(src, os.path.join(repo, "client", "python"),
-                        ignore=shutil.ignore_patterns("*.so", "build", "*.egg-info"))
-        for f in ["proto/shotstream/v1/shotstream.proto"] + NATIVE:
-            os.makedirs(os.path.dirname(os.path.join(repo, f)), exist_ok=True)
-            shutil.copy(harness.runfile(f), os.path.join(repo, f))
+        make_checkout(repo)
         venv = os.path.join(self.tmp, "from_checkout")
         subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", venv],
                        check=True, capture_output=True)

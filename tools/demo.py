@@ -27,17 +27,6 @@ import harness  # noqa: E402
 import synth  # noqa: E402
 
 
-def _import_shotstream():
-    try:
-        import shotstream
-        return shotstream
-    except ImportError:
-        sys.path.insert(0, harness.runfile("client/python/shotstream/__init__.py")
-                        .rsplit("/shotstream/", 1)[0])
-        import shotstream
-        return shotstream
-
-
 def find_gpu():
     """A torch CUDA device and a stager, when PyTorch and a GPU are there; else None."""
     try:
@@ -97,7 +86,7 @@ def main():
                    help="also say where the prefetched io_wait goes (first shot, the rest)")
     args = p.parse_args()
 
-    shotstream = _import_shotstream()
+    shotstream = harness.import_shotstream()
     work = args.workdir or tempfile.mkdtemp(prefix="shotstream-demo-")
     data_dir = os.path.join(work, "survey")
     try:

@@ -36,20 +36,10 @@ import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 import torch.multiprocessing as mp  # noqa: E402
 
+import harness  # noqa: E402
+
 from model import smooth, true_model  # noqa: E402
 from wave import Propagator  # noqa: E402
-
-
-def _import_shotstream():
-    try:
-        import shotstream
-        return shotstream
-    except ImportError:
-        import harness
-        sys.path.insert(0, harness.runfile("client/python/shotstream/__init__.py")
-                        .rsplit("/shotstream/", 1)[0])
-        import shotstream
-        return shotstream
 
 
 def parse_args(argv=None):
@@ -139,7 +129,7 @@ def rank_main(rank, a, run, target, init_file):
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank,
                             world_size=a.ranks)
-    shotstream = _import_shotstream()
+    shotstream = harness.import_shotstream()
     c = shotstream.Client(target)
     g = Geometry(a, run)
     # The GPU where torch has one (a device each rank), else the CPU; the stager lands
@@ -254,7 +244,6 @@ def rank_main(rank, a, run, target, init_file):
 
 
 def start_server(a):
-    import harness
     server_dir = os.path.join(a.workdir, "server")
     os.makedirs(server_dir, exist_ok=True)
     return harness.Server([f"--write_dir={server_dir}/written", f"--job_dir={server_dir}/jobs",
@@ -280,7 +269,7 @@ def model_and_write(c, a, g):
           f"(largest header error {info.write_max_header_error:g})", flush=True)
 
 
-def blocking_wait(c, g, history, ranks):
+def blocking_wait(c, g, history):
     """What io wait would have been with one request per shot and no read-ahead: each
     shot fetched alone, timed, over the loop's time per rank."""
     start = time.perf_counter()
@@ -290,7 +279,7 @@ def blocking_wait(c, g, history, ranks):
     shots = sum(h["shots"] for h in history)
     loop = sum(h["loop_s"] for h in history)
     wait = per_shot * shots
-    return wait, loop, 100 * wait / (loop + wait)
+    return wait, 100 * wait / (loop + wait)
 
 
 def write_back(c, a, g, names):
@@ -395,7 +384,7 @@ def main(argv=None):
         run = f"fwi-{secrets.token_hex(3)}"
         with open(run_file, "w") as f:
             json.dump({"run": run, "args": vars(a)}, f, indent=1)
-    shotstream = _import_shotstream()
+    shotstream = harness.import_shotstream()
     server = start_server(a) if a.target is None else None
     target = a.target or server.target
     try:
@@ -417,7 +406,7 @@ def main(argv=None):
             history = torch.load(os.path.join(a.workdir, "checkpoint.pt"))["history"]
             io = sum(h["io_wait_s"] for h in history)
             loop = sum(h["loop_s"] for h in history)
-            blocking, loop_b, share_b = blocking_wait(c, g, history, a.ranks)
+            blocking, share_b = blocking_wait(c, g, history)
             print(f"io wait {io:.2f} s of {loop:.1f} s of the ranks' loops, "
                   f"{100 * io / loop:.1f}% (streamed, {a.queue_depth} shots ahead); fetched one "
                   f"request per shot they would have waited {blocking:.2f} s, {share_b:.1f}%",

@@ -586,9 +586,7 @@ std::vector<std::string> ShotStreamServer::Reload(const ServerConfig& next) {
       said.push_back(absl::StrCat("dataset ", d.name, ": added"));
       continue;
     }
-    ServerConfig was = reloaded_;
-    was.catalog_dir = config_.catalog_dir;
-    if (*it->second == d && config::OnBadFile(was, *it->second) == config::OnBadFile(next, d)) {
+    if (*it->second == d && config::OnBadFile(reloaded_, d) == config::OnBadFile(next, d)) {
       continue;
     }
     for (DatasetEntry* entry : datasets_->AllToChange()) {

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "server/common/file_identity.h"
 #include "server/dataset/dataset.h"
 
 namespace shotstream::dataset {
@@ -13,14 +14,18 @@ namespace {
 
 constexpr size_t kMaxDirectoryEntries = 4096;  // a store's top level, not its chunks
 
+void AppendIdentity(const std::string& path, const struct stat& st, std::string* out) {
+  const FileIdentity id = FileIdentity::Of(st);
+  absl::StrAppend(out, path, " ", id.inode, " ", id.size, " ", id.mtime_ns, " ", id.ctime_ns, ";");
+}
+
 void AppendStat(const std::string& path, std::string* out) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) {
     absl::StrAppend(out, path, " gone;");
     return;
   }
-  absl::StrAppend(out, path, " ", st.st_ino, " ", st.st_size, " ", st.st_mtim.tv_sec, ".",
-                  st.st_mtim.tv_nsec, " ", st.st_ctim.tv_sec, ".", st.st_ctim.tv_nsec, ";");
+  AppendIdentity(path, st, out);
   if (!S_ISDIR(st.st_mode)) return;
   std::vector<std::string> names;
   if (DIR* dir = ::opendir(path.c_str())) {
@@ -35,9 +40,7 @@ void AppendStat(const std::string& path, std::string* out) {
   std::sort(names.begin(), names.end());
   for (const std::string& name : names) {
     const std::string child = path + "/" + name;
-    if (::stat(child.c_str(), &st) != 0) continue;
-    absl::StrAppend(out, child, " ", st.st_ino, " ", st.st_size, " ", st.st_mtim.tv_sec, ".",
-                    st.st_mtim.tv_nsec, " ", st.st_ctim.tv_sec, ".", st.st_ctim.tv_nsec, ";");
+    if (::stat(child.c_str(), &st) == 0) AppendIdentity(child, st, out);
   }
 }
 

@@ -37,15 +37,27 @@ void WriteSurvey(const std::string& path, int first_id, int n_shots) {
 
 void Cut(const std::string& path) { ASSERT_EQ(::truncate(path.c_str(), 3600 + 100), 0); }
 
-TEST(DatasetHealerTest, AFailedDatasetIsReloadedOnceItsFilesChangeAndNotBefore) {
-  const std::string dir = TempDir("heal");
+// Directory `name` with p1.sgy (shots 1-2) and p2.sgy (shots 3-4) cut half way, and the
+// spec of dataset "d" over both.
+DatasetSpec CutSurvey(const std::string& name) {
+  const std::string dir = TempDir(name);
   WriteSurvey(dir + "/p1.sgy", 1, 2);
   WriteSurvey(dir + "/p2.sgy", 3, 2);
   Cut(dir + "/p2.sgy");
-  DatasetRegistry registry(2);
   DatasetSpec spec;
   spec.name = "d";
   spec.globs = {dir + "/*.sgy"};
+  return spec;
+}
+
+std::string DirOf(const DatasetSpec& spec) {
+  return spec.globs[0].substr(0, spec.globs[0].rfind('/'));
+}
+
+TEST(DatasetHealerTest, AFailedDatasetIsReloadedOnceItsFilesChangeAndNotBefore) {
+  const DatasetSpec spec = CutSurvey("heal");
+  const std::string dir = DirOf(spec);
+  DatasetRegistry registry(2);
   registry.at(0).name = "d";
   ASSERT_FALSE(registry.at(0).Load(spec).ok());
   DatasetSpec other = spec;
@@ -67,14 +79,9 @@ TEST(DatasetHealerTest, AFailedDatasetIsReloadedOnceItsFilesChangeAndNotBefore) 
 }
 
 TEST(DatasetHealerTest, ForceRetriesEveryUnwellDatasetAndSkipHealsItsLeftOutFiles) {
-  const std::string dir = TempDir("force");
-  WriteSurvey(dir + "/p1.sgy", 1, 2);
-  WriteSurvey(dir + "/p2.sgy", 3, 2);
-  Cut(dir + "/p2.sgy");
+  DatasetSpec spec = CutSurvey("force");
+  const std::string dir = DirOf(spec);
   DatasetRegistry registry(1);
-  DatasetSpec spec;
-  spec.name = "d";
-  spec.globs = {dir + "/*.sgy"};
   spec.skip_bad_files = true;
   registry.at(0).name = "d";
   ASSERT_TRUE(registry.at(0).Load(spec).ok());
