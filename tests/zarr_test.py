@@ -444,7 +444,7 @@ class ZarrTest(unittest.TestCase):
             self.assertEqual(e.exception.code(), grpc.StatusCode.DATA_LOSS)
             self.assertIn("1.0.0", e.exception.details())
             for native in harness.client_paths():
-                with shotstream.Client(server.target, native=native) as other:
+                with shotstream.Client(server.target, native=native, retries=5) as other:
                     np.testing.assert_array_equal(next(iter(other.stream("z", [3]))).samples,
                                                   old[2])
 

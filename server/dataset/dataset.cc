@@ -429,25 +429,18 @@ absl::StatusOr<ShotData> Dataset::ReadTraces(int64_t shot_id, const ShotPlan& pl
 }
 
 absl::Status Dataset::FilesChanged(absl::Status why) const {
-  if (!spec_.on_files_changed) {
-    return absl::DataLossError(
-        absl::StrCat("dataset '", spec_.name, "': ", why.message(), "; its catalog must be rebuilt"));
-  }
-  if (files_changed_.exchange(true)) {  // found before: the rebuild is under way
-    return absl::UnavailableError(absl::StrCat("dataset '", spec_.name, "' is being rebuilt: ",
-                                               why.message(), "; try again shortly"));
-  }
-  spec_.on_files_changed(*this, why);
-  return absl::DataLossError(absl::StrCat("dataset '", spec_.name, "': ", why.message(),
-                                          "; its catalog is being rebuilt"));
+  if (spec_.on_files_changed) spec_.on_files_changed(*this, why);
+  return absl::DataLossError(absl::StrCat(
+      "dataset '", spec_.name, "': ", why.message(),
+      spec_.on_files_changed ? "; its catalog is being rebuilt" : "; its catalog must be rebuilt"));
 }
 
 absl::StatusOr<source::ReadResult> Dataset::ReadFromSource(const source::TraceRead& read) const {
   absl::StatusOr<source::ReadResult> got = source_->Read(read);
   if (got.ok() || !absl::IsDataLoss(got.status())) return got;
   // The read found a change (its shot's bytes moved under it) where the files' check now
-  // says so: DATA_LOSS in the read's words, the rebuild started by this request or one
-  // before it. Otherwise (a corrupt chunk) the read's error as it is: no rebuild mends it.
+  // says so (which starts the rebuild): DATA_LOSS in the read's words. Otherwise (a corrupt
+  // chunk) the read's error as it is: no rebuild mends it.
   if (CheckFilesOf(read.traces).ok()) return got.status();
   return absl::DataLossError(absl::StrCat("dataset '", spec_.name, "': ",
                                           got.status().message(), "; its catalog is being rebuilt"));

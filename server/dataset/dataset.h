@@ -8,7 +8,6 @@
 #ifndef SHOTSTREAM_SERVER_DATASET_DATASET_H_
 #define SHOTSTREAM_SERVER_DATASET_DATASET_H_
 
-#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -48,9 +47,9 @@ struct DatasetSpec {
   // Called (from a reader thread) when ReadShot finds that a file changed since the
   // catalog was built: a file's identity, size or mtime moved, or a trace header's shot
   // key is not the shot the catalog has there, whether found before the read or by the
-  // read itself (a Zarr chunk, an HDF5 file). Called once per Dataset: the request that
-  // found the change fails DATA_LOSS; later ones that meet it, UNAVAILABLE (the rebuild is
-  // under way, and a retry reaches the rebuilt dataset).
+  // read itself (a Zarr chunk, an HDF5 file). The request that found it fails DATA_LOSS,
+  // as do later reads of changed files through this Dataset (streams that started before
+  // the change); new requests meet the rebuild (DatasetEntry: UNAVAILABLE).
   std::function<void(const class Dataset&, const absl::Status&)> on_files_changed;
   // Strict mode (opt-in): refuse files whose trace headers (bytes 115-116) give another
   // sample count than the binary header's. Off, such counts are reported in notes().
@@ -144,8 +143,7 @@ class Dataset {
   // catalog's); else DATA_LOSS, after the hook.
   absl::Status CheckShotKeys(int64_t shot_id, absl::Span<const io::TraceRef> traces,
                              const source::TraceHeaders& headers) const;
-  // The first change found calls the hook and is DATA_LOSS; later ones, UNAVAILABLE
-  // while the hook's rebuild runs (DATA_LOSS where there is no hook: nothing rebuilds).
+  // Calls the hook; DATA_LOSS saying whether the catalog is being rebuilt.
   absl::Status FilesChanged(absl::Status why) const;
   // source_->Read; where it fails DATA_LOSS, the files of its traces are checked so that a
   // change the read found (and the source now reports) starts the rebuild at once.
@@ -180,7 +178,6 @@ class Dataset {
                      std::string* trace_headers);
 
   DatasetSpec spec_;
-  mutable std::atomic<bool> files_changed_{false};  // FilesChanged called the hook
   std::unique_ptr<source::Source> source_;
   double catalog_seconds_ = 0;
   std::vector<std::string> bad_files_;
