@@ -427,6 +427,7 @@ class GrpcShotReader final : public ShotReader {
   // in a row: each delivered shot resets the count. A target that cannot be reached at all
   // within connect_timeout, before anything came from it, fails the stream at once.
   absl::Status Receive() {
+    if (ids_.empty()) return CheckSelection();
     auto route = Route();
     if (!route.ok()) return route.status();
     size_t delivered = 0;
@@ -487,6 +488,28 @@ class GrpcShotReader final : public ShotReader {
         absl::MutexLock lock(&mu_);
         if (cancelled_) return absl::CancelledError("stream cancelled by the client");
       }
+    }
+    return absl::OkStatus();
+  }
+
+  // A request of no shot still goes to the servers that hold the dataset (the first
+  // target where none does), which check the dataset and the selection: what they refuse
+  // is the stream's status, and nothing is read.
+  absl::Status CheckSelection() {
+    std::vector<size_t> targets = {0};
+    if (client_->targets.size() > 1) {
+      auto per = client_->PerTarget(dataset_);
+      if (!per.ok()) return per.status();
+      targets.clear();
+      for (size_t t = 0; t < per->size(); ++t) {
+        if ((*per)[t]) targets.push_back(t);
+      }
+      if (targets.empty()) targets.push_back(0);
+    }
+    size_t delivered = 0;
+    for (size_t t : targets) {
+      SS_RETURN_IF_ERROR(client_->Reach(t));
+      SS_RETURN_IF_ERROR(StreamRun(t, 0, 0, &delivered));
     }
     return absl::OkStatus();
   }
@@ -980,6 +1003,13 @@ absl::StatusOr<DatasetSummary> Client::Write(const std::string& name,
   m.mutable_start()->set_dataset(name);
   m.mutable_start()->set_sample_interval_us(options.sample_interval_us);
   m.mutable_start()->set_sample_format(options.sample_format);
+  if (!options.parts_write_id.empty()) {
+    v1::WriteParts& parts = *m.mutable_start()->mutable_parts();
+    parts.set_write_id(options.parts_write_id);
+    parts.set_count(options.parts_count);
+    parts.set_index(options.part_index);
+    parts.set_commit(options.commit_parts);
+  }
   bool open = writer->Write(m);  // false: the server finished early (its status says why)
   absl::Status failed;
   ShotToWrite shot;

@@ -71,6 +71,13 @@ struct WriteOptions {
   double sample_interval_us = 0;
   int sample_format = 5;                // 5 IEEE float32 (exact), 1 IBM float, 3 int16
   uint64_t max_chunk_bytes = 1 << 20;   // sample bytes per message (whole traces)
+  // A multi-part write (WriteStart.parts; one dataset from several calls, e.g. one per
+  // Dask chunk), when parts_write_id is set: this call writes part `part_index` of
+  // `parts_count`, kept aside, or with commit_parts (and no shots) joins the parts.
+  std::string parts_write_id;
+  uint32_t parts_count = 0;
+  uint32_t part_index = 0;
+  bool commit_parts = false;
 };
 
 // Fills *shot with the next shot and returns true, false after the last, or an error

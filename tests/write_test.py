@@ -108,6 +108,62 @@ class WriteTest(unittest.TestCase):
                 with segyio.open(path, ignore_geometry=True) as f:
                     self.assertIn("WRITTEN BY SHOTSTREAM", f.text[0].decode("ascii", "replace"))
 
+    def test_a_multi_part_write_is_one_dataset_once_committed_through_both_python_paths(self):
+        for native, c in self.clients.items():
+            name = f"parts_{'native' if native else 'grpcio'}"
+            wid = f"w-{name}"
+            shots = {sid: (sid, s, h) for sid, s, h in modelled([10, 11, 20, 21, 30], seed=7)}
+            parts = [[10, 11], [20, 21], [30]]
+
+            def write(index, ids, count=3, write_id=wid):
+                return c.write(name, [shots[i] for i in ids], sample_interval_us=4000,
+                               part=(write_id, index, count))
+
+            info = write(1, parts[1])
+            self.assertEqual((info.name, info.written_shots), (name, 2))
+            write(0, parts[0])
+            # Not a dataset until committed.
+            self.assertNotIn(name, [d.name for d in c.list_datasets()])
+            with self.assertRaises(shotstream.ShotstreamError) as e:
+                c.dataset(name)
+            self.assertEqual(e.exception.code(), grpc.StatusCode.NOT_FOUND)
+            with self.assertRaises(shotstream.ShotstreamError) as e:
+                c.commit_parts(name, wid, 3, sample_interval_us=4000)
+            self.assertEqual(e.exception.code(), grpc.StatusCode.FAILED_PRECONDITION)
+            self.assertIn("1 of its 3 parts are not written (parts 2 missing)",
+                          e.exception.details())
+            write(2, [21])  # a shot in two parts: refused at the commit
+            with self.assertRaises(shotstream.ShotstreamError) as e:
+                c.commit_parts(name, wid, 3, sample_interval_us=4000)
+            self.assertEqual(e.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+            self.assertIn("shot 21 is in parts 1 and 2", e.exception.details())
+            write(2, parts[2])  # written again (a retried task): replaces the earlier part
+            with self.assertRaises(shotstream.ShotstreamError) as e:  # another interval
+                c.commit_parts(name, wid, 3, sample_interval_us=2000)
+            self.assertEqual(e.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+            info = c.commit_parts(name, wid, 3, sample_interval_us=4000)
+            self.assertEqual((info.state, info.n_shots, info.written_shots),
+                             ("READY", 5, 5))
+            self.assertEqual(list(info.shot_ids), [10, 11, 20, 21, 30])
+            path = os.path.join(self.out, f"{name}.sgy")
+            with segyio.open(path, ignore_geometry=True) as f:  # parts in index order
+                self.assertEqual(list(f.attributes(segyio.TraceField.FieldRecord)[::9]),
+                                 [10, 11, 20, 21, 30])
+            oracle = harness.segyio_shots([path])
+            got = self.read_back(c, name, [10, 11, 20, 21, 30])
+            for sid, samples, headers in shots.values():
+                np.testing.assert_array_equal(oracle[sid][0], samples)
+                np.testing.assert_array_equal(got[sid].samples, samples)
+                np.testing.assert_array_equal(got[sid].headers["group_x"], headers["group_x"])
+            self.assertEqual([f for f in os.listdir(self.out) if ".parts-" in f], [])
+            self.assertEqual(temporaries(self.out), [])
+            with self.assertRaises(shotstream.ShotstreamError) as e:  # the name is taken
+                write(0, parts[0], write_id="another")
+            self.assertEqual(e.exception.code(), grpc.StatusCode.ALREADY_EXISTS)
+            with self.assertRaises(shotstream.ShotstreamError) as e:
+                c.write(name + "x", [shots[10]], sample_interval_us=4000, part=(wid, 3, 3))
+            self.assertEqual(e.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+
     def test_coordinates_stored_exactly_or_with_the_error_reported_never_wrapped(self):
         """Each trace's coordinates get the SEG-Y scalar that stores them exactly (UTM
         halves /10, eighths /1000, a value past 4 bytes x100); where none does (0.125

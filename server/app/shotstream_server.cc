@@ -23,6 +23,7 @@
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "server/write/dataset_writer.h"
+#include "server/write/write_parts.h"
 #include "grpcpp/impl/codegen/service_type.h"
 #include "server/common/fd_limit.h"
 #include "server/common/heap_trimmer.h"
@@ -406,6 +407,11 @@ absl::StatusOr<std::unique_ptr<ShotStreamServer>> ShotStreamServer::Start(
     }
     for (const std::string& t : write::RemoveTemporaries(cfg.write_dir)) {
       std::fprintf(stderr, "write_dir %s: removed %s, left by a write that did not finish\n",
+                   cfg.write_dir.c_str(), t.c_str());
+    }
+    for (const std::string& t : write::RemoveParts(cfg.write_dir)) {
+      std::fprintf(stderr, "write_dir %s: removed %s, the parts of a multi-part write not "
+                   "committed (its commit now names them missing)\n",
                    cfg.write_dir.c_str(), t.c_str());
     }
     // Datasets written before this start are served again, by their names.

@@ -283,13 +283,17 @@ class ShotStreamServiceImpl final
                                   pass.ok() ? (*pass)->who() : "", parts_.load_written,
                                   parts_.written_published};
     WriteHooks hooks;
-    hooks.committed = [response](const write::WriteSession& session, const DatasetEntry& entry) {
-      FillInfo(entry, /*with_shots=*/true, response->mutable_dataset());
+    hooks.committed = [response](const write::WriteSession& session, const DatasetEntry* entry) {
+      if (entry != nullptr) {
+        FillInfo(*entry, /*with_shots=*/true, response->mutable_dataset());
+      } else {
+        response->mutable_dataset()->set_name(session.name());
+      }
       response->set_max_error(session.max_error());
       response->set_max_header_error(session.max_header_error());
       response->set_max_header_error_at(session.max_header_error_at());
-      response->set_shots(session.shots());
-      response->set_sample_bytes(session.sample_bytes());
+      response->set_shots(session.written_shots());
+      response->set_sample_bytes(session.written_sample_bytes());
     };
     hooks.ended = [this, peer = caller.peer](const absl::Status& status,
                                              const write::WriteSession& session) {

@@ -63,6 +63,20 @@ std::vector<std::string> RemoveTemporaries(const std::string& dir) {
   return removed;
 }
 
+std::vector<std::string> WrittenTextLines(const std::string& name, const std::string& writer,
+                                          uint64_t shots, uint64_t traces, uint32_t n_samples,
+                                          double sample_interval_us, int format) {
+  return {absl::StrCat("WRITTEN BY SHOTSTREAM WRITESHOTS FOR ",
+                       writer.empty() ? "AN UNNAMED CLIENT" : writer),
+          absl::StrCat("ON ", absl::FormatTime("%Y-%m-%d %H:%M:%S UTC", absl::Now(),
+                                               absl::UTCTimeZone())),
+          absl::StrCat("DATASET ", name, ": ", shots, " SHOTS, ", traces, " TRACES OF ",
+                       n_samples, " SAMPLES"),
+          absl::StrCat("SAMPLE INTERVAL ", sample_interval_us, " US, FORMAT ", format,
+                       format == 3 ? " (INT16: SAMPLES ROUNDED)" : ""),
+          "SHOT ID IN FIELD RECORD (BYTES 9-12)"};
+}
+
 absl::StatusOr<std::unique_ptr<DatasetWriter>> DatasetWriter::Create(const WriteSpec& spec) {
   SS_RETURN_IF_ERROR(ValidateWriteName(spec.name));
   SS_RETURN_IF_ERROR(segy::CheckWritableFormat(spec.format));
@@ -72,7 +86,7 @@ absl::StatusOr<std::unique_ptr<DatasetWriter>> DatasetWriter::Create(const Write
   }
   std::unique_ptr<DatasetWriter> w(new DatasetWriter(spec));
   w->final_ = WrittenPath(spec.dir, spec.name);
-  if (::access(w->final_.c_str(), F_OK) == 0) {
+  if (!spec.replace && ::access(w->final_.c_str(), F_OK) == 0) {
     return absl::AlreadyExistsError(absl::StrCat(w->final_, " exists"));
   }
   static std::atomic<uint64_t> counter{0};
@@ -227,17 +241,10 @@ absl::StatusOr<std::string> DatasetWriter::Commit() {
   }
   SS_RETURN_IF_ERROR(appender_->Finish());
   appender_.reset();
-  const std::string head = segy::FileHeader(
-      {absl::StrCat("WRITTEN BY SHOTSTREAM WRITESHOTS FOR ",
-                    spec_.writer.empty() ? "AN UNNAMED CLIENT" : spec_.writer),
-       absl::StrCat("ON ", absl::FormatTime("%Y-%m-%d %H:%M:%S UTC", absl::Now(),
-                                            absl::UTCTimeZone())),
-       absl::StrCat("DATASET ", spec_.name, ": ", shots_, " SHOTS, ", traces_, " TRACES OF ",
-                    n_samples_, " SAMPLES"),
-       absl::StrCat("SAMPLE INTERVAL ", spec_.sample_interval_us, " US, FORMAT ",
-                    spec_.format, spec_.format == 3 ? " (INT16: SAMPLES ROUNDED)" : ""),
-       "SHOT ID IN FIELD RECORD (BYTES 9-12)"},
-      n_samples_, spec_.sample_interval_us, spec_.format);
+  const std::string head =
+      segy::FileHeader(WrittenTextLines(spec_.name, spec_.writer, shots_, traces_, n_samples_,
+                                        spec_.sample_interval_us, spec_.format),
+                       n_samples_, spec_.sample_interval_us, spec_.format);
   if (::pwrite(fd_, head.data(), head.size(), 0) != static_cast<ssize_t>(head.size())) {
     return WriteError("write of the file header", errno);
   }
@@ -247,7 +254,8 @@ absl::StatusOr<std::string> DatasetWriter::Commit() {
     return WriteError("close", errno);
   }
   fd_ = -1;
-  if (::renameat2(AT_FDCWD, temp_.c_str(), AT_FDCWD, final_.c_str(), RENAME_NOREPLACE) != 0) {
+  if (::renameat2(AT_FDCWD, temp_.c_str(), AT_FDCWD, final_.c_str(),
+                  spec_.replace ? 0 : RENAME_NOREPLACE) != 0) {
     const int err = errno;
     if (err == EEXIST) return absl::AlreadyExistsError(absl::StrCat(final_, " exists"));
     return WriteError("rename into place", err);

@@ -42,7 +42,13 @@ struct WriteSpec {
   std::string writer;   // who asked (a token name), for the textual header
   size_t buffer_bytes = 4 << 20;  // encoded traces gathered before each write(2), which
                                   // runs on the writer's own thread
+  bool replace = false;  // a part of a multi-part write: Commit replaces an existing file
 };
+
+// The textual header's lines of a written dataset (who, when, what, its format).
+std::vector<std::string> WrittenTextLines(const std::string& name, const std::string& writer,
+                                          uint64_t shots, uint64_t traces, uint32_t n_samples,
+                                          double sample_interval_us, int format);
 
 class DatasetWriter {
  public:
@@ -65,10 +71,12 @@ class DatasetWriter {
   bool in_shot() const { return shot_.has_value(); }
 
   // Finishes the file (textual header, fsync), renames it to WrittenPath (never over an
-  // existing file: ALREADY_EXISTS) and fsyncs the directory. Returns the path.
+  // existing file: ALREADY_EXISTS, unless spec.replace) and fsyncs the directory. Returns
+  // the path.
   absl::StatusOr<std::string> Commit();
 
   uint64_t shots() const { return shots_; }
+  const std::set<int64_t>& shot_ids() const { return ids_; }
   uint64_t traces() const { return traces_; }
   uint64_t sample_bytes() const { return sample_bytes_; }  // float32 bytes received
   double max_error() const { return max_error_; }

@@ -13,7 +13,8 @@
 //     .stream_job(dataset, job, shot_ids, *, epoch=0, seed=0, and stream's options but
 //                 pieces) -> Reader
 //     .write(dataset, shots, *, sample_interval_us, sample_format=5,
-//            max_chunk_bytes=1 MiB) -> dict (the new dataset's summary); `shots` an
+//            max_chunk_bytes=1 MiB, parts_write_id="", parts_count=0, part_index=0,
+//            commit_parts=False) -> dict (the new dataset's summary); `shots` an
 //            iterator of (shot_id, float32 C-order [n_traces, n_samples], {name: float64})
 //     .list_datasets() -> [dict], .dataset(name) -> dict,
 //     .dataset_page(name, page_size, page_token) -> (dict, next_token)
@@ -422,11 +423,17 @@ PYBIND11_MODULE(_native, m) {
       .def(
           "write",
           [](PyClient& self, const std::string& dataset, py::iterable shots,
-             double sample_interval_us, int sample_format, uint64_t max_chunk_bytes) {
+             double sample_interval_us, int sample_format, uint64_t max_chunk_bytes,
+             const std::string& parts_write_id, uint32_t parts_count, uint32_t part_index,
+             bool commit_parts) {
             auto client = self.Get();
             shotstream::client::WriteOptions o;
             o.sample_interval_us = sample_interval_us;
             o.sample_format = sample_format;
+            o.parts_write_id = parts_write_id;
+            o.parts_count = parts_count;
+            o.part_index = part_index;
+            o.commit_parts = commit_parts;
             if (max_chunk_bytes > 0) o.max_chunk_bytes = max_chunk_bytes;
             PythonShots source(py::iter(shots));
             absl::StatusOr<DatasetSummary> info;
@@ -440,7 +447,9 @@ PYBIND11_MODULE(_native, m) {
             return Summary(ValueOrThrow(std::move(info)));
           },
           "dataset"_a, "shots"_a, py::kw_only(), "sample_interval_us"_a,
-          "sample_format"_a = 5, "max_chunk_bytes"_a = uint64_t{1} << 20)
+          "sample_format"_a = 5, "max_chunk_bytes"_a = uint64_t{1} << 20,
+          "parts_write_id"_a = "", "parts_count"_a = 0u, "part_index"_a = 0u,
+          "commit_parts"_a = false)
       .def("list_datasets",
            [](PyClient& self) {
              auto client = self.Get();

@@ -58,7 +58,7 @@ class WriteReactor final : public grpc::ServerReadReactor<v1::WriteShotsRequest>
       return;
     }
     absl::StatusOr<const dataset::DatasetEntry*> entry = session_.Commit();
-    if (entry.ok() && hooks_.committed) hooks_.committed(session_, **entry);
+    if (entry.ok() && hooks_.committed) hooks_.committed(session_, *entry);
     End(entry.status());
   }
 

@@ -18,8 +18,8 @@ namespace shotstream::service {
 
 struct WriteHooks {
   // The write is committed (on the disk executor, before the call finishes): fill the
-  // response from the new entry.
-  std::function<void(const write::WriteSession&, const dataset::DatasetEntry&)> committed;
+  // response from the new entry (null for a part of a multi-part write).
+  std::function<void(const write::WriteSession&, const dataset::DatasetEntry*)> committed;
   // The call is over (once, on a gRPC thread): how it really ended (CANCELLED for a client
   // that cancelled or left, whatever the reactor finished with), for counters and the log.
   std::function<void(const absl::Status&, const write::WriteSession&)> ended;

@@ -443,7 +443,8 @@ class Client:
             reader.cancel()
 
     def write(self, name: str, shots, sample_interval_us: float, sample_format: int = 5,
-              max_chunk_bytes: int = 1 << 20) -> DatasetInfo:
+              max_chunk_bytes: int = 1 << 20,
+              part: Optional[Tuple[str, int, int]] = None) -> DatasetInfo:
         """Creates dataset `name` on the (first) server from `shots`: an iterable of `Shot`s
         or of (shot_id, samples) / (shot_id, samples, {header: values}) tuples, samples
         [n_traces, n_samples] (any real dtype, sent as float32). It is streamed as it is
@@ -457,15 +458,45 @@ class Client:
         ALREADY_EXISTS, INVALID_ARGUMENT (a bad name, a shot with another sample count),
         PERMISSION_DENIED, FAILED_PRECONDITION (writing not enabled), DATA_LOSS,
         RESOURCE_EXHAUSTED (the server's disk is full); the server then keeps nothing. An
-        exception raised by the iterable cancels the write and is raised again."""
+        exception raised by the iterable cancels the write and is raised again.
+
+        part=(write_id, index, count): one part of a dataset written by several calls (one
+        per Dask chunk: shotstream.xarray.to_shotstream), kept aside on the server, not
+        visible; a part written again replaces the earlier one. commit_parts() then joins
+        the parts into the dataset at once. Returns a DatasetInfo of the name only, with
+        the part's written_shots and write errors."""
         self._check_open()
         items = _shots_to_write(shots)
+        parts = None
+        if part is not None:
+            write_id, index, count = part
+            parts = dict(write_id=str(write_id), index=int(index), count=int(count),
+                         commit=False)
+        return self._write(name, items, sample_interval_us, sample_format, max_chunk_bytes,
+                           parts)
+
+    def commit_parts(self, name: str, write_id: str, count: int, sample_interval_us: float,
+                     sample_format: int = 5) -> DatasetInfo:
+        """Joins the `count` parts of multi-part write `write_id` (Client.write(...,
+        part=)) into dataset `name`, at once: parts in index order, each part's shots in
+        the order written. FAILED_PRECONDITION names the parts not written (a server
+        restart removes parts); INVALID_ARGUMENT for a shot id in two parts or parts
+        written with another sample count, interval or format. The new DatasetInfo."""
+        self._check_open()
+        return self._write(name, iter(()), sample_interval_us, sample_format, 1 << 20,
+                           dict(write_id=str(write_id), index=0, count=int(count),
+                                commit=True))
+
+    def _write(self, name, items, sample_interval_us, sample_format, max_chunk_bytes, parts):
         if not self.native:
             return self._fallback.write(name, items, sample_interval_us, sample_format,
-                                        max_chunk_bytes)
+                                        max_chunk_bytes, parts)
+        extra = {} if parts is None else dict(
+            parts_write_id=parts["write_id"], parts_count=parts["count"],
+            part_index=parts["index"], commit_parts=parts["commit"])
         return _info(self._core.write(name, items, sample_interval_us=float(sample_interval_us),
                                       sample_format=int(sample_format),
-                                      max_chunk_bytes=int(max_chunk_bytes)))
+                                      max_chunk_bytes=int(max_chunk_bytes), **extra))
 
     def list_datasets(self) -> List[DatasetInfo]:
         """Every dataset of every target (by name, first target first)."""

@@ -342,14 +342,36 @@ class GrpcioClient:
         return routing.route(name, shot_ids,
                              [None if i is None else i.shot_ids for i in infos])
 
-    def write(self, name, items, sample_interval_us, sample_format, max_chunk_bytes):
-        """Client.write: `items` as client._shots_to_write gives them."""
+    def _check_selection(self, name, sel) -> Iterator:
+        """A stream of no shot: the servers that hold the dataset (the first target where
+        none does) check it and the selection; what they refuse is raised, nothing is read
+        (the C++ client's CheckSelection)."""
+        targets = [0]
+        if len(self._stubs) > 1:
+            infos = self._dataset_per_target(name)
+            targets = [t for t, i in enumerate(infos) if i is not None] or [0]
+        for t in targets:
+            self._reach(t)
+            req = pb.StreamShotsRequest(dataset=name, selection=sel.message())
+            try:
+                for _ in self._raw_stream[t](req, metadata=self._metadata):
+                    pass
+            except grpc.RpcError as e:
+                raise _error(e) from None
+        return iter(())
+
+    def write(self, name, items, sample_interval_us, sample_format, max_chunk_bytes,
+              parts=None):
+        """Client.write: `items` as client._shots_to_write gives them; `parts` the
+        WriteParts fields of a multi-part write (a dict), or None."""
         failure = []
 
         def messages():
-            yield pb.WriteShotsRequest(start=pb.WriteStart(
-                dataset=name, sample_interval_us=float(sample_interval_us),
-                sample_format=int(sample_format)))
+            start = pb.WriteStart(dataset=name, sample_interval_us=float(sample_interval_us),
+                                  sample_format=int(sample_format))
+            if parts:
+                start.parts.CopyFrom(pb.WriteParts(**parts))
+            yield pb.WriteShotsRequest(start=start)
             try:
                 for sid, a, headers in items:
                     n_traces, n_samples = a.shape
@@ -389,6 +411,8 @@ class GrpcioClient:
         return DatasetInfo.from_message(response.dataset, written=response)
 
     def stream(self, name, shot_ids, queue_depth, sel, pieces) -> Iterator:
+        if not shot_ids:
+            return self._check_selection(name, sel)
         route, holders = self._route(name, shot_ids)
         out = queue.Queue(maxsize=max(1, int(queue_depth)))
         stop = threading.Event()
