@@ -43,6 +43,7 @@ import binding_bench  # noqa: E402
 import scale_bench  # noqa: E402
 import zarr_bench  # noqa: E402
 import write_bench  # noqa: E402
+import xarray_bench  # noqa: E402
 import load  # noqa: E402
 import synth  # noqa: E402
 
@@ -388,7 +389,7 @@ def main():
     p.add_argument("--skip_reliability", action="store_true")
     p.add_argument("--only", choices=["link", "encodings", "jobs", "sources", "writes",
                                           "consumers", "zarr", "scale", "huge", "binding",
-                                          "fwi"],
+                                          "fwi", "xarray"],
                    default=None,
                    help="measure only this section and merge it into the saved bench.json")
     p.add_argument("--link_rate", default="10gbit", help="the emulated link's rate (tbf)")
@@ -656,6 +657,19 @@ def measure_fwi(work):
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
 
 
+def measure_xarray(work, reps):
+    """A per-shot reduction through shotstream.xarray on a two-worker LocalCluster against
+    one process streaming (tools/xarray_bench.py), and a 100,000-shot dataset's graph."""
+    out = xarray_bench.measure(work, reps=max(3, reps))
+    for k in ("stream_shots_per_s", "dask_shots_per_s", "graph_s", "reduction_graph_s"):
+        out[k] = summary(out[k])
+    commit = subprocess.run(["git", "-C", os.path.dirname(os.path.realpath(__file__)),
+                             "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    out["commit"] = commit.stdout.strip() if commit.returncode == 0 else ""
+    out["date"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    return out
+
+
 def measure_binding(work, reps):
     """The Python client on the C++ client (tools/binding_bench.py): its rate against the
     C++ client's, stream_job against stream, and the binding's cost per shot."""
@@ -758,6 +772,7 @@ def section_only(args, out_dir, work, ieee_dir):
         "huge": lambda: measure_huge(work, args.reps, args.baseline),
         "binding": lambda: measure_binding(work, args.reps),
         "fwi": lambda: measure_fwi(work),
+        "xarray": lambda: measure_xarray(work, args.reps),
     }[args.only]
     path = os.path.join(out_dir, ARTIFACTS, "bench.json")
     with open(path) as f:

@@ -276,6 +276,7 @@ def render(r):
     lines += huge_section(r.get("huge"))
     lines += binding_section(r.get("binding"))
     lines += writes_section(r.get("writes"))
+    lines += xarray_section(r.get("xarray"))
     rel = r.get("reliability")
     if rel:
         lines += ["", "## Reliability", "",
@@ -725,6 +726,42 @@ def ordinary_rows(o):
                         f"the one before (`{o['baseline']}`), alternated | {fmt(o[name]['new'])} "
                         f"against {fmt(o[name]['old'])}: {r:.2f}x | unchanged |")
     return rows
+
+
+def xarray_section(x):
+    if not x:
+        return []
+    mb = x["traces"] * x["samples"] * 4 / 1e6
+    ratio = x["dask_over_stream"]
+    graph = x["graph_s"]["median"]
+    s, d = x["stream_cpu_ms_per_shot"], x["dask_cpu_ms_per_shot"]
+    return ["", "## Processing with xarray and Dask (shotstream.xarray)", "",
+            f"Each shot's RMS over a survey of {x['shots']} shots of {x['traces']} traces x "
+            f"{x['samples']} samples ({mb:.2f} MB float32, SEG-Y, page cache warm): "
+            f"`shotstream.xarray.open_dataset` on a `distributed.LocalCluster` of "
+            f"{x['workers']} worker processes ({x['threads_per_worker']} thread each; one chunk "
+            "a shot, the same numpy function over each chunk) against one Python process "
+            "streaming the same shots with `Client.stream` and computing the same function, "
+            f"alternated (tools/xarray_bench.py; `bazel run -c opt //:bench -- --only=xarray` "
+            f"at commit {x.get('commit') or '?'}, {x.get('date', '')}; medians of {x['reps']} "
+            "runs).", "",
+            "| what | figure | ratio | target |", "| --- | --- | ---: | --- |",
+            f"| Dask, 2 worker processes | {fmt(x['dask_shots_per_s'], 'shots/s', digits=1)} | "
+            f"{ratio:.2f}x | >= 0.8x ({'met' if ratio >= 0.8 else 'NOT met'}) |",
+            f"| one process, `Client.stream` | {fmt(x['stream_shots_per_s'], 'shots/s', digits=1)} | "
+            "1.00x | |",
+            f"| `open_dataset` of {x['graph_shots']:,} shots, its graph of "
+            f"{x['graph_tasks']:,} tasks materialized | {graph:.2f} s | | <= 2 s "
+            f"({'met' if graph <= 2 else 'NOT met'}) |",
+            f"| then a per-shot reduction's graph over it (Dask's `map_blocks`, "
+            f"{x['reduction_graph_tasks']:,} tasks) | {x['reduction_graph_s']['median']:.2f} s "
+            "| | |",
+            "", f"CPU per shot, ms (server, the driving process with Dask's scheduler, the "
+            f"workers): one process {s[0]:.1f} + {s[1]:.1f} + {s[2]:.1f} (idle workers), "
+            f"Dask {d[0]:.1f} + {d[1]:.1f} + {d[2]:.1f}. On this machine's "
+            f"{os.cpu_count()} cores everything shares the same CPUs, so the rate follows the "
+            "sum: Dask's scheduler and its workers' per-task work come on top of the same "
+            "stream and reduction (docs/xarray.md#performance)."]
 
 
 def writes_section(w):

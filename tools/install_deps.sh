@@ -24,6 +24,7 @@ TEST_PKGS=(
   iperf3 clang-14 libclang-rt-14-dev
   python3-grpcio python3-protobuf python3-numpy python3-segyio python3-pytest python3-yaml python3-matplotlib
   python3-torch  # the torch adapter, tested on the CPU
+  python3-xarray python3-dask python3-distributed  # shotstream.xarray on a LocalCluster
   python3-pip python3-venv python3-setuptools python3-wheel  # pip install into a fresh venv
   cmake  # //tests:install_test builds a CMake project against the installed client
   python3-blosc python3-zfpy  # the grpcio path decodes them
