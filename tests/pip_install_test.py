@@ -108,6 +108,18 @@ class PipInstallTest(unittest.TestCase):
         with open(harness.runfile("client/python/src/shotstream/_version.py")) as f:
             version = f.read().split('__version__ = "')[1].split('"')[0]
         self.assertEqual(lines[3], f"{version} True")
+        # The installed metadata registers the xarray engine: open_dataset by URL.
+        with harness.Server([f"--dataset=d={self.tmp}/v.sgy"]) as server:
+            res = self.run_installed(
+                py, "import sys, xarray as xr; "
+                "print(sorted(xr.backends.list_engines())); "
+                "ds = xr.open_dataset(f'shotstream://{sys.argv[1]}/d', engine='shotstream', "
+                "chunks={}); print(repr(float(ds.samples.sel(shot=4).astype('f8').sum())))",
+                server.target)
+        self.assertEqual(res.returncode, 0, res.stderr)
+        self.assertIn("'shotstream'", res.stdout.split("\n")[0])
+        self.assertEqual(float(res.stdout.split("\n")[1]),
+                         float(self.want[4][0].astype("float64").sum()))
         # The Python client's tests, against this installed package, on both paths.
         test = harness.runfile("tests/python_client_test.py")
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
