@@ -928,9 +928,16 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(const std::vector<std::s
   if (targets.empty()) return absl::InvalidArgumentError("no target; expected HOST:PORT");
   const grpc::ChannelArguments args = LargeMessageChannelArguments();
   std::shared_ptr<grpc::ChannelCredentials> creds = grpc::InsecureChannelCredentials();
-  if (!options.tls_root_pem.empty()) {
+  if (options.tls_cert_pem.empty() != options.tls_key_pem.empty()) {
+    return absl::InvalidArgumentError(
+        "mutual TLS needs both the client's certificate (tls_cert_pem) and its key "
+        "(tls_key_pem)");
+  }
+  if (options.tls || !options.tls_root_pem.empty() || !options.tls_cert_pem.empty()) {
     grpc::SslCredentialsOptions ssl;
-    ssl.pem_root_certs = options.tls_root_pem;
+    ssl.pem_root_certs = options.tls_root_pem;  // empty: the system's roots
+    ssl.pem_cert_chain = options.tls_cert_pem;
+    ssl.pem_private_key = options.tls_key_pem;
     creds = grpc::SslCredentials(ssl);
   }
   auto impl = std::make_unique<Impl>();

@@ -173,7 +173,12 @@ struct JobCommit {
 
 struct ClientOptions {
   std::string token;           // sent as "authorization: Bearer <token>"
-  std::string tls_root_pem;    // PEM of the CA to trust; empty: plaintext
+  std::string tls_root_pem;    // PEM of the CA to trust; empty: plaintext, unless `tls`
+  bool tls = false;            // TLS trusting the system's roots (where tls_root_pem is empty)
+  // Mutual TLS: this client's certificate chain and private key (PEM), both or neither;
+  // either turns TLS on.
+  std::string tls_cert_pem;
+  std::string tls_key_pem;
   // A broken stream (UNAVAILABLE or CANCELLED by the server: restart, shutdown, network)
   // is resumed at the first shot not yet delivered, on another target that holds the
   // shots if there is one, else on the same one once it is back: at most this many

@@ -59,6 +59,10 @@ ABSL_FLAG(std::string, target, "127.0.0.1:50051",
           "that holds it)");
 ABSL_FLAG(std::string, token, "", "bearer token (or set SHOTSTREAM_TOKEN)");
 ABSL_FLAG(std::string, tls_ca, "", "PEM file of the CA that signed the server's certificate");
+ABSL_FLAG(bool, tls, false, "TLS trusting the system's roots (where --tls_ca is not given)");
+ABSL_FLAG(std::string, tls_cert, "",
+          "mutual TLS: PEM file of this client's certificate (with --tls_key)");
+ABSL_FLAG(std::string, tls_key, "", "mutual TLS: PEM file of this client's private key");
 ABSL_FLAG(int, retries, 3,
           "resume a broken stream this many times in a row (each shot delivered resets it)");
 ABSL_FLAG(absl::Duration, connect_timeout, absl::Seconds(5),
@@ -586,13 +590,18 @@ int main(int argc, char** argv) {
   } else if (absl::GetFlag(FLAGS_buffers) != "pool") {
     return Fail(absl::InvalidArgumentError("--buffers: pool or plain"));
   }
-  if (const std::string ca = absl::GetFlag(FLAGS_tls_ca); !ca.empty()) {
-    std::ifstream in(ca);
-    if (!in) return Fail(absl::NotFoundError(ca + ": cannot read"));
-    std::stringstream pem;
-    pem << in.rdbuf();
-    options.tls_root_pem = pem.str();
+  for (auto [flag, pem] : {std::pair{&FLAGS_tls_ca, &options.tls_root_pem},
+                           std::pair{&FLAGS_tls_cert, &options.tls_cert_pem},
+                           std::pair{&FLAGS_tls_key, &options.tls_key_pem}}) {
+    const std::string path = absl::GetFlag(*flag);
+    if (path.empty()) continue;
+    std::ifstream in(path);
+    if (!in) return Fail(absl::NotFoundError(path + ": cannot read"));
+    std::stringstream text;
+    text << in.rdbuf();
+    *pem = text.str();
   }
+  options.tls = absl::GetFlag(FLAGS_tls);
   auto client = Client::Connect(
       absl::StrSplit(absl::GetFlag(FLAGS_target), ',', absl::SkipEmpty()), options);
   if (!client.ok()) return Fail(client.status());

@@ -179,13 +179,34 @@ datasets: [{{name: line1, files: {self.data}/*.sgy}}]
                              f"--tls_key={p('server.key')}",
                              f"--tls_client_ca={p('ca.crt')}"]) as server:
             mtls = {"root": p("ca.crt"), "cert": p("client.crt"), "key": p("client.key")}
-            with shotstream.Client(server.target, tls=mtls) as c:
-                self.assertEqual(next(iter(c.stream("d", [5]))).shot_id, 5)
-            with shotstream.Client(server.target, tls=p("ca.crt"), timeout=5,
-                                   connect_timeout=1) as no_cert:
-                with self.assertRaises(shotstream.ShotstreamError) as e:
-                    no_cert.list_datasets()
-                self.assertEqual(e.exception.code(), grpc.StatusCode.UNAVAILABLE)
+            for native in harness.client_paths():  # the C++ client takes mTLS too
+                with shotstream.Client(server.target, tls=mtls, native=native) as c:
+                    self.assertEqual(c.native, native)
+                    self.assertEqual(next(iter(c.stream("d", [5]))).shot_id, 5)
+                    self.assertEqual([d.name for d in c.list_datasets()], ["d"])
+                with shotstream.Client(server.target, tls=p("ca.crt"), timeout=5,
+                                       connect_timeout=1, native=native) as no_cert:
+                    with self.assertRaises(shotstream.ShotstreamError) as e:
+                        no_cert.list_datasets()
+                    self.assertEqual(e.exception.code(), grpc.StatusCode.UNAVAILABLE)
+                # System roots (tls=True) do not trust this test CA: refused, not plaintext.
+                with shotstream.Client(server.target, tls=True, timeout=5, connect_timeout=1,
+                                       native=native) as system:
+                    self.assertEqual(system.native, native)
+                    with self.assertRaises(shotstream.ShotstreamError) as e:
+                        system.list_datasets()
+                    self.assertEqual(e.exception.code(), grpc.StatusCode.UNAVAILABLE)
+            with self.assertRaises(ValueError):
+                shotstream.Client(server.target, tls={"root": p("ca.crt"),
+                                                      "cert": p("client.crt")})
+            # The CLI (the C++ client): --tls_cert and --tls_key.
+            tls = [f"--target={server.target}", f"--tls_ca={p('ca.crt')}"]
+            res = harness.cli("ls", *tls, f"--tls_cert={p('client.crt')}",
+                              f"--tls_key={p('client.key')}")
+            self.assertIn("d", res.stdout.split())
+            res = harness.cli("ls", *tls, "--connect_timeout=1s", check=False)
+            self.assertNotEqual(res.returncode, 0)
+            self.assertIn("UNAVAILABLE", res.stderr)
 
 
 class AllowListsTest(harness.SmallSurveyTest):

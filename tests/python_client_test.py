@@ -144,11 +144,11 @@ class PythonClientTest(unittest.TestCase):
         with shotstream.Client("127.0.0.1:1", native=False) as c:
             self.assertFalse(c.native)
         if want:
-            # What the C++ client cannot do natively stays on grpcio, or is refused.
+            # The C++ client takes every TLS form: system roots and mTLS stay native.
             with shotstream.Client("127.0.0.1:1", tls=True) as c:
-                self.assertFalse(c.native)
-            with self.assertRaisesRegex(ValueError, "root CA only"):
-                shotstream.Client("127.0.0.1:1", tls=True, native=True)
+                self.assertTrue(c.native)
+            with shotstream.Client("127.0.0.1:1", tls={"cert": b"x", "key": b"y"}) as c:
+                self.assertTrue(c.native)
         else:
             with self.assertRaisesRegex(ValueError, "native=True"):
                 shotstream.Client("127.0.0.1:1", native=True)

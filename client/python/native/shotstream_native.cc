@@ -4,8 +4,9 @@
 // checked on the way, and numpy views those buffers without a copy), writes and the
 // metadata calls. The grpcio stubs are the fallback where it is not built (client.py).
 //
-//   Client(targets, *, token="", tls_root_pem=b"", retries=0, reconnect_timeout=10.0,
-//          connect_timeout=5.0, call_timeout=None)
+//   Client(targets, *, token="", tls_root_pem=b"", tls=False, tls_cert_pem=b"",
+//          tls_key_pem=b"", retries=0, reconnect_timeout=10.0, connect_timeout=5.0,
+//          call_timeout=None)
 //     .stream(dataset, shot_ids, *, queue_depth=2, headers=[], max_chunk_bytes=0,
 //             trace_headers=False, window=None, where=[(header, low, high)],
 //             encoding="float32",
@@ -76,12 +77,16 @@ T ValueOrThrow(absl::StatusOr<T> v) {
 class PyClient {
  public:
   PyClient(const std::vector<std::string>& targets, const std::string& token,
-           const py::bytes& tls_root_pem, int retries, double reconnect_timeout,
+           const py::bytes& tls_root_pem, bool tls, const py::bytes& tls_cert_pem,
+           const py::bytes& tls_key_pem, int retries, double reconnect_timeout,
            double connect_timeout, std::optional<double> call_timeout)
       : pool_(std::make_shared<PinnedBufferPool>()) {
     client::ClientOptions options;
     options.token = token;
     options.tls_root_pem = tls_root_pem;
+    options.tls = tls;
+    options.tls_cert_pem = tls_cert_pem;
+    options.tls_key_pem = tls_key_pem;
     options.retries = retries;
     options.reconnect_timeout = absl::Seconds(reconnect_timeout);
     options.connect_timeout = absl::Seconds(connect_timeout);
@@ -347,9 +352,11 @@ PYBIND11_MODULE(_native, m) {
       .def_property_readonly("wire_bytes", &PyReader::wire_bytes);
 
   py::class_<PyClient>(m, "Client")
-      .def(py::init<const std::vector<std::string>&, const std::string&, const py::bytes&, int,
-                    double, double, std::optional<double>>(),
+      .def(py::init<const std::vector<std::string>&, const std::string&, const py::bytes&, bool,
+                    const py::bytes&, const py::bytes&, int, double, double,
+                    std::optional<double>>(),
            "targets"_a, py::kw_only(), "token"_a = "", "tls_root_pem"_a = py::bytes(),
+           "tls"_a = false, "tls_cert_pem"_a = py::bytes(), "tls_key_pem"_a = py::bytes(),
            "retries"_a = 0, "reconnect_timeout"_a = 10.0, "connect_timeout"_a = 5.0,
            "call_timeout"_a = py::none())
       .def(

@@ -4,7 +4,7 @@ With the native extension (`shotstream._native`, the C++ client bound with pybin
 by Bazel and by `pip install` where a compiler and the C++ libraries are there) every call
 goes through the C++ `shotstream::client::Client`: streams, jobs, writes and the metadata
 calls. Where it is not (an install without compilers, SHOTSTREAM_NATIVE=0,
-Client(native=False), TLS with system roots or mTLS), the slower grpcio fallback
+Client(native=False)), the slower grpcio fallback
 (shotstream.fallback) serves them. Process-wide tuning is shotstream.tune(), never an
 import's side effect.
 """
@@ -190,9 +190,10 @@ class Client:
     timeout: the longest a metadata call (list_datasets, dataset, dataset_pages) waits
     for its answer, in seconds (DEADLINE_EXCEEDED); None: no limit. Streams, jobs and
     writes have none.
-    native: None streams through the native extension where the package has it and the
-    options allow (plaintext, or TLS with a root CA given; not system roots or mTLS);
-    False always through grpcio; True requires the extension. `self.native` says which.
+    native: None runs every call through the native extension (the C++ client) where the
+    package has it, whatever the options (TLS with system roots or a CA, mTLS); False
+    always through grpcio, the fallback for installs without the extension; True
+    requires the extension. `self.native` says which.
     """
 
 
@@ -214,7 +215,7 @@ class Client:
             check_target(t)
         targets = expand_targets(list(targets))
         creds = None
-        root_pem = b""
+        root_pem = cert_pem = key_pem = b""
         native_ok = _native is not None
         if tls:
             def pem(x):
@@ -223,18 +224,16 @@ class Client:
                 with open(x, "rb") as f:
                     return f.read()
             parts = tls if isinstance(tls, dict) else {"root": None if tls is True else tls}
-            root_pem = pem(parts.get("root"))
-            # The C++ client takes a root CA only: system roots and mTLS stay on grpcio.
-            native_ok = native_ok and root_pem is not None and not parts.get("cert") \
-                and not parts.get("key")
+            root_pem = pem(parts.get("root"))  # None: the system's roots
+            cert_pem, key_pem = pem(parts.get("cert")), pem(parts.get("key"))
+            if (cert_pem is None) != (key_pem is None):
+                raise ValueError("tls: mutual TLS takes both 'cert' and 'key'")
             creds = grpc.ssl_channel_credentials(root_certificates=root_pem,
-                                                 private_key=pem(parts.get("key")),
-                                                 certificate_chain=pem(parts.get("cert")))
+                                                 private_key=key_pem,
+                                                 certificate_chain=cert_pem)
         if native and not native_ok:
-            raise ValueError("native=True: " + (
-                "the shotstream._native extension is not in this package (or "
-                "SHOTSTREAM_NATIVE=0)" if _native is None else
-                "the native client takes plaintext or tls with a root CA only"))
+            raise ValueError("native=True: the shotstream._native extension is not in this "
+                             "package (or SHOTSTREAM_NATIVE=0)")
         self.native = native_ok if native is None else bool(native)
         # A forked child takes the gRPC core its parent did not start (docs/clients.md).
         if self.native and _inherited("native"):
@@ -255,6 +254,8 @@ class Client:
         if self.native:
             self._fallback = None
             self._core = _native.Client(targets, token=token or "", tls_root_pem=root_pem or b"",
+                                        tls=bool(tls), tls_cert_pem=cert_pem or b"",
+                                        tls_key_pem=key_pem or b"",
                                         retries=int(retries),
                                         reconnect_timeout=float(reconnect_timeout),
                                         connect_timeout=float(connect_timeout),

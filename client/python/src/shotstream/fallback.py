@@ -1,7 +1,6 @@
 """The grpcio fallback: shotstream.Client over the generated gRPC stubs alone, where the
 native extension (the C++ client) is not built (an sdist installed without compilers,
-sanitizer builds), not wanted (Client(native=False), SHOTSTREAM_NATIVE=0) or cannot take
-the options (TLS with system roots or mTLS). Slower: one Python thread's CPU is the limit
+sanitizer builds) or not wanted (Client(native=False), SHOTSTREAM_NATIVE=0). Slower: one Python thread's CPU is the limit
 (docs/clients.md). It decodes float32, native and int16 itself (wire.py), lossless and
 quantized with python3-blosc and zfp with python3-zfpy, and says which package it needs
 where one is missing. Thread-safety: as grpcio's channels; each stream is for one thread."""
