@@ -174,6 +174,12 @@ datasets:
                 np.testing.assert_array_equal(hdrs[h], want_headers[h])
             self.assertTrue(np.isnan(padded[len(want):]).all())
             self.assertTrue(np.isnan(computed.offset.values[3, 7:]).all())
+        none = ssx.open_dataset(self.target, "line", shot_ids=[], headers=["offset"]).compute()
+        self.assertEqual(dict(none.samples.sizes), {"shot": 0, "trace": 0, "sample": NS})
+        some = ssx.open_dataset(self.target, "line", shot_ids=[5, 1]).compute()  # any order
+        self.assertEqual(list(some.shot.values), [5, 1])
+        self.assertEqual(list(some.trace_mask.values.sum(axis=1)), [7, 12])
+        np.testing.assert_array_equal(some.samples.values[0, :7], self.oracle[5][0])
 
     def test_a_per_shot_rms_over_the_survey_equals_numpys(self):
         ds = ssx.open_dataset(self.target, "line")

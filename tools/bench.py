@@ -661,7 +661,8 @@ def measure_xarray(work, reps):
     """A per-shot reduction through shotstream.xarray on a two-worker LocalCluster against
     one process streaming (tools/xarray_bench.py), and a 100,000-shot dataset's graph."""
     out = xarray_bench.measure(work, reps=max(3, reps))
-    for k in ("stream_shots_per_s", "dask_shots_per_s", "graph_s", "reduction_graph_s"):
+    for k in ("stream_shots_per_s", "dask_shots_per_s", "threads_shots_per_s", "graph_s",
+              "reduction_graph_s"):
         out[k] = summary(out[k])
     commit = subprocess.run(["git", "-C", os.path.dirname(os.path.realpath(__file__)),
                              "rev-parse", "--short", "HEAD"], capture_output=True, text=True)

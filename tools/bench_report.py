@@ -750,6 +750,9 @@ def xarray_section(x):
             f"{ratio:.2f}x | >= 0.8x ({'met' if ratio >= 0.8 else 'NOT met'}) |",
             f"| one process, `Client.stream` | {fmt(x['stream_shots_per_s'], 'shots/s', digits=1)} | "
             "1.00x | |",
+            f"| Dask's threaded scheduler, 2 threads in one process (no `distributed`) | "
+            f"{fmt(x['threads_shots_per_s'], 'shots/s', digits=1)} | "
+            f"{x['threads_over_stream']:.2f}x | |",
             f"| `open_dataset` of {x['graph_shots']:,} shots, its graph of "
             f"{x['graph_tasks']:,} tasks materialized | {graph:.2f} s | | <= 2 s "
             f"({'met' if graph <= 2 else 'NOT met'}) |",
@@ -761,7 +764,8 @@ def xarray_section(x):
             f"Dask {d[0]:.1f} + {d[1]:.1f} + {d[2]:.1f}. On this machine's "
             f"{os.cpu_count()} cores everything shares the same CPUs, so the rate follows the "
             "sum: Dask's scheduler and its workers' per-task work come on top of the same "
-            "stream and reduction (docs/xarray.md#performance)."]
+            "stream and reduction; the threaded scheduler, without them, shows how much "
+            "(docs/xarray.md#performance)."]
 
 
 def writes_section(w):

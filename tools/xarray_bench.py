@@ -5,8 +5,8 @@ dataset. Used by tools/bench.py (`bazel run -c opt //:bench -- --only=xarray`).
 
 The survey: SHOTS shots of 480 traces x 4000 float32 samples (7.68 MB), SEG-Y written by
 testing/synth.py, page cache warm. The reduction: each shot's RMS, one numpy
-function both ways (map_blocks over the Dask chunks). The two ways alternate,
-REPS runs each; the cluster is started once, before the runs (a processing job keeps its
+function both ways (map_blocks over the Dask chunks). The ways alternate, REPS
+runs each (and Dask's threaded scheduler, two threads in this process, for scale); the cluster is started once, before the runs (a processing job keeps its
 cluster), and each run opens the dataset anew. The graph figures: open_dataset of a
 100,000-shot NumPy dataset with its samples' graph materialized (what compute hands the
 scheduler), then the reduction's graph over it (Dask's own map_blocks), one process."""
@@ -40,9 +40,13 @@ def _per_shot(ds):
     return ds.samples.data.map_blocks(rms, axis=(1, 2), drop_axis=(1, 2), dtype="f8")
 
 
-def _rms_dask(target):
+def _rms_dask(target, scheduler=None):
+    """On the active distributed cluster, or Dask's threaded scheduler ("threads", 2)."""
     import shotstream.xarray as ssx
-    return _per_shot(ssx.open_dataset(target, "survey", shots_per_chunk=1)).compute()
+    per_shot = _per_shot(ssx.open_dataset(target, "survey", shots_per_chunk=1))
+    if scheduler is None:
+        return per_shot.compute()
+    return per_shot.compute(scheduler=scheduler, num_workers=2)
 
 
 def measure(work, reps=5):
@@ -57,7 +61,7 @@ def measure(work, reps=5):
     np.save(many, np.zeros((GRAPH_SHOTS, 2, 4), dtype="<f4"))
     out = {"shots": SHOTS, "traces": TRACES, "samples": SAMPLES, "reps": reps,
            "workers": 2, "threads_per_worker": 1, "stream_shots_per_s": [],
-           "dask_shots_per_s": [], "stream_cpu_ms_per_shot": [],
+           "dask_shots_per_s": [], "threads_shots_per_s": [], "stream_cpu_ms_per_shot": [],
            "dask_cpu_ms_per_shot": [], "graph_shots": GRAPH_SHOTS, "graph_s": [],
            "reduction_graph_s": []}
     with harness.Server([f"--dataset=survey={d}/*.sgy", f"--dataset=many={many}",
@@ -87,6 +91,10 @@ def measure(work, reps=5):
                 out["dask_shots_per_s"].append(SHOTS / (time.perf_counter() - t0))
                 out["dask_cpu_ms_per_shot"].append(per_shot_ms(c0, cpu()))
                 np.testing.assert_allclose(got, want, rtol=1e-12)
+                t0 = time.perf_counter()
+                got = _rms_dask(server.target, "threads")
+                out["threads_shots_per_s"].append(SHOTS / (time.perf_counter() - t0))
+                np.testing.assert_allclose(got, want, rtol=1e-12)
         for _ in range(3):
             t0 = time.perf_counter()
             ds = ssx.open_dataset(server.target, "many", shots_per_chunk=1)
@@ -98,6 +106,8 @@ def measure(work, reps=5):
         out["graph_tasks"], out["reduction_graph_tasks"] = n_tasks, n_reduction
     med = statistics.median
     out["dask_over_stream"] = med(out["dask_shots_per_s"]) / med(out["stream_shots_per_s"])
+    out["threads_over_stream"] = (med(out["threads_shots_per_s"]) /
+                                  med(out["stream_shots_per_s"]))
     for k in ("stream_cpu_ms_per_shot", "dask_cpu_ms_per_shot"):  # [server, driver, workers]
         out[k] = [med(v[i] for v in out[k]) for i in range(3)]
     return out

@@ -305,12 +305,15 @@ def _chunked(ds: xr.Dataset, shots_per_chunk: int) -> xr.Dataset:
         n = backend.shape[0]
         key = f"shotstream-{name}-{backend.sel.token}"
         tail = (0,) * (len(backend.shape) - 1)
-        layer = {(key, i) + tail: (_read_block, f"{key}-array", start, min(n, start + shots_per_chunk))
+        layer = {(key, i) + tail: (_read_block, f"{key}-array", start,
+                                   min(n, start + shots_per_chunk))
                  for i, start in enumerate(range(0, n, shots_per_chunk))}
         layer[f"{key}-array"] = backend
         sizes = [shots_per_chunk] * (n // shots_per_chunk)
-        if n % shots_per_chunk:
+        if n % shots_per_chunk or n == 0:  # no shot: one empty chunk
             sizes.append(n % shots_per_chunk)
+        if n == 0:
+            layer[(key, 0) + tail] = (_read_block, f"{key}-array", 0, 0)
         chunks = (tuple(sizes),) + tuple((d,) for d in backend.shape[1:])
         data = da.Array(HighLevelGraph.from_collections(key, layer, dependencies=()), key,
                         chunks, dtype=backend.dtype,
