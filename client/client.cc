@@ -58,7 +58,7 @@ absl::Status FromGrpc(const grpc::Status& s) {
   return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
 }
 
-// READY, FAILED or REBUILDING (the proto's DatasetState without its prefix).
+// READY, FAILED, REBUILDING or LOADING (the proto's DatasetState without its prefix).
 std::string StateName(v1::DatasetState state) {
   const std::string& name = v1::DatasetState_Name(state);
   constexpr absl::string_view kPrefix = "DATASET_STATE_";
@@ -69,6 +69,8 @@ DatasetSummary ToSummary(const v1::DatasetInfo& info) {
   DatasetSummary d;
   d.name = info.name();
   d.state = StateName(info.state());
+  d.loading_traces_done = info.loading_traces_done();
+  d.loading_traces_total = info.loading_traces_total();
   d.format = info.format();
   d.error = info.error();
   d.n_traces = info.n_traces();

@@ -26,7 +26,10 @@ namespace shotstream::client {
 
 struct DatasetSummary {
   std::string name;
-  std::string state;  // READY, FAILED or REBUILDING
+  std::string state;  // READY, FAILED, REBUILDING or LOADING
+  // LOADING: traces scanned of those the files hold.
+  uint64_t loading_traces_done = 0;
+  uint64_t loading_traces_total = 0;
   std::string error;
   std::string format;  // "segy", "npy", "hdf5", ...
   uint64_t n_traces = 0;

@@ -1,7 +1,8 @@
 // shotstream_server: serves SEG-Y shot gathers over gRPC.
 //   shotstream_server --listen=0.0.0.0:50051 --dataset=line1=/data/line1/*.sgy
 //   shotstream_server --config=/etc/shotstream/config.yaml [flags override the file]
-// Prints one line "shotstream listening on HOST:PORT" on stdout when ready. SIGTERM/SIGINT:
+// Prints "shotstream listening on HOST:PORT" on stdout once it listens (datasets LOADING),
+// then "shotstream datasets loaded: N READY, M FAILED" once each has loaded. SIGTERM/SIGINT:
 // drain (ShotStreamServer::Drain), exit 0. SIGHUP: reload the tokens and the configuration
 // (ShotStreamServer::Reload), and retry FAILED datasets. The flags are in
 // server/config/server_flags.cc.
@@ -10,9 +11,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <optional>
+#include <thread>
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
@@ -68,6 +72,13 @@ int main(int argc, char** argv) {
   if (!server.ok()) return Fail(std::string(server.status().message()));
   std::printf("shotstream listening on %s\n", (*server)->address().c_str());
   std::fflush(stdout);
+  // The second line, from a thread of its own: signals are taken meanwhile.
+  std::thread loaded([server = server->get()] {
+    if (const std::optional<std::string> summary = server->AwaitLoaded()) {
+      std::printf("shotstream datasets loaded: %s\n", summary->c_str());
+      std::fflush(stdout);
+    }
+  });
 
   for (;;) {
     int sig = 0;
@@ -87,11 +98,14 @@ int main(int argc, char** argv) {
     }
     const std::vector<std::string> said = (*server)->Reload(*next);
     for (const std::string& line : said) Say(line);
-    Say(absl::StrCat("configuration reloaded", said.empty() ? " (nothing changed)" : ""));
+    if (said.empty() || !absl::StartsWith(said[0], "configuration not reloaded")) {
+      Say(absl::StrCat("configuration reloaded", said.empty() ? " (nothing changed)" : ""));
+    }
   }
   std::fprintf(stderr, "shotstream_server: signal: NOT_SERVING, draining streams (grace %s)\n",
                absl::FormatDuration(cfg.grace_period).c_str());
   (*server)->Drain();
+  loaded.join();  // Drain has ended the loading
   std::fprintf(stderr, "shotstream_server: stopped (%lld shots sent)\n",
                static_cast<long long>((*server)->shots_sent()));
   // Exit now: gRPC's shutdown in ~Server joins threads that poll every 10 s (it kept a

@@ -164,10 +164,13 @@ def preload_env(shim, **extra):
 class Server:
     """A shotstream_server process; `target` is HOST:PORT once it printed its line."""
 
-    def __init__(self, args, timeout=120, env=None, binary=None, nofile=None, started=None):
+    def __init__(self, args, timeout=120, env=None, binary=None, nofile=None, started=None,
+                 loaded=True):
         """`binary`: another server executable (an installed one) instead of the build's;
         `nofile`: the process's descriptor limit (soft and hard), as `ulimit -n` sets it;
-        `started`: called with the process as soon as it exists (before it listens)."""
+        `started`: called with the process as soon as it exists (before it listens);
+        `loaded`: wait for the "datasets loaded" line too (the server listens while its
+        datasets load); else self.loaded_line() waits for it later."""
         self.args = [binary or runfile(SERVER), "--listen=127.0.0.1:0", "--drain_delay=0s"] + list(args)
 
         def limit():
@@ -193,6 +196,25 @@ class Server:
             self.stop()
             raise RuntimeError(f"unexpected first line {line!r}: {''.join(self.stderr_lines)}")
         self.target = line[len(prefix):].strip()
+        self._lines = lines
+        self._timeout = timeout
+        self._loaded = None
+        if loaded:
+            self.loaded_line()
+
+    def loaded_line(self, timeout=None):
+        """The server's "shotstream datasets loaded: N READY, M FAILED" line (waits for it)."""
+        if self._loaded is None:
+            try:
+                line = self._lines.get(timeout=timeout or self._timeout)
+            except queue.Empty:
+                raise RuntimeError("the server did not load its datasets: "
+                                   f"{''.join(self.stderr_lines)}") from None
+            if not line.startswith("shotstream datasets loaded: "):
+                raise RuntimeError(f"unexpected second line {line!r}: "
+                                   f"{''.join(self.stderr_lines)}")
+            self._loaded = line.strip()
+        return self._loaded
 
     def _drain_stderr(self):
         for l in self.proc.stderr:

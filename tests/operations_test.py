@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import unittest
 import urllib.request
@@ -157,6 +158,59 @@ class StartupAndShutdownTest(harness.SmallSurveyTest):
             self.assertEqual(health(server.target, "shotstream.v1.ShotStream/good"), SERVING)
             self.assertEqual(health(server.target, "shotstream.v1.ShotStream/broken"),
                              NOT_SERVING)
+
+    def test_it_listens_while_its_datasets_load_and_says_they_are_loading(self):
+        # A dataset whose file is a FIFO: its load blocks in open() until a writer opens
+        # it, so the server is caught loading, deterministically. The datasets load one
+        # after another, so the one after it is LOADING too.
+        fifo = os.path.join(self.tmp, "slow.sgy")
+        if not os.path.exists(fifo):
+            os.mkfifo(fifo)
+        cfg = self.write("loading.yaml", f"""
+datasets:
+  - {{name: slow, files: {fifo}, format: segy}}
+  - {{name: good, files: "{self.data}/*.sgy"}}
+""")
+        released = threading.Event()
+
+        def release():  # each open for writing returns once the server opens it to read
+            while not released.is_set():
+                os.close(os.open(fifo, os.O_WRONLY))
+        server = harness.Server([f"--config={cfg}"], loaded=False)
+        try:
+            for native in harness.client_paths():
+                with shotstream.Client(server.target, native=native) as c:
+                    infos = {d.name: d for d in c.list_datasets()}
+                    self.assertEqual((infos["slow"].state, infos["good"].state),
+                                     ("LOADING", "LOADING"))
+                    self.assertIn("is loading", infos["good"].error)
+                    with self.assertRaises(shotstream.ShotstreamError) as e:
+                        next(iter(c.stream("good", [1])))
+                    self.assertEqual(e.exception.code(), grpc.StatusCode.UNAVAILABLE)
+                    self.assertIn("dataset 'good' is loading", e.exception.details())
+            self.assertEqual(health(server.target), NOT_SERVING)
+            self.assertEqual(health(server.target, "shotstream.v1.ShotStream/good"),
+                             NOT_SERVING)
+            # SIGHUP before the first loads end changes nothing and says why.
+            server.proc.send_signal(signal.SIGHUP)
+            wait_for(lambda: any("still loading" in l for l in server.stderr_lines),
+                     what="the SIGHUP line")
+            threading.Thread(target=release, daemon=True).start()
+            self.assertEqual(server.loaded_line(),
+                             "shotstream datasets loaded: 1 READY, 1 FAILED")
+            released.set()
+            with shotstream.Client(server.target) as c:
+                infos = {d.name: d for d in c.list_datasets()}
+                self.assertEqual((infos["slow"].state, infos["good"].state),
+                                 ("FAILED", "READY"))
+                self.assertIn("not a regular file", infos["slow"].error)
+                self.assertEqual(len(list(c.stream("good", [1, 2]))), 2)
+            self.assertEqual(health(server.target), SERVING)
+        finally:
+            released.set()
+            if server.proc.poll() is None and server._loaded is None:
+                threading.Thread(target=release, daemon=True).start()
+            server.stop()
 
     def test_a_write_only_server_starts_serving_and_shows_what_it_is_sent(self):
         # A server that only receives modelled gathers at first: no dataset, a write_dir.

@@ -126,6 +126,8 @@ def _start_server(server_bin, datasets):
                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     line = server.stdout.readline()
     assert line.startswith("shotstream listening on"), line
+    line = server.stdout.readline()  # it listens while its datasets load
+    assert line.startswith("shotstream datasets loaded"), line
     return server
 
 

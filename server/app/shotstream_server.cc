@@ -67,7 +67,12 @@ void SetHealth(grpc::HealthCheckServiceInterface* health,
                const dataset::DatasetRegistry& registry, bool writes, bool draining,
                const std::set<std::string>& removed) {
   const std::vector<const DatasetEntry*> datasets = registry.All();
+  // SERVING once a dataset is READY; a server that only takes writes, once nothing is
+  // LOADING.
   bool serving = writes;
+  for (const DatasetEntry* e : datasets) {
+    if (e->state() == DatasetEntry::State::kLoading) serving = false;
+  }
   for (const DatasetEntry* e : datasets) serving |= e->dataset() != nullptr;
   serving &= !draining;
   health->SetServingStatus(serving);  // every name registered so far, "" too
@@ -374,7 +379,7 @@ absl::StatusOr<std::unique_ptr<ShotStreamServer>> ShotStreamServer::Start(
     const absl::Status st = e.status();
     const DatasetEntry::State state = e.state();
     const std::string load = e.last_load();  // rebuilt, loaded again, reloaded
-    if (state == DatasetEntry::State::kRebuilding) {
+    if (state == DatasetEntry::State::kRebuilding || state == DatasetEntry::State::kLoading) {
       std::fprintf(stderr, "dataset %s: %s\n", e.name.c_str(), std::string(st.message()).c_str());
     } else if (state == DatasetEntry::State::kReady) {
       std::fprintf(stderr, "dataset %s: READY again, %s\n", e.name.c_str(), load.c_str());
@@ -387,9 +392,15 @@ absl::StatusOr<std::unique_ptr<ShotStreamServer>> ShotStreamServer::Start(
     self->SetHealthLocked();
   };
   s->on_change_ = on_change;
+  // Every dataset is LOADING until the loader thread (started once the server listens)
+  // has loaded it; requests meanwhile get UNAVAILABLE saying so.
+  std::vector<std::pair<DatasetEntry*, DatasetConfig>> to_load;
   for (size_t i = 0; i < cfg.datasets.size(); ++i) {
-    s->datasets_->at(i).set_on_change(on_change);
-    LoadDataset(cfg.datasets[i], cfg, /*print_summary=*/false, &s->datasets_->at(i));
+    DatasetEntry* entry = &s->datasets_->at(i);
+    entry->name = cfg.datasets[i].name;
+    entry->set_on_change(on_change);
+    entry->MarkLoading();
+    to_load.emplace_back(entry, cfg.datasets[i]);
   }
   // Written datasets: loaded like the configured ones; health follows once published.
   auto load_written = [self, on_change](DatasetEntry* entry, const std::string& path) {
@@ -426,7 +437,12 @@ absl::StatusOr<std::unique_ptr<ShotStreamServer>> ShotStreamServer::Start(
         continue;
       }
       DatasetEntry* entry = s->datasets_->Add(name);
-      load_written(entry, path);
+      DatasetConfig dc;
+      dc.name = name;
+      dc.files = {path};
+      entry->set_on_change(on_change);
+      entry->MarkLoading();
+      to_load.emplace_back(entry, std::move(dc));
       s->datasets_->Publish(entry);
     }
   }
@@ -539,7 +555,39 @@ absl::StatusOr<std::unique_ptr<ShotStreamServer>> ShotStreamServer::Start(
   // oversized request would otherwise stay resident: malloc is tuned never to shrink).
   s->trimmer_ = std::make_unique<HeapTrimmer>(
       [self] { return self->counters_->active_streams.load() == 0; });
+  s->loader_ = std::thread([self, to_load = std::move(to_load)] { self->LoadAll(to_load); });
   return s;
+}
+
+void ShotStreamServer::LoadAll(const std::vector<std::pair<DatasetEntry*, DatasetConfig>>& all) {
+  int ready = 0;
+  int failed = 0;
+  bool all_loaded = true;
+  for (const auto& [entry, dc] : all) {
+    if (draining_.load()) {
+      all_loaded = false;
+      break;
+    }
+    LoadDataset(dc, config_, /*print_summary=*/false, entry);
+    (entry->dataset() != nullptr ? ready : failed) += 1;
+    absl::MutexLock lock(&health_mu_);
+    SetHealthLocked();
+  }
+  // The healer's first look at the files of those unwell, as they failed (before the
+  // "datasets loaded" line: a file mended after it is a change).
+  healer_->Check(/*force=*/false);
+  {
+    absl::MutexLock lock(&load_mu_);
+    load_summary_ = all_loaded ? absl::StrCat(ready, " READY, ", failed, " FAILED") : "";
+  }
+  loaded_.Notify();
+}
+
+std::optional<std::string> ShotStreamServer::AwaitLoaded() {
+  loaded_.WaitForNotification();
+  absl::MutexLock lock(&load_mu_);
+  if (load_summary_.empty()) return std::nullopt;
+  return load_summary_;
 }
 
 ShotStreamServer::~ShotStreamServer() {
@@ -557,6 +605,10 @@ absl::Status ShotStreamServer::ReloadTokens() {
 std::vector<std::string> ShotStreamServer::Reload(const ServerConfig& next) {
   if (absl::Status s = CheckFormats(next); !s.ok()) {
     return {absl::StrCat("configuration not reloaded, the old one stays: ", s.message())};
+  }
+  if (!loaded_.HasBeenNotified()) {
+    return {"configuration not reloaded: the datasets are still loading (the first load "
+            "of each); send SIGHUP again once the 'datasets loaded' line is out"};
   }
   std::vector<std::string> said;
   absl::MutexLock lock(&reload_mu_);
@@ -664,6 +716,8 @@ void ShotStreamServer::Drain() {
   if (cancelled) absl::SleepFor(absl::Milliseconds(200));
   metrics_.reset();  // quick: see ~MetricsHttpServer
   server_->Wait();
+  // The loader stops between datasets once draining; a dataset it is loading finishes.
+  if (loader_.joinable()) loader_.join();
   {
     absl::MutexLock lock(&health_mu_);
     health_ = nullptr;  // the server goes before the datasets and their rebuilds

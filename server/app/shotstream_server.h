@@ -14,6 +14,8 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -72,9 +74,10 @@ absl::Status CheckConfig(const config::ServerConfig& config);
 
 class ShotStreamServer {
  public:
-  // Loads every dataset (start-up lines on stderr; a failed one is served as FAILED) and
-  // starts listening. Errors: the token file, TLS files, catalog_dir, the listener
-  // ("HOST:PORT: address in use").
+  // Starts listening with every dataset LOADING, then loads them one after another on a
+  // thread of its own (start-up lines on stderr; a failed one is served as FAILED; health
+  // NOT_SERVING until one is READY). Errors: the token file, TLS files, catalog_dir, the
+  // listener ("HOST:PORT: address in use").
   static absl::StatusOr<std::unique_ptr<ShotStreamServer>> Start(
       const config::ServerConfig& config, const RunOptions& options = {});
 
@@ -110,12 +113,18 @@ class ShotStreamServer {
   void Drain();
   // Blocks until the server has stopped (a Drain, on any thread, has returned).
   void Wait() { stopped_.WaitForNotification(); }
+  // Blocks until the first load of every dataset has ended: "N READY, M FAILED", or
+  // nullopt when a Drain stopped the loading first.
+  std::optional<std::string> AwaitLoaded() ABSL_LOCKS_EXCLUDED(load_mu_);
 
   int64_t shots_sent() const;
 
  private:
   ShotStreamServer() = default;
   void SetHealthLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(health_mu_);
+  // The loader thread: each dataset's first load in turn, until all are or a Drain.
+  void LoadAll(const std::vector<std::pair<dataset::DatasetEntry*, config::DatasetConfig>>& all)
+      ABSL_LOCKS_EXCLUDED(load_mu_, health_mu_);
 
   config::ServerConfig config_;
   RunOptions options_;
@@ -134,6 +143,10 @@ class ShotStreamServer {
   std::unique_ptr<dataset::DatasetRegistry> datasets_;
   std::unique_ptr<dataset::DatasetHealer> healer_;  // before the datasets it heals go
   std::function<void(const dataset::DatasetEntry&)> on_change_;  // every entry's
+  std::thread loader_;            // LoadAll; joined by Drain
+  absl::Notification loaded_;     // LoadAll has ended
+  absl::Mutex load_mu_;
+  std::string load_summary_ ABSL_GUARDED_BY(load_mu_);  // empty: stopped by a Drain
   // The configuration as last loaded or reloaded (config_ stays the start-up one, which
   // every setting a reload does not apply is read from).
   absl::Mutex reload_mu_;

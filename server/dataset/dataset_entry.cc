@@ -22,12 +22,27 @@ DatasetSpec DatasetEntry::WithHook(DatasetSpec spec) {
   return spec;
 }
 
+void DatasetEntry::MarkLoading() {
+  absl::MutexLock lock(&mu_);
+  loading_ = true;
+  status_ = absl::UnavailableError(absl::StrCat(
+      "dataset '", name, "' is loading (its catalog is being built: ListDatasets shows how "
+      "far); try again shortly"));
+}
+
 absl::Status DatasetEntry::Load(DatasetSpec spec, const catalog::ScanProgress& progress) {
   {
     absl::MutexLock lock(&mu_);
     spec_ = spec;
   }
-  auto loaded = Dataset::Load(WithHook(std::move(spec)), progress);
+  auto counted = [this, &progress](uint64_t done, uint64_t total) {
+    {
+      absl::MutexLock lock(&mu_);
+      progress_ = {done, total};
+    }
+    if (progress) progress(done, total);
+  };
+  auto loaded = Dataset::Load(WithHook(std::move(spec)), counted);
   absl::Status status = loaded.ok() ? absl::OkStatus() : loaded.status();
   {
     absl::MutexLock lock(&mu_);
@@ -38,8 +53,14 @@ absl::Status DatasetEntry::Load(DatasetSpec spec, const catalog::ScanProgress& p
     }
     status_ = status;
     tried_ = true;
+    loading_ = false;
   }
   return status;
+}
+
+DatasetEntry::LoadProgress DatasetEntry::progress() const {
+  absl::MutexLock lock(&mu_);
+  return progress_;
 }
 
 void DatasetEntry::SetLoaded(std::unique_ptr<Dataset> dataset) {
@@ -64,6 +85,7 @@ std::shared_ptr<const Dataset> DatasetEntry::dataset() const {
 DatasetEntry::State DatasetEntry::state() const {
   absl::MutexLock lock(&mu_);
   if (dataset_ != nullptr) return State::kReady;  // a reload keeps serving meanwhile
+  if (loading_ || (rebuilding_ && !tried_)) return State::kLoading;  // the first load
   return rebuilding_ ? State::kRebuilding : State::kFailed;
 }
 

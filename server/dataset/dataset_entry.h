@@ -1,5 +1,6 @@
-// One configured dataset as the service sees it: READY (a loaded Dataset), FAILED (its
-// load error), or REBUILDING (being loaded again, nothing served meanwhile). It is loaded
+// One configured dataset as the service sees it: LOADING (its first load, not ended yet:
+// the server listens meanwhile), READY (a loaded Dataset), FAILED (its load error), or
+// REBUILDING (being loaded again, nothing served meanwhile). It is loaded
 // again on a thread of its own when a read finds its files changed since the catalog was
 // built (Rebuild, through the dataset's hook), when a FAILED dataset's files change or
 // SIGHUP retries it, and when its configuration changes (Reload: the dataset it has
@@ -11,6 +12,7 @@
 #ifndef SHOTSTREAM_SERVER_DATASET_DATASET_ENTRY_H_
 #define SHOTSTREAM_SERVER_DATASET_DATASET_ENTRY_H_
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -32,8 +34,18 @@ class DatasetEntry {
 
   std::string name;
 
-  enum class State { kReady, kFailed, kRebuilding };
+  enum class State { kReady, kFailed, kRebuilding, kLoading };
 
+  // How far the load under way is: traces scanned of those the files hold (0 of 0 before
+  // the scan starts).
+  struct LoadProgress {
+    uint64_t traces_done = 0;
+    uint64_t traces_total = 0;
+  };
+
+  // LOADING until Load ends: requests meanwhile get UNAVAILABLE saying so. Called before
+  // serving, for an entry whose Load is to come on another thread.
+  void MarkLoading() ABSL_LOCKS_EXCLUDED(mu_);
   // Loads `spec` now (on this thread); READY or FAILED. The loaded dataset reports
   // changed files to this entry, which then rebuilds it.
   absl::Status Load(DatasetSpec spec, const catalog::ScanProgress& progress = nullptr);
@@ -50,8 +62,10 @@ class DatasetEntry {
   // The dataset while READY, else null.
   std::shared_ptr<const Dataset> dataset() const ABSL_LOCKS_EXCLUDED(mu_);
   State state() const ABSL_LOCKS_EXCLUDED(mu_);
-  // OK while READY; the load error when FAILED; UNAVAILABLE saying why while REBUILDING.
+  // OK while READY; the load error when FAILED; UNAVAILABLE saying why while REBUILDING
+  // or LOADING.
   absl::Status status() const ABSL_LOCKS_EXCLUDED(mu_);
+  LoadProgress progress() const ABSL_LOCKS_EXCLUDED(mu_);
   // The spec last loaded (the one being loaded, during a load).
   DatasetSpec spec() const ABSL_LOCKS_EXCLUDED(mu_);
   // What the last load in the background was: "rebuilt", "loaded" (the first: an entry
@@ -85,6 +99,8 @@ class DatasetEntry {
   std::string last_load_ ABSL_GUARDED_BY(mu_);
   bool rebuilding_ ABSL_GUARDED_BY(mu_) = false;  // a load in the background is under way
   bool tried_ ABSL_GUARDED_BY(mu_) = false;       // a load has ended, either way
+  bool loading_ ABSL_GUARDED_BY(mu_) = false;     // MarkLoading'd, Load not ended
+  LoadProgress progress_ ABSL_GUARDED_BY(mu_);
   bool telling_ ABSL_GUARDED_BY(mu_) = false;  // a load's end is being told to on_change
   std::thread rebuild_ ABSL_GUARDED_BY(mu_);
   std::function<void(const DatasetEntry&)> on_change_;

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <vector>
 #include <string>
+#include <utility>
 
 #include "gtest/gtest.h"
 #include "server/segy/test_writer.h"
@@ -76,6 +77,38 @@ TEST(DatasetEntryTest, FilesChangedUnderAReadAreRebuiltNeverServedStale) {
   EXPECT_EQ(reinterpret_cast<const float*>(shot->chunks[0].data())[0], 12.0f);
   // The old dataset, still held by whoever read through it, keeps failing: never stale.
   EXPECT_FALSE(before->ReadShot(1, ShotPlan()).ok());
+}
+
+TEST(DatasetEntryTest, LoadingUntilItsFirstLoadEndsThenReadyWithItsProgress) {
+  const std::string path = TempPath("first_load.sgy");
+  WriteSurvey(path, 1, 5);
+  DatasetSpec spec;
+  spec.name = "first";
+  spec.globs = {path};
+  DatasetEntry entry;
+  entry.name = "first";
+  entry.MarkLoading();
+  EXPECT_EQ(entry.state(), DatasetEntry::State::kLoading);
+  EXPECT_EQ(entry.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_NE(entry.status().message().find("dataset 'first' is loading"), std::string::npos)
+      << entry.status();
+  EXPECT_EQ(entry.dataset(), nullptr);
+  EXPECT_EQ(entry.progress().traces_total, 0u);
+  std::vector<std::pair<uint64_t, uint64_t>> told;
+  ASSERT_TRUE(entry.Load(spec, [&](uint64_t done, uint64_t total) {
+                     told.emplace_back(done, total);
+                   }).ok());
+  EXPECT_EQ(entry.state(), DatasetEntry::State::kReady);
+  ASSERT_FALSE(told.empty());  // the caller's progress still hears the scan
+  EXPECT_EQ(entry.progress().traces_done, told.back().first);
+  EXPECT_EQ(entry.progress().traces_total, 15u);
+  // A first load that fails ends LOADING too: FAILED.
+  DatasetEntry missing;
+  missing.name = "missing";
+  missing.MarkLoading();
+  spec.globs = {TempPath("no_such_file.sgy")};
+  EXPECT_FALSE(missing.Load(spec).ok());
+  EXPECT_EQ(missing.state(), DatasetEntry::State::kFailed);
 }
 
 TEST(DatasetEntryTest, ATraceHeaderWhoseShotKeyMovedIsCaughtEvenWithTheSameMtime) {

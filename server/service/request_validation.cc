@@ -10,7 +10,10 @@
 namespace shotstream::service {
 
 absl::Status NotReadyError(const DatasetEntry& entry) {
-  if (entry.state() == DatasetEntry::State::kRebuilding) return entry.status();
+  const DatasetEntry::State state = entry.state();
+  if (state == DatasetEntry::State::kRebuilding || state == DatasetEntry::State::kLoading) {
+    return entry.status();  // UNAVAILABLE, saying why
+  }
   // The message already names the dataset, the file, the byte and the reason.
   return absl::FailedPreconditionError(absl::StrCat(
       "dataset '", entry.name, "' failed to load (retrying will not help until the file "

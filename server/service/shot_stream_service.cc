@@ -27,8 +27,20 @@ void FillInfo(const DatasetEntry& e, bool with_shots, v1::DatasetInfo* info,
   info->set_name(e.name);
   const std::shared_ptr<const dataset::Dataset> snapshot = e.dataset();
   if (snapshot == nullptr) {
-    const bool rebuilding = e.state() == DatasetEntry::State::kRebuilding;
-    info->set_state(rebuilding ? v1::DATASET_STATE_REBUILDING : v1::DATASET_STATE_FAILED);
+    switch (e.state()) {
+      case DatasetEntry::State::kRebuilding:
+        info->set_state(v1::DATASET_STATE_REBUILDING);
+        break;
+      case DatasetEntry::State::kLoading: {
+        info->set_state(v1::DATASET_STATE_LOADING);
+        const DatasetEntry::LoadProgress p = e.progress();
+        info->set_loading_traces_done(p.traces_done);
+        info->set_loading_traces_total(p.traces_total);
+        break;
+      }
+      default:
+        info->set_state(v1::DATASET_STATE_FAILED);
+    }
     info->set_error(std::string(e.status().message()));
     return;
   }

@@ -249,6 +249,8 @@ py::dict Summary(const DatasetSummary& d) {
                "n_samples"_a = d.n_samples, "sample_interval_us"_a = d.sample_interval_us,
                "sample_format"_a = d.sample_format, "shot_key"_a = d.shot_key,
                "n_files"_a = d.n_files, "bad_files"_a = d.bad_files,
+               "loading_traces_done"_a = d.loading_traces_done,
+               "loading_traces_total"_a = d.loading_traces_total,
                "header_fields"_a = d.header_fields,
                "write_max_error"_a = d.write_max_error,
                "write_max_header_error"_a = d.write_max_header_error,

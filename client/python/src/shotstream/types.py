@@ -16,7 +16,7 @@ class DatasetInfo:
     them from Client.dataset_pages, and from Client.write)."""
 
     name: str
-    state: str  # READY, FAILED or REBUILDING
+    state: str  # READY, FAILED, REBUILDING or LOADING
     error: str = ""
     n_traces: int = 0
     n_shots: int = 0
@@ -28,6 +28,9 @@ class DatasetInfo:
     # on_bad_file: skip: the files left out of a READY dataset, "PATH: why" each.
     bad_files: List[str] = field(default_factory=list)
     format: str = ""  # "segy", "npy", "hdf5", ...
+    # LOADING: the traces scanned so far of those its files hold.
+    loading_traces_done: int = 0
+    loading_traces_total: int = 0
     shot_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     shot_trace_counts: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     header_fields: List[str] = field(default_factory=list)
@@ -54,6 +57,8 @@ class DatasetInfo:
                    sample_interval_us=msg.sample_interval_us, sample_format=msg.sample_format,
                    shot_key=msg.shot_key, n_files=msg.n_files, format=msg.format,
                    bad_files=list(msg.bad_files),
+                   loading_traces_done=msg.loading_traces_done,
+                   loading_traces_total=msg.loading_traces_total,
                    shot_ids=np.array(msg.shot_ids, dtype=np.int64),
                    shot_trace_counts=np.array(msg.shot_trace_counts, dtype=np.int64),
                    header_fields=list(msg.header_fields),
