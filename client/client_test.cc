@@ -55,6 +55,7 @@ config::ServerConfig OneDataset(const std::string& name, const std::string& shot
 TEST(ClientTest, StreamsShotsInRequestOrderWithTheirValuesAndHeaders) {
   auto server = server::ShotStreamServer::Start(OneDataset("d", "field_record"));
   ASSERT_TRUE(server.ok()) << server.status();
+  ASSERT_TRUE((*server)->AwaitLoaded().has_value());  // it listens while they load
   auto client = Client::Connect((*server)->address());
   ASSERT_TRUE(client.ok()) << client.status();
   auto info = (*client)->GetDataset("d");
@@ -115,6 +116,7 @@ TEST(ClientTest, StreamsShotsInRequestOrderWithTheirValuesAndHeaders) {
 TEST(ClientTest, SourcePositionsOfASourceXyDatasetReachTheSummary) {
   auto server = server::ShotStreamServer::Start(OneDataset("xy", "source_xy"));
   ASSERT_TRUE(server.ok()) << server.status();
+  ASSERT_TRUE((*server)->AwaitLoaded().has_value());  // it listens while they load
   auto client = Client::Connect((*server)->address());
   ASSERT_TRUE(client.ok());
   auto info = (*client)->GetDataset("xy");
@@ -153,6 +155,7 @@ TEST(ClientTest, CancelFromAnotherThreadEndsANextWaitingForAServerToComeBack) {
   c.datasets[0].files = {path};
   auto server = server::ShotStreamServer::Start(c);
   ASSERT_TRUE(server.ok()) << server.status();
+  ASSERT_TRUE((*server)->AwaitLoaded().has_value());  // it listens while they load
   ClientOptions options;
   options.retries = 5;
   options.reconnect_timeout = absl::Hours(1);
@@ -187,6 +190,7 @@ TEST(ClientTest, CancelFromAnotherThreadEndsANextWaitingForAServerToComeBack) {
 TEST(ClientTest, TwoConsumersOfAJobShareItsShotsOnceEachInTheEpochsOrder) {
   auto server = server::ShotStreamServer::Start(OneDataset("j", "field_record"));
   ASSERT_TRUE(server.ok()) << server.status();
+  ASSERT_TRUE((*server)->AwaitLoaded().has_value());  // it listens while they load
   auto client = Client::Connect((*server)->address());
   ASSERT_TRUE(client.ok()) << client.status();
   const std::vector<int64_t> ids = {1, 2, 3, 4};
@@ -225,6 +229,7 @@ TEST(ClientTest, TwoConsumersOfAJobShareItsShotsOnceEachInTheEpochsOrder) {
 TEST(ClientTest, AJobsShotsAreWhatAStreamWithTheSameSelectionGives) {
   auto server = server::ShotStreamServer::Start(OneDataset("sel", "field_record"));
   ASSERT_TRUE(server.ok()) << server.status();
+  ASSERT_TRUE((*server)->AwaitLoaded().has_value());  // it listens while they load
   auto client = Client::Connect((*server)->address());
   ASSERT_TRUE(client.ok()) << client.status();
   const std::vector<int64_t> ids = {1, 2, 3, 4};

@@ -42,6 +42,7 @@ config::ServerConfig OneDataset(const std::string& path) {
 TEST(ShotStreamServerTest, ServesInProcessAndDrains) {
   auto server = ShotStreamServer::Start(OneDataset(TempPath("inproc.sgy")));
   ASSERT_TRUE(server.ok()) << server.status();
+  ASSERT_TRUE((*server)->AwaitLoaded().has_value());  // it listens while they load
   ASSERT_GT((*server)->port(), 0);
   EXPECT_EQ((*server)->address(), absl::StrCat("127.0.0.1:", (*server)->port()));
   auto client = client::Client::Connect((*server)->address());
@@ -96,6 +97,7 @@ TEST(ShotStreamServerTest, ReloadTokensInProcess) {
   c.auth_allow["alice"] = {"d"};
   auto server = ShotStreamServer::Start(c);
   ASSERT_TRUE(server.ok()) << server.status();
+  ASSERT_TRUE((*server)->AwaitLoaded().has_value());  // it listens while they load
   auto with = [&](const std::string& token) {
     client::ClientOptions o;
     o.token = token;
