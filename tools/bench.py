@@ -564,6 +564,11 @@ def main():
         if args.workdir is None:
             shutil.rmtree(work, ignore_errors=True)
 
+    commit = head_commit()  # the tree every figure of this run was measured on
+    results["commit"] = commit
+    for section in results.values():
+        if isinstance(section, dict) and "date" in section:
+            section["commit"] = commit
     with open(os.path.join(out_dir, ARTIFACTS, "bench.json"), "w") as f:
         json.dump(results, f, indent=1)
     # Reporting is bench_report's: the same as `bazel run //:bench_report` afterwards.
@@ -759,6 +764,13 @@ def measure_link_section(args, ieee_dir):
     return out
 
 
+def head_commit():
+    """The short hash of the tree measured (a section's figures name it), else ""."""
+    res = subprocess.run(["git", "-C", os.path.dirname(os.path.realpath(__file__)),
+                          "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    return res.stdout.strip() if res.returncode == 0 else ""
+
+
 def section_only(args, out_dir, work, ieee_dir):
     """--only=SECTION: that section, measured now, into the saved figures."""
     measure = {
@@ -780,6 +792,7 @@ def section_only(args, out_dir, work, ieee_dir):
         results = json.load(f)
     try:
         results[args.only] = measure()
+        results[args.only]["commit"] = head_commit()
     finally:
         if args.workdir is None:
             shutil.rmtree(work, ignore_errors=True)

@@ -18,6 +18,14 @@ def fmt(s, unit="GB/s", scale=1.0, digits=2):
             f"({s['min'] * scale:.{digits}f}..{s['max'] * scale:.{digits}f})")
 
 
+def stamp(x, date=None):
+    """When and at which commit a section was measured: "commit abc1234, DATE", or the
+    date alone where the commit was not recorded (sections measured before it was)."""
+    when = x.get("date") or date or ""
+    return f"commit {x['commit']}, {when}" if x.get("commit") else \
+        f"{when}, commit not recorded"
+
+
 def ratio(a, b):
     return a["median"] / b["median"] if b and b["median"] else float("nan")
 
@@ -41,7 +49,7 @@ def render(r):
         "by hand. Every ratio compares figures measured in the same run on the same data.",
         "",
         f"- machine: {m['cpu']}, {m['nproc']} cores, {m['platform']}",
-        f"- date: {r['date']}; medians of {r['reps']} runs, (min..max)",
+        f"- {stamp(r)}; medians of {r['reps']} runs, (min..max)",
         f"- data: {d['shots']} shots x {d['traces_per_shot']} traces x {d['samples']} samples "
         f"({d['shot_mb']:.2f} MB per shot as float32), 4 files, page cache warm",
         "",
@@ -248,7 +256,7 @@ def render(r):
         lines += ["", f"## On an emulated {lk['rate']} link", "",
                   "Two network namespaces joined by a veth pair, tbf on both ends "
                   "(tools/link_bench.py; `sudo bazel run -c opt //:bench -- --only=link`"
-                  f", measured {lk.get('date', r['date'])}); 7.68 MB IEEE shots, queue depth "
+                  f", measured at {stamp(lk, r['date'])}); 7.68 MB IEEE shots, queue depth "
                   f"4, each client in turn; the Python client {who}.", "",
                   "| what | throughput | / iperf3 on the link |", "| --- | --- | ---: |",
                   f"| iperf3, one stream, 1 MiB writes | {fmt(ip)} | 1.00x |",
@@ -339,7 +347,8 @@ CODEC_RATIO_AT_LEAST = {"Codec/quantized_1e3/1/1": "Codec/zfp_1e3/1/1"}
 def encodings_section(e):
     if not e:
         return []
-    lines = ["", "## Asking for less, sending less: windows, conditions, encodings", ""]
+    lines = ["", "## Asking for less, sending less: windows, conditions, encodings", "",
+             f"Measured at {stamp(e)} (`bazel run -c opt //:bench -- --only=encodings`).", ""]
     links = e.get("links", {})
     if "skipped" in links:
         lines.append(f"Links not measured in this run: {links['skipped']}.")
@@ -420,7 +429,7 @@ def jobs_section(j):
     return ["", "## Jobs: one epoch shared by consumers of different speeds", "",
             f"{j['shots']} shots, 4 consumer processes on loopback (tools/job_bench.py; "
             "`bazel run -c opt //:bench -- --only=jobs`, measured "
-            f"{j.get('date', '')}): three take {j['fast_s'] * 1e3:.0f} ms a shot, one "
+            f"{stamp(j)}): three take {j['fast_s'] * 1e3:.0f} ms a shot, one "
             f"{j['slow_s'] * 1e3:.0f} ms (4x slower); the ideal epoch is total work / total "
             f"speed = {ideal:.2f} s. A job (`Client.stream_job`) against a static split "
             "(each consumer `stream`s a quarter of the ids), alternated.", "",
@@ -515,7 +524,7 @@ def consumers_section(c):
     return ["", "## Slow and stalled consumers", "",
             f"{c['shots']} shots of {mb:.2f} MB on loopback (tools/consumer_bench.py; "
             "`bazel run -c opt //:bench -- --only=consumers`, measured "
-            f"{c.get('date', '')}; medians of {c['reps']} alternated runs). A stalled stream "
+            f"{stamp(c)}; medians of {c['reps']} alternated runs). A stalled stream "
             "asks for every shot 5 times with queue depth 8, reads one message and then "
             f"nothing; {c['stalled']} of them, each on its own connection, beside one "
             "`shotstream bench --repeat=3` on a server with the default 1 GiB budget.", "",
@@ -550,7 +559,7 @@ def sources_section(s):
             f"{s['shots']} shots of {s['traces']} traces x {s['samples']} samples "
             f"({mb:.2f} MB float32), the same values in each file, from the page cache "
             "(tools/source_bench.py; `bazel run -c opt //:bench -- --only=sources`, measured "
-            f"{s.get('date', '')}; medians of {s['reps']} alternated runs).", "",
+            f"{stamp(s)}; medians of {s['reps']} alternated runs).", "",
             "| what | rate | ratio | target |", "| --- | --- | ---: | --- |",
             f"| `.npy` [shots, traces, samples] through the server (`shotstream bench`) | "
             f"{fmt(s['npy_gbps'])} | {npy:.2f}x | >= 0.9x SEG-Y "
@@ -577,7 +586,7 @@ def zarr_section(z):
             f"{z['chunks']} (time in 4 chunks), {z['compressor']} (ratio {z['ratio']:.2f}), "
             "larger than the server's decoded-chunk cache, from the page cache; every shot "
             "once a run in a new random order (tools/zarr_bench.py; `bazel run -c opt //:bench "
-            f"-- --only=zarr`, measured {z.get('date', '')}; medians of {z['reps']} alternated "
+            f"-- --only=zarr`, measured at {stamp(z)}; medians of {z['reps']} alternated "
             "runs).", "",
             "| what | shots/s | ratio | target |", "| --- | --- | ---: | --- |",
             f"| through the server, one C++ stream (`shotstream bench`) | "
@@ -617,7 +626,7 @@ def scale_section(s):
             "during the scan (sampled every 2 ms), less that of the same server over a one-shot "
             "file; the scan rate is over the build time the server reports; the saved catalog "
             "(`--catalog_dir`) is then reopened by a second server (tools/scale_bench.py; "
-            f"`bazel run -c opt //:bench -- --only=scale`, measured {s.get('date', '')}; one "
+            f"`bazel run -c opt //:bench -- --only=scale`, measured at {stamp(s)}; one "
             "run).", "",
             "| layout | bytes a trace, resident | target | peak during the scan | peak / "
             "resident (<= 2x) | scan, traces/s | saved catalog reopened (<= 0.5 s) |",
@@ -646,7 +655,7 @@ def binding_section(b):
     job = ratio(b["job_gbps"], b["stream_gbps"])
     per_shot = b["tiny_py_cpu_us"]["median"] - b["tiny_cpp_cpu_us"]["median"]
     return ["", "## The Python client on the C++ client (pybind11)", "",
-            f"Loopback, page cache warm ({b['date']}; tools/binding_bench.py, `bazel run -c opt "
+            f"Loopback, page cache warm ({stamp(b)}; tools/binding_bench.py, `bazel run -c opt "
             "//:bench -- --only=binding`). Rate: 40 IEEE shots of "
             f"{b['big_shot_mb']:.2f} MB, three passes per run, `shotstream bench` (the C++ "
             "client) and `shotstream.Client.stream` after `shotstream.tune()` (native), each "
@@ -693,7 +702,7 @@ def huge_section(h):
             "750 traces (24 MB) and 240 traces (7.68 MB); the server in its defaults (pieces of "
             f"{piece_mib:.0f} MiB, a 1 GiB budget); every client `shotstream bench --pieces`; "
             "page cache warm (tools/huge_bench.py; `bazel run -c opt //:bench -- --only=huge`, "
-            f"measured {h.get('date', '')}; medians of the alternated runs, (min..max)).", "",
+            f"measured at {stamp(h)}; medians of the alternated runs, (min..max)).", "",
             "| what | figure | target |", "| --- | --- | --- |",
             f"| three streams of the 0.96 GB IBM shot: server anonymous memory above idle, in "
             f"pieces | {p['above_idle_mb']:.0f} MB ({p['idle_mb']:.0f} MB idle, "
@@ -780,7 +789,7 @@ def writes_section(w):
             "(the page cache) by `shotstream put` (the C++ client; its own time from the "
             "first shot to the server's answer), then streamed back with `shotstream bench "
             "--repeat=2`, alternated (tools/write_bench.py; `bazel run -c opt //:bench -- "
-            f"--only=writes`, measured {w.get('date', '')}; medians of {w['reps']} runs).", "",
+            f"--only=writes`, measured at {stamp(w)}; medians of {w['reps']} runs).", "",
             "| what | rate | ratio | target |", "| --- | --- | ---: | --- |",
             f"| write (`shotstream put`) | {fmt(w['write_gbps'])} | {ratio:.2f}x | >= 0.5x "
             f"the read ({'met' if ratio >= 0.5 else 'NOT met'}) |",
