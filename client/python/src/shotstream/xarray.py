@@ -133,13 +133,18 @@ class _SamplesArray(BackendArray):
             w0 = self.sel.window[0]
             window = (w0 + samples.start, w0 + samples.stop)
             out = np.empty(shape, dtype=np.float32)
-            for i, shot in enumerate(self.sel.stream(shots, window, ())):
+            got = 0
+            for shot in self.sel.stream(shots, window, ()):
                 part = shot.samples[traces]
+                got += 1
                 if shape[0] == 1 and part.shape[0] == shape[1]:
                     out = part[None]  # the shot's own buffer (read-only), no copy
                     break
-                out[i, :part.shape[0]] = part
-                out[i, part.shape[0]:] = np.nan  # padding: no trace there
+                out[got - 1, :part.shape[0]] = part
+                out[got - 1, part.shape[0]:] = np.nan  # padding: no trace there
+            if got != shape[0]:  # the client raises first; never hand out unfilled rows
+                raise ShotstreamError(grpc.StatusCode.DATA_LOSS,
+                                      f"{got} of {shape[0]} shots came for a chunk")
         if out is None:
             out = np.empty(shape, dtype=np.float32)
         return out[tuple(0 if d else slice(None)
