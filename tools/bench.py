@@ -649,8 +649,6 @@ def measure_fwi(work):
     io = re.search(r"^io wait ([\d.]+) s of ([\d.]+) s of the ranks' loops, ([\d.]+)% "
                    r".*would have waited ([\d.]+) s, ([\d.]+)%", out, re.M)
     final = re.search(r"model rms error ([\d.]+) -> ([\d.]+) m/s", out)
-    commit = subprocess.run(["git", "-C", os.path.dirname(os.path.realpath(__file__)),
-                             "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
     return {"iterations": [{"iteration": i, "misfit": m, "model_rms_error": e}
                            for i, m, e in its],
             "misfit_ratio": its[-1][1] / its[0][1],
@@ -658,7 +656,7 @@ def measure_fwi(work):
             "io_wait_s": float(io.group(1)), "loop_s": float(io.group(2)),
             "io_wait_pct": float(io.group(3)), "blocking_wait_s": float(io.group(4)),
             "blocking_pct": float(io.group(5)), "wall_s": wall,
-            "commit": commit.stdout.strip() if commit.returncode == 0 else "",
+            "commit": head_commit(),
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
 
 
@@ -669,9 +667,7 @@ def measure_xarray(work, reps):
     for k in ("stream_shots_per_s", "dask_shots_per_s", "threads_shots_per_s", "graph_s",
               "reduction_graph_s"):
         out[k] = summary(out[k])
-    commit = subprocess.run(["git", "-C", os.path.dirname(os.path.realpath(__file__)),
-                             "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
-    out["commit"] = commit.stdout.strip() if commit.returncode == 0 else ""
+    out["commit"] = head_commit()
     out["date"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     return out
 
