@@ -30,10 +30,10 @@
 #include "wire/encoding_proto.h"
 #include "wire/chunk_codec.h"
 #include "wire/job_token.h"
-#include "wire/shot_assembler.h"
+#include "client/shot_assembler.h"
 #include "wire/sample_encoding.h"
 #include "grpcpp/grpcpp.h"
-#include "grpcpp/impl/codegen/sync_stream.h"
+#include "grpcpp/support/sync_stream.h"
 #include "shotstream/v1/shotstream.grpc.pb.h"
 
 namespace shotstream::client {

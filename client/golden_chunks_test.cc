@@ -16,7 +16,7 @@
 #include "shotstream/gpu/pinned_buffer_pool.h"
 #include "wire/chunk_codec.h"
 #include "wire/encoding_proto.h"
-#include "wire/shot_assembler.h"
+#include "client/shot_assembler.h"
 
 namespace shotstream::golden {
 namespace {

@@ -1,7 +1,7 @@
 """The ShotChunk wire format on the grpcio fallback's side: raw chunk bytes split into
 metadata and samples without copying the samples, shots reassembled with one copy, every
 chunk's (or shot's) CRC-32 verified, the encodings decoded. It mirrors the C++ shot
-protocol (wire/chunk_plan.h, wire/shot_assembler.h); the golden chunk stream in
+protocol (wire/chunk_plan.h, client/shot_assembler.h); the golden chunk stream in
 client/testdata/ pins both (//client:golden_chunks_test, client/python/wire_test.py)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-#include "wire/shot_assembler.h"
+#include "client/shot_assembler.h"
 
 #include <utility>
 

@@ -8,8 +8,8 @@
 //
 // The C++ client's readers run one per stream; the Python fallback mirrors it
 // (shotstream/wire.py). Thread-compatible: one receive thread.
-#ifndef SHOTSTREAM_WIRE_SHOT_ASSEMBLER_H_
-#define SHOTSTREAM_WIRE_SHOT_ASSEMBLER_H_
+#ifndef SHOTSTREAM_CLIENT_SHOT_ASSEMBLER_H_
+#define SHOTSTREAM_CLIENT_SHOT_ASSEMBLER_H_
 
 #include <cstdint>
 #include <string>
@@ -76,4 +76,4 @@ class ShotAssembler {
 
 }  // namespace shotstream::wire
 
-#endif  // SHOTSTREAM_WIRE_SHOT_ASSEMBLER_H_
+#endif  // SHOTSTREAM_CLIENT_SHOT_ASSEMBLER_H_
