@@ -24,7 +24,7 @@
 #include "grpcpp/health_check_service_interface.h"
 #include "server/write/dataset_writer.h"
 #include "server/write/write_parts.h"
-#include "grpcpp/impl/codegen/service_type.h"
+#include "grpcpp/impl/service_type.h"
 #include "server/common/fd_limit.h"
 #include "server/common/heap_trimmer.h"
 #include "server/common/listen_probe.h"
@@ -41,9 +41,11 @@
 namespace shotstream::server {
 namespace {
 
-// Threads of the disk executor: write sessions (appends, the commit's fsyncs, rename and
-// catalog scan) and job starts and files, off gRPC's threads.
-constexpr int kDiskThreads = 2;
+// Threads of the disk executors, off gRPC's threads and apart, so that a write's commit
+// (fsyncs, rename, catalog scan) never holds up a job's start: write sessions (appends,
+// commits), and job starts, commits and job files.
+constexpr int kWriteThreads = 2;
+constexpr int kJobThreads = 2;
 
 using config::DatasetConfig;
 using config::ServerConfig;
@@ -426,11 +428,8 @@ absl::StatusOr<std::unique_ptr<ShotStreamServer>> ShotStreamServer::Start(
                    cfg.write_dir.c_str(), t.c_str());
     }
     // Datasets written before this start are served again, by their names.
-    auto written = dataset::ExpandGlob(cfg.write_dir + "/*.sgy", /*may_match_nothing=*/true);
-    for (const std::string& path : written.ok() ? *written : std::vector<std::string>{}) {
-      std::string name = path.substr(cfg.write_dir.size() + 1);
-      name.resize(name.size() - 4);
-      if (!write::ValidateWriteName(name).ok()) continue;
+    std::vector<std::string> foreign;
+    for (const auto& [name, path] : write::FindWritten(cfg.write_dir, &foreign)) {
       if (!s->datasets_->Reserve(name).ok()) {
         std::fprintf(stderr, "write_dir %s: %s not served: a configured dataset has the name\n",
                      cfg.write_dir.c_str(), path.c_str());
@@ -445,6 +444,10 @@ absl::StatusOr<std::unique_ptr<ShotStreamServer>> ShotStreamServer::Start(
       to_load.emplace_back(entry, std::move(dc));
       s->datasets_->Publish(entry);
     }
+    for (const std::string& f : foreign) {
+      std::fprintf(stderr, "write_dir %s: %s: not served (name it in a --dataset to serve it)\n",
+                   cfg.write_dir.c_str(), f.c_str());
+    }
   }
 
   // The service's parts, built here and owned by the server (members in the order that
@@ -458,9 +461,10 @@ absl::StatusOr<std::unique_ptr<ShotStreamServer>> ShotStreamServer::Start(
   }
   s->stall_watch_ = std::make_unique<stream::StallWatch>(cfg.stall_timeout);
   s->advisor_ = std::make_unique<stream::EncodingAdvisor>(readers);
-  s->disk_ = std::make_unique<stream::ReaderPool>(kDiskThreads);
+  s->disk_ = std::make_unique<stream::ReaderPool>(kWriteThreads);
+  s->job_disk_ = std::make_unique<stream::ReaderPool>(kJobThreads);
   s->jobs_ = std::make_unique<jobs::JobRegistry>(cfg.job_dir, cfg.job_idle_timeout,
-                                                 &s->counters_->jobs, s->disk_.get());
+                                                 &s->counters_->jobs, s->job_disk_.get());
   s->pool_ = std::make_unique<stream::ReaderPool>(readers);
   service::Gate::Options gate;
   gate.tokens = s->tokens_.get();
@@ -472,6 +476,7 @@ absl::StatusOr<std::unique_ptr<ShotStreamServer>> ShotStreamServer::Start(
   gate.draining = &s->draining_;
   gate.max_streams = cfg.max_streams;
   gate.max_streams_per_peer = cfg.max_streams_per_peer;
+  gate.max_writes = cfg.max_writes;
   gate.log = cfg.log_streams;
   s->gate_ = std::make_unique<service::Gate>(s->datasets_.get(), s->counters_.get(), gate);
   service::ServiceParts parts;
@@ -479,6 +484,7 @@ absl::StatusOr<std::unique_ptr<ShotStreamServer>> ShotStreamServer::Start(
   parts.gate = s->gate_.get();
   parts.readers = s->pool_.get();
   parts.disk = s->disk_.get();
+  parts.job_disk = s->job_disk_.get();
   parts.budget = s->budget_.get();
   parts.piece_bytes = cfg.piece_bytes;
   if (cfg.stall_timeout > absl::ZeroDuration()) parts.stall_watch = s->stall_watch_.get();

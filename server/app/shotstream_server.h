@@ -138,7 +138,7 @@ class ShotStreamServer {
   grpc::HealthCheckServiceInterface* health_ ABSL_GUARDED_BY(health_mu_) = nullptr;
   std::set<std::string> removed_ ABSL_GUARDED_BY(health_mu_);  // datasets a reload removed
   // In this order: what serves is destroyed before what it serves from (the reader pool
-  // runs its last reads before the budget and counters they hold go; the disk executor
+  // runs its last reads before the budget and counters they hold go; the job executor
   // writes the jobs' last lines after the registry).
   std::unique_ptr<dataset::DatasetRegistry> datasets_;
   std::unique_ptr<dataset::DatasetHealer> healer_;  // before the datasets it heals go
@@ -156,7 +156,8 @@ class ShotStreamServer {
   std::unique_ptr<stream::ByteBudget> budget_;         // null: no in-flight budget
   std::unique_ptr<stream::StallWatch> stall_watch_;    // stalled streams give back
   std::unique_ptr<stream::EncodingAdvisor> advisor_;   // ENCODING_AUTO's measurements
-  std::unique_ptr<stream::ReaderPool> disk_;           // writes and job files
+  std::unique_ptr<stream::ReaderPool> disk_;           // write sessions
+  std::unique_ptr<stream::ReaderPool> job_disk_;       // job starts, commits, job files
   std::unique_ptr<jobs::JobRegistry> jobs_;
   std::unique_ptr<stream::ReaderPool> pool_;           // shot reads
   std::unique_ptr<service::Gate> gate_;

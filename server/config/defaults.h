@@ -16,6 +16,7 @@ inline constexpr uint64_t kMaxChunkBytes = uint64_t{64} << 20;
 inline constexpr uint64_t kMaxShotsPerRequest = 1'000'000;
 inline constexpr uint32_t kMaxStreams = 256;         // concurrent streams, all peers
 inline constexpr uint32_t kMaxStreamsPerPeer = 64;   // from one peer address
+inline constexpr uint32_t kMaxWrites = 16;           // concurrent WriteShots calls
 inline constexpr uint64_t kMaxInflightBytes = uint64_t{1} << 30;  // decoded bytes held
 // Shots of more float32 bytes go in pieces of about this size (docs/server.md).
 inline constexpr uint64_t kPieceBytes = uint64_t{8} << 20;

@@ -107,7 +107,7 @@ absl::StatusOr<ServerConfig> ParseServerConfig(const std::string& yaml, const st
     SS_CFG(CheckKeys(l, source, "limits",
                      {"default_queue_depth", "max_queue_depth", "default_chunk_bytes",
                       "max_chunk_bytes",
-                      "max_shots_per_request", "max_streams", "max_streams_per_peer",
+                      "max_shots_per_request", "max_streams", "max_streams_per_peer", "max_writes",
                       "max_inflight_bytes", "piece_bytes", "open_files"}));
     SS_CFG(Get(l, "default_queue_depth", source, "limits", &c.default_queue_depth));
     SS_CFG(Get(l, "max_queue_depth", source, "limits", &c.max_queue_depth));
@@ -116,6 +116,7 @@ absl::StatusOr<ServerConfig> ParseServerConfig(const std::string& yaml, const st
     SS_CFG(Get(l, "max_shots_per_request", source, "limits", &c.max_shots_per_request));
     SS_CFG(Get(l, "max_streams", source, "limits", &c.max_streams));
     SS_CFG(Get(l, "max_streams_per_peer", source, "limits", &c.max_streams_per_peer));
+    SS_CFG(Get(l, "max_writes", source, "limits", &c.max_writes));
     SS_CFG(Get(l, "max_inflight_bytes", source, "limits", &c.max_inflight_bytes));
     SS_CFG(Get(l, "open_files", source, "limits", &c.open_files));
     SS_CFG(Get(l, "piece_bytes", source, "limits", &c.piece_bytes));
@@ -209,6 +210,7 @@ std::vector<std::string> SettingsThatDiffer(const ServerConfig& a, const ServerC
       {"limits.max_shots_per_request", a.max_shots_per_request != b.max_shots_per_request},
       {"limits.max_streams", a.max_streams != b.max_streams},
       {"limits.max_streams_per_peer", a.max_streams_per_peer != b.max_streams_per_peer},
+      {"limits.max_writes", a.max_writes != b.max_writes},
       {"limits.max_inflight_bytes", a.max_inflight_bytes != b.max_inflight_bytes},
       {"limits.piece_bytes", a.piece_bytes != b.piece_bytes},
       {"limits.open_files", a.open_files != b.open_files},
@@ -309,8 +311,8 @@ absl::Status ValidateServerConfig(const ServerConfig& c) {
         absl::StrCat("on_bad_file: '", c.on_bad_file, "' (expected fail or skip)"));
   }
   if (c.max_streams == 0 || c.max_streams_per_peer == 0 || c.max_shots_per_request == 0 ||
-      c.max_inflight_bytes == 0) {
-    return absl::InvalidArgumentError("limits: max_streams, max_streams_per_peer, "
+      c.max_inflight_bytes == 0 || c.max_writes == 0) {
+    return absl::InvalidArgumentError("limits: max_streams, max_streams_per_peer, max_writes, "
                                       "max_shots_per_request and max_inflight_bytes must be > 0");
   }
   for (const auto& [name, sets] : c.auth_allow) {

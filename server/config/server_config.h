@@ -57,6 +57,7 @@ struct ServerConfig {
   uint64_t max_shots_per_request = defaults::kMaxShotsPerRequest;
   uint32_t max_streams = defaults::kMaxStreams;                   // all peers
   uint32_t max_streams_per_peer = defaults::kMaxStreamsPerPeer;   // one peer address
+  uint32_t max_writes = defaults::kMaxWrites;                     // WriteShots at once
   uint64_t max_inflight_bytes = defaults::kMaxInflightBytes;      // decoded, all streams
   // Shots of more float32 bytes are read, encoded and sent in pieces of about this size
   // (whole chunks), so that a stream holds pieces, not gigabyte gathers; 0: never.

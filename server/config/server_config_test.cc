@@ -18,6 +18,7 @@ limits:
   max_chunk_bytes: 2097152
   max_streams: 10
   max_streams_per_peer: 2
+  max_writes: 3
 tls: {cert: /etc/s.crt, key: /etc/s.key, client_ca: /etc/ca.crt}
 auth: {token_file: /etc/tokens, allow: {alice: [line1]}}
 datasets:
@@ -36,6 +37,7 @@ datasets:
   EXPECT_EQ(c->keepalive_timeout, absl::Seconds(5));
   EXPECT_EQ(c->max_queue_depth, 8u);
   EXPECT_EQ(c->max_streams_per_peer, 2u);
+  EXPECT_EQ(c->max_writes, 3u);
   EXPECT_EQ(c->tls_client_ca, "/etc/ca.crt");
   EXPECT_EQ(c->auth_token_file, "/etc/tokens");
   EXPECT_EQ(c->auth_allow.at("alice"), std::vector<std::string>{"line1"});

@@ -44,7 +44,7 @@ ABSL_FLAG(int64_t, max_chunk_bytes, -1, "largest sample payload per message a cl
           "(64 MiB); alone, it caps the default too");
 ABSL_FLAG(bool, check_trace_lengths, false, "for --dataset flags: strict: refuse files whose "
           "trace headers (bytes 115-116) give another sample count than the binary header");
-ABSL_FLAG(std::string, format, "", "for --dataset flags: auto (by name), segy, npy or hdf5");
+ABSL_FLAG(std::string, format, "", "for --dataset flags: auto (by name), segy, npy, hdf5 or zarr");
 ABSL_FLAG(std::string, h5_path, "", "for --dataset flags: HDF5: the dataset of samples (/data)");
 ABSL_FLAG(std::string, array_path, "",
           "for --dataset flags: the samples array inside a Zarr store (amplitude, data) or an "
@@ -55,6 +55,7 @@ ABSL_FLAG(int64_t, max_gap_bytes, -1, "for --dataset flags: coalesce across gaps
 ABSL_FLAG(int64_t, max_read_bytes, -1, "for --dataset flags: largest coalesced read (1 MiB)");
 ABSL_FLAG(int64_t, max_streams, -1, "concurrent streams, all peers (256)");
 ABSL_FLAG(int64_t, max_streams_per_peer, -1, "concurrent streams from one address (64)");
+ABSL_FLAG(int64_t, max_writes, -1, "concurrent WriteShots calls, all peers (16)");
 ABSL_FLAG(int64_t, max_shots_per_request, -1, "shot ids in one request (1000000)");
 ABSL_FLAG(int64_t, max_inflight_bytes, -1, "decoded shot bytes all streams may hold (1 GiB)");
 ABSL_FLAG(int64_t, piece_bytes, -1,
@@ -152,6 +153,7 @@ absl::StatusOr<ServerConfig> BuildConfig(const std::vector<std::string>& dataset
   OverrideIfSet(absl::GetFlag(FLAGS_max_chunk_bytes), &c.max_chunk_bytes);
   OverrideIfSet(absl::GetFlag(FLAGS_max_streams), &c.max_streams);
   OverrideIfSet(absl::GetFlag(FLAGS_max_streams_per_peer), &c.max_streams_per_peer);
+  OverrideIfSet(absl::GetFlag(FLAGS_max_writes), &c.max_writes);
   OverrideIfSet(absl::GetFlag(FLAGS_max_shots_per_request), &c.max_shots_per_request);
   OverrideIfSet(absl::GetFlag(FLAGS_max_inflight_bytes), &c.max_inflight_bytes);
   OverrideIfSet(absl::GetFlag(FLAGS_open_files), &c.open_files);

@@ -482,28 +482,45 @@ absl::StatusOr<std::shared_ptr<Job>> JobRegistry::Find(const JobSpec& spec, bool
                                                    " is named twice"));
   }
   const uint64_t fingerprint = JobFingerprint(spec.shot_ids);
-  absl::MutexLock lock(&mu_);
-  DropIdleLocked();
-  auto it = jobs_.find(KeyOf(spec));
-  if (it != jobs_.end()) {
-    const JobSpec& held = it->second.job->spec();
-    if (it->second.fingerprint != fingerprint) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          NameOf(spec), ": its consumers disagree on the shot ids (", spec.shot_ids.size(),
-          " ids here, ", held.shot_ids.size(), " in the job)"));
-    }
-    if (held.seed != spec.seed) {
-      return absl::FailedPreconditionError(absl::StrCat(NameOf(spec),
-                                                        ": its consumers disagree on the seed (",
-                                                        spec.seed, " here, ", held.seed,
-                                                        " in the job)"));
-    }
-    return it->second.job;
+  const std::string key = KeyOf(spec);
+  {
+    absl::MutexLock lock(&mu_);
+    DropIdleLocked();
+    // Another Find is creating this job (its file's I/O runs without the lock): wait for it.
+    Creating creating{&creating_, &key};
+    mu_.Await(absl::Condition(&NotBeingCreated, &creating));
+    auto it = jobs_.find(key);
+    if (it != jobs_.end()) return CheckConsumer(spec, fingerprint, it->second);
+    creating_.insert(key);
   }
-  auto job = Create(spec, fingerprint, resuming);
+  // The job's file is read (or made) without the registry's lock: other jobs' consumers
+  // find theirs meanwhile.
+  absl::StatusOr<std::shared_ptr<Job>> job = Create(spec, fingerprint, resuming);
+  absl::MutexLock lock(&mu_);
+  creating_.erase(key);
   if (!job.ok()) return job.status();
-  jobs_.emplace(KeyOf(spec), Entry{*job, fingerprint});
+  jobs_.emplace(key, Entry{*job, fingerprint});
   return *job;
+}
+
+bool JobRegistry::NotBeingCreated(Creating* c) { return c->set->count(*c->key) == 0; }
+
+absl::StatusOr<std::shared_ptr<Job>> JobRegistry::CheckConsumer(const JobSpec& spec,
+                                                                      uint64_t fingerprint,
+                                                                      const Entry& entry) {
+  const JobSpec& held = entry.job->spec();
+  if (entry.fingerprint != fingerprint) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        NameOf(spec), ": its consumers disagree on the shot ids (", spec.shot_ids.size(),
+        " ids here, ", held.shot_ids.size(), " in the job)"));
+  }
+  if (held.seed != spec.seed) {
+    return absl::FailedPreconditionError(absl::StrCat(NameOf(spec),
+                                                      ": its consumers disagree on the seed (",
+                                                      spec.seed, " here, ", held.seed,
+                                                      " in the job)"));
+  }
+  return entry.job;
 }
 
 absl::StatusOr<std::shared_ptr<Job>> JobRegistry::Held(const std::string& dataset,

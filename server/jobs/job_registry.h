@@ -232,17 +232,29 @@ class JobRegistry {
   absl::StatusOr<std::shared_ptr<Job>> Create(const JobSpec& spec, uint64_t fingerprint,
                                               bool resuming);
   void DropIdleLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  struct Entry {
+    std::shared_ptr<Job> job;
+    uint64_t fingerprint;  // of the sorted ids
+  };
+  // The held job `entry` for a consumer of `spec`: FAILED_PRECONDITION where they disagree.
+  static absl::StatusOr<std::shared_ptr<Job>> CheckConsumer(const JobSpec& spec,
+                                                                  uint64_t fingerprint,
+                                                                  const Entry& entry);
+  // For mu_.Await: no Find is creating the job of key `key` (in `set`, creating_).
+  struct Creating {
+    const std::set<std::string>* set;
+    const std::string* key;
+  };
+  static bool NotBeingCreated(Creating* c);
 
   const std::string job_dir_;
   const absl::Duration idle_timeout_;
   JobCounters* const counters_;
   stream::Executor* const executor_;
   mutable absl::Mutex mu_;
-  struct Entry {
-    std::shared_ptr<Job> job;
-    uint64_t fingerprint;  // of the sorted ids
-  };
   std::map<std::string, Entry> jobs_ ABSL_GUARDED_BY(mu_);
+  // Jobs a Find is creating now, their files read or made without mu_ (by key).
+  std::set<std::string> creating_ ABSL_GUARDED_BY(mu_);
 };
 
 // The fingerprint of a job's ids, order-free: consumers must agree on it (and on the seed).

@@ -1,6 +1,11 @@
 #include "server/jobs/job_registry.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
 #include <cstdlib>
+#include <future>
 #include <fstream>
 #include <functional>
 #include <set>
@@ -240,6 +245,29 @@ std::string Read(const std::string& path) {
 
 // Done shots reach the job's file from a task on the executor, never from Done's caller;
 // shots done while a write is queued go in that one write.
+// A job whose file blocks its read (a FIFO no one writes yet) holds up only its own
+// consumer: another job is found meanwhile; then the blocked one gets its answer.
+TEST(JobRegistryTest, AJobFilesIoHoldsNoLockOverOtherJobs) {
+  const std::string dir = Dir() + "/jobs_fifo";
+  std::system(("rm -rf " + dir + " && mkdir -p " + dir).c_str());
+  const std::string fifo = dir + "/line1.slow.3.job";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  JobCounters counters;
+  JobRegistry registry(dir, absl::Minutes(10), &counters);
+  auto slow = std::async(std::launch::async, [&] { return registry.Find(Spec(5, 7, "slow")); });
+  auto other = std::async(std::launch::async, [&] { return registry.Find(Spec(5, 7, "fast")); });
+  ASSERT_EQ(other.wait_for(std::chrono::seconds(30)), std::future_status::ready)
+      << "another job's Find waited on the blocked job's file";
+  ASSERT_TRUE(other.get().ok());
+  EXPECT_EQ(registry.size(), 1u);  // the blocked job is not held yet
+  // The FIFO's writer: a header of another job, so the blocked consumer's answer is an error.
+  { std::ofstream(fifo) << "not a job header\n"; }
+  absl::StatusOr<std::shared_ptr<Job>> a = slow.get();
+  EXPECT_EQ(a.status().code(), absl::StatusCode::kFailedPrecondition) << a.status();
+  EXPECT_NE(a.status().message().find("records another job"), std::string::npos);
+  EXPECT_EQ(registry.size(), 1u);
+}
+
 TEST(JobRegistryTest, TheJobFileIsWrittenOnTheExecutorNotByTheCaller) {
   const std::string dir = Dir() + "/jobs_async";
   std::system(("rm -rf " + dir + " && mkdir -p " + dir).c_str());

@@ -16,10 +16,12 @@ Gate::Gate(const dataset::DatasetRegistry* datasets, ServiceCounters* counters, 
       counters_(counters),
       options_(std::move(options)),
       access_(options_.tokens, options_.access),
-      admission_(options_.max_streams, options_.max_streams_per_peer) {}
+      admission_(options_.max_streams, options_.max_streams_per_peer),
+      // One limit for writes, whoever sends them (the per-peer one is the same).
+      write_admission_(options_.max_writes, options_.max_writes, "writes", "max_writes") {}
 
 Gate::Pass::~Pass() {
-  if (slot_) gate_->admission_.Release(peer_address_);
+  if (slot_ != nullptr) slot_->Release(peer_address_);
 }
 
 bool Gate::MayRead(const std::string& who, const std::string& name) const {
@@ -34,14 +36,16 @@ absl::StatusOr<std::unique_ptr<Gate::Pass>> Gate::Enter(
     return Refuse(rpc, caller, dataset, std::move(s));
   }
   std::string address = StreamAdmission::PeerAddress(caller.peer);
-  const bool stream = rpc == Rpc::kStreamShots || rpc == Rpc::kStreamJob;
+  StreamAdmission* slots = nullptr;
+  if (rpc == Rpc::kStreamShots || rpc == Rpc::kStreamJob) slots = &admission_;
+  if (rpc == Rpc::kWriteShots) slots = &write_admission_;
   // Limits last, so that a slot is taken only by a call that will run.
-  if (stream) {
-    if (absl::Status s = admission_.Admit(address); !s.ok()) {
+  if (slots != nullptr) {
+    if (absl::Status s = slots->Admit(address); !s.ok()) {
       return Refuse(rpc, caller, dataset, std::move(s));
     }
   }
-  return std::unique_ptr<Pass>(new Pass(this, std::move(who), std::move(address), stream));
+  return std::unique_ptr<Pass>(new Pass(this, std::move(who), std::move(address), slots));
 }
 
 absl::Status Gate::Checks(Rpc rpc, const Caller& caller, const std::string& dataset,

@@ -38,13 +38,15 @@ class Gate {
     const std::atomic<bool>* draining = nullptr;  // true: new streams and writes refused
     uint32_t max_streams = 256;           // StreamShots and StreamJob calls at once
     uint32_t max_streams_per_peer = 64;   // from one peer address
+    uint32_t max_writes = 16;             // WriteShots calls at once, all peers
     bool log = true;                      // a stderr line per refusal
   };
 
   // `datasets` and `counters` outlive the gate.
   Gate(const dataset::DatasetRegistry* datasets, ServiceCounters* counters, Options options);
 
-  // An admitted call: who it is, and (streams) a slot that is given back when the Pass goes.
+  // An admitted call: who it is, and (streams, writes) a slot that is given back when the
+  // Pass goes.
   class Pass {
    public:
     ~Pass();
@@ -55,12 +57,12 @@ class Gate {
 
    private:
     friend class Gate;
-    Pass(Gate* gate, std::string who, std::string peer_address, bool slot)
+    Pass(Gate* gate, std::string who, std::string peer_address, StreamAdmission* slot)
         : gate_(gate), who_(std::move(who)), peer_address_(std::move(peer_address)), slot_(slot) {}
     Gate* const gate_;
     const std::string who_;
     const std::string peer_address_;
-    const bool slot_;
+    StreamAdmission* const slot_;  // where its slot was taken (null: none)
   };
 
   // The checks of `rpc` for `caller` naming `dataset` (ListDatasets and WriteShots name
@@ -69,7 +71,7 @@ class Gate {
   // access (PERMISSION_DENIED) and readiness (FAILED_PRECONDITION for a FAILED dataset,
   // UNAVAILABLE while REBUILDING); for WriteShots the right to write (PERMISSION_DENIED);
   // for the streams and WriteShots draining (UNAVAILABLE); then `check` (the request's own
-  // validation), then for the streams a slot (RESOURCE_EXHAUSTED naming the limit). Any
+  // validation), then for the streams and writes a slot (RESOURCE_EXHAUSTED naming the limit). Any
   // refusal is counted and logged before it is returned.
   absl::StatusOr<std::unique_ptr<Pass>> Enter(Rpc rpc, const Caller& caller,
                                               const std::string& dataset = "",
@@ -95,6 +97,7 @@ class Gate {
   const Options options_;
   const AccessPolicy access_;
   StreamAdmission admission_;  // max_streams, max_streams_per_peer
+  StreamAdmission write_admission_;  // max_writes
 };
 
 }  // namespace shotstream::service

@@ -132,6 +132,28 @@ TEST_F(GateTest, StreamSlotsAreTakenLastAndGivenBackWithThePass) {
   EXPECT_EQ(gate.running_streams(), 1u);
 }
 
+// Writes take slots of their own (max_writes), from any peer, apart from the streams'.
+TEST_F(GateTest, WritesTakeSlotsOfTheirOwnUpToMaxWrites) {
+  Gate::Options o = Options();
+  o.max_writes = 2;
+  Gate gate(&registry_, &counters_, o);
+  auto w1 = gate.Enter(Rpc::kWriteShots, As("w1", "ipv4:10.0.0.1:1"));
+  ASSERT_TRUE(w1.ok()) << w1.status();
+  auto w2 = gate.Enter(Rpc::kWriteShots, As("w1", "ipv4:10.0.0.1:2"));
+  ASSERT_TRUE(w2.ok()) << w2.status();  // the same peer may run several
+  auto w3 = gate.Enter(Rpc::kWriteShots, As("w1", "ipv4:10.0.0.9:1"));
+  EXPECT_EQ(w3.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(w3.status().message().find("2 writes, its limit (max_writes)"),
+            absl::string_view::npos) << w3.status();
+  EXPECT_EQ(Rejected(Rpc::kWriteShots, absl::StatusCode::kResourceExhausted), 1);
+  // Writes hold no stream slot, and streams none of the writes'.
+  EXPECT_EQ(gate.running_streams(), 0u);
+  auto stream = gate.Enter(Rpc::kStreamShots, As("w1", "ipv4:10.0.0.5:1"), "line1");
+  EXPECT_TRUE(stream.ok()) << stream.status();
+  w1->reset();  // a write ends: its slot goes back
+  EXPECT_TRUE(gate.Enter(Rpc::kWriteShots, As("w1", "ipv4:10.0.0.9:1")).ok());
+}
+
 TEST_F(GateTest, DrainingRefusesNewStreamsAndWritesButNotMetadata) {
   Gate gate(&registry_, &counters_, Options());
   draining_ = true;

@@ -12,6 +12,7 @@
 #include "server/service/internal/job_reactor.h"
 #include "server/service/internal/stream_reactor.h"
 #include "server/service/internal/write_reactor.h"
+#include "server/write/write_session.h"
 #include "server/stream/dataset_shot_source.h"
 #include "server/stream/stream_plan.h"
 #include "shotstream/v1/shotstream.grpc.pb.h"
@@ -21,9 +22,10 @@ namespace {
 
 namespace v1 = ::shotstream::v1;
 
-// with_shots: shots [first, first + count) of the catalog (count 0: to the end).
+// with_shots: shots [first, first + count) of the catalog, and next_page_token where more
+// follow.
 void FillInfo(const DatasetEntry& e, bool with_shots, v1::DatasetInfo* info,
-              uint64_t first = 0, uint64_t count = 0) {
+              uint64_t first, uint64_t count) {
   info->set_name(e.name);
   const std::shared_ptr<const dataset::Dataset> snapshot = e.dataset();
   if (snapshot == nullptr) {
@@ -59,8 +61,7 @@ void FillInfo(const DatasetEntry& e, bool with_shots, v1::DatasetInfo* info,
   if (with_shots) {
     const auto& shots = d.catalog().shots();
     const uint64_t begin = std::min<uint64_t>(first, shots.size());
-    const uint64_t end =
-        count == 0 ? shots.size() : std::min<uint64_t>(shots.size(), begin + count);
+    const uint64_t end = std::min<uint64_t>(shots.size(), begin + count);
     info->mutable_shot_ids()->Reserve(static_cast<int>(end - begin));
     info->mutable_shot_trace_counts()->Reserve(static_cast<int>(end - begin));
     for (uint64_t i = begin; i < end; ++i) {
@@ -156,7 +157,7 @@ class ShotStreamServiceImpl final
     }
     for (const DatasetEntry* e : parts_.datasets->All()) {
       if (parts_.gate->MayRead((*pass)->who(), e->name)) {
-        FillInfo(*e, false, response->add_datasets());
+        FillInfo(*e, false, response->add_datasets(), 0, 0);
       }
     }
     reactor->Finish(grpc::Status::OK);
@@ -179,8 +180,10 @@ class ShotStreamServiceImpl final
       reactor->Finish(ToGrpcStatus(pass.status()));
       return reactor;
     }
-    FillInfo(*parts_.datasets->Find(request->name()), true, response, first,
-             request->page_size());
+    const uint32_t page = request->page_size() == 0
+                              ? parts_.max_page_shots
+                              : std::min(request->page_size(), parts_.max_page_shots);
+    FillInfo(*parts_.datasets->Find(request->name()), true, response, first, page);
     reactor->Finish(grpc::Status::OK);
     return reactor;
   }
@@ -210,7 +213,7 @@ class ShotStreamServiceImpl final
   grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* StreamJob(
       grpc::CallbackServerContext* ctx) override {
     const Caller caller = CallerOf(ctx);
-    // Runs on the disk executor (the job may read its file).
+    // Runs on the job executor (the job may read its file).
     auto starter = [this, caller](const v1::JobStart& start) -> absl::StatusOr<JobStream> {
       JobStream out;
       auto pass = parts_.gate->Enter(Rpc::kStreamJob, caller, start.dataset(), [&] {
@@ -246,11 +249,11 @@ class ShotStreamServiceImpl final
     auto refuse = [this, caller](absl::Status why) {
       return parts_.gate->Refuse(Rpc::kStreamJob, caller, "?", std::move(why));
     };
-    return StartJobStream(std::move(starter), std::move(refuse), parts_.readers, parts_.disk,
+    return StartJobStream(std::move(starter), std::move(refuse), parts_.readers, parts_.job_disk,
                           Context(caller, "", nullptr));
   }
 
-  // A commit: the gate's checks here, the job's durable record on the disk executor.
+  // A commit: the gate's checks here, the job's durable record on the job executor.
   grpc::ServerUnaryReactor* CommitJob(grpc::CallbackServerContext* ctx,
                                       const v1::JobCommit* request,
                                       v1::JobCommitted* response) override {
@@ -260,7 +263,7 @@ class ShotStreamServiceImpl final
       reactor->Finish(ToGrpcStatus(pass.status()));
       return reactor;
     }
-    parts_.disk->Submit([this, reactor, request, response] {
+    parts_.job_disk->Submit([this, reactor, request, response] {
       absl::StatusOr<std::shared_ptr<jobs::Job>> job = parts_.jobs->Held(
           request->dataset(), request->job(), request->epoch(), request->seed());
       absl::StatusOr<jobs::Job::Committed> done =
@@ -285,19 +288,16 @@ class ShotStreamServiceImpl final
   grpc::ServerReadReactor<v1::WriteShotsRequest>* WriteShots(
       grpc::CallbackServerContext* ctx, v1::WriteShotsResponse* response) override {
     const Caller caller = CallerOf(ctx);
-    auto pass = parts_.gate->Enter(Rpc::kWriteShots, caller, "", [this] {
-      if (!parts_.write_dir.empty()) return absl::OkStatus();
-      return absl::FailedPreconditionError(
-          "writing is not enabled on this server (start it with --write_dir=DIR, or "
-          "write_dir: in its config)");
-    });
+    auto pass = parts_.gate->Enter(Rpc::kWriteShots, caller, "",
+                                   [this] { return write::WritingEnabled(parts_.write_dir); });
     write::SessionContext context{parts_.datasets, parts_.write_dir,
                                   pass.ok() ? (*pass)->who() : "", parts_.load_written,
                                   parts_.written_published};
     WriteHooks hooks;
-    hooks.committed = [response](const write::WriteSession& session, const DatasetEntry* entry) {
+    hooks.committed = [response, page = parts_.max_page_shots](
+                          const write::WriteSession& session, const DatasetEntry* entry) {
       if (entry != nullptr) {
-        FillInfo(*entry, /*with_shots=*/true, response->mutable_dataset());
+        FillInfo(*entry, /*with_shots=*/true, response->mutable_dataset(), 0, page);
       } else {
         response->mutable_dataset()->set_name(session.name());
       }

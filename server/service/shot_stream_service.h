@@ -38,7 +38,8 @@ struct ServiceParts {
   dataset::DatasetRegistry* datasets = nullptr;
   Gate* gate = nullptr;
   stream::Executor* readers = nullptr;  // shot reads and encodes, windows' on_ready
-  stream::Executor* disk = nullptr;     // write sessions, job starts (their files)
+  stream::Executor* disk = nullptr;      // write sessions: appends, commits (fsync, rename)
+  stream::Executor* job_disk = nullptr;  // job starts and commits (their files), apart
   stream::ByteBudget* budget = nullptr;  // null: no in-flight budget
   // Has stalled streams (and job streams) give back their read-ahead; null: none do.
   stream::StallWatch* stall_watch = nullptr;
@@ -54,6 +55,10 @@ struct ServiceParts {
   // Shots of more float32 bytes are read and sent in pieces of about this size; 0: never.
   uint64_t piece_bytes = 0;
   bool log_streams = true;  // a stderr line per stream, job stream and write
+  // GetDataset's largest page of shots (what page_size 0, or a larger one, gets; the
+  // page's next_page_token names the rest): its one message, built on gRPC's callback
+  // thread, stays bounded however many shots a dataset has.
+  uint32_t max_page_shots = 250'000;
   // WriteShots: where written datasets go (empty: writing is off, FAILED_PRECONDITION),
   // how a written file is loaded into its new entry (the server's dataset settings, its
   // change hook and start-up lines), and who hears it is visible (health).

@@ -13,7 +13,7 @@
 #include <thread>
 
 #include "grpcpp/grpcpp.h"
-#include "grpcpp/impl/codegen/service_type.h"
+#include "grpcpp/impl/service_type.h"
 #include "gtest/gtest.h"
 #include "server/segy/test_writer.h"
 #include "server/stream/reader_pool.h"
@@ -62,6 +62,7 @@ class ServiceTest : public ::testing::Test {
     ASSERT_TRUE(datasets_->at(0).Load(ds).ok());
     pool_ = std::make_unique<stream::ReaderPool>(2);
     disk_ = std::make_unique<stream::ReaderPool>(1);
+    job_disk_ = std::make_unique<stream::ReaderPool>(1);
     if (max_inflight_bytes_ > 0) budget_ = std::make_unique<stream::ByteBudget>(max_inflight_bytes_);
     jobs_ = std::make_unique<jobs::JobRegistry>("", absl::Minutes(1), &counters_.jobs);
     Gate::Options gate;
@@ -72,12 +73,14 @@ class ServiceTest : public ::testing::Test {
     parts.gate = gate_.get();
     parts.readers = pool_.get();
     parts.disk = disk_.get();
+    parts.job_disk = job_disk_.get();
     parts.budget = budget_.get();
     parts.advisor = &advisor_;
     parts.jobs = jobs_.get();
     parts.counters = &counters_;
     parts.limits.default_chunk_bytes = 1 << 20;
     parts.log_streams = false;
+    parts.max_page_shots = max_page_shots_;
     service_ = MakeShotStreamService(parts);
     grpc::ServerBuilder b;
     int port = 0;
@@ -118,12 +121,14 @@ class ServiceTest : public ::testing::Test {
   }
 
   uint64_t max_inflight_bytes_ = 0;
+  uint32_t max_page_shots_ = 250'000;
   io::IoMode io_ = io::IoMode::kPread;
   ServiceCounters counters_;
   std::unique_ptr<dataset::DatasetRegistry> datasets_;
   std::unique_ptr<stream::ByteBudget> budget_;
   stream::EncodingAdvisor advisor_{2};
   std::unique_ptr<stream::ReaderPool> disk_;
+  std::unique_ptr<stream::ReaderPool> job_disk_;
   std::unique_ptr<jobs::JobRegistry> jobs_;
   std::unique_ptr<stream::ReaderPool> pool_;
   std::unique_ptr<Gate> gate_;
@@ -320,6 +325,37 @@ TEST_F(BudgetTest, CancelWhileWaitingForTheBudget) {
   EXPECT_TRUE(WaitFor([&] {
     return counters_.active_streams.load() == 0 && counters_.inflight_bytes.load() == 0;
   }));
+}
+
+class PageLimitTest : public ServiceTest {
+ protected:
+  PageLimitTest() { max_page_shots_ = 12; }
+};
+
+// page_size 0 (or above the limit) gets the server's page limit, never every shot in one
+// message; the pages' tokens lead through every shot, in catalog order.
+TEST_F(PageLimitTest, PageSizeZeroGetsTheLimitAndATokenForTheRest) {
+  for (uint32_t asked : {0u, 1000u}) {
+    std::vector<int64_t> ids;
+    std::string token;
+    int pages = 0;
+    do {
+      v1::GetDatasetRequest req;
+      req.set_name("d");
+      req.set_page_size(asked);
+      req.set_page_token(token);
+      v1::DatasetInfo page;
+      grpc::ClientContext ctx;
+      ASSERT_TRUE(stub_->GetDataset(&ctx, req, &page).ok());
+      EXPECT_LE(page.shot_ids_size(), 12);
+      ids.insert(ids.end(), page.shot_ids().begin(), page.shot_ids().end());
+      token = page.next_page_token();
+      ++pages;
+    } while (!token.empty());
+    EXPECT_EQ(pages, 3) << "asked " << asked;  // 12 + 12 + 6
+    ASSERT_EQ(ids.size(), static_cast<size_t>(kShots));
+    for (int s = 0; s < kShots; ++s) EXPECT_EQ(ids[s], s);
+  }
 }
 
 TEST_F(ServiceTest, ValidationErrorsBeforeAnyData) {

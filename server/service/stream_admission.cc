@@ -14,13 +14,13 @@ absl::Status StreamAdmission::Admit(const std::string& address) {
   absl::MutexLock lock(&mu_);
   if (running_ >= max_streams_) {
     return absl::ResourceExhaustedError(
-        absl::StrCat("the server runs ", running_, " streams, its limit (max_streams)"));
+        absl::StrCat("the server runs ", running_, " ", what_, ", its limit (", limit_, ")"));
   }
   auto it = per_peer_.find(address);
   const uint32_t mine = it == per_peer_.end() ? 0 : it->second;
   if (mine >= max_streams_per_peer_) {
     return absl::ResourceExhaustedError(absl::StrCat(
-        address, " runs ", mine, " streams, the limit per peer (max_streams_per_peer)"));
+        address, " runs ", mine, " ", what_, ", the limit per peer (", limit_, "_per_peer)"));
   }
   ++per_peer_[address];
   ++running_;

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
@@ -18,8 +19,14 @@ namespace shotstream::service {
 
 class StreamAdmission {
  public:
-  StreamAdmission(uint32_t max_streams, uint32_t max_streams_per_peer)
-      : max_streams_(max_streams), max_streams_per_peer_(max_streams_per_peer) {}
+  // `what` names what is admitted in errors ("streams"), `limit` the setting that bounds
+  // it ("max_streams"; the per-peer one is `limit`_per_peer).
+  StreamAdmission(uint32_t max_streams, uint32_t max_streams_per_peer,
+                  std::string what = "streams", std::string limit = "max_streams")
+      : max_streams_(max_streams),
+        max_streams_per_peer_(max_streams_per_peer),
+        what_(std::move(what)),
+        limit_(std::move(limit)) {}
 
   // "ipv4:127.0.0.1:5555" -> "ipv4:127.0.0.1"; a peer without a port stays as it is.
   static std::string PeerAddress(const std::string& peer);
@@ -35,6 +42,8 @@ class StreamAdmission {
  private:
   const uint32_t max_streams_;
   const uint32_t max_streams_per_peer_;
+  const std::string what_;
+  const std::string limit_;
   mutable absl::Mutex mu_;
   uint32_t running_ ABSL_GUARDED_BY(mu_) = 0;                      // slots taken
   std::map<std::string, uint32_t> per_peer_ ABSL_GUARDED_BY(mu_);  // by address, never 0

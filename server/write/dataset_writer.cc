@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cerrno>
@@ -63,10 +64,50 @@ std::vector<std::string> RemoveTemporaries(const std::string& dir) {
   return removed;
 }
 
+namespace {
+constexpr char kWrittenBy[] = "WRITTEN BY SHOTSTREAM WRITESHOTS FOR ";
+}  // namespace
+
+std::vector<WrittenDataset> FindWritten(const std::string& dir,
+                                        std::vector<std::string>* foreign) {
+  // The mark every written file's textual header begins with, as FileHeader encodes it.
+  // (Its first line, the EBCDIC spaces that pad it cut.)
+  std::string mark = segy::FileHeader({kWrittenBy}, 1, 1000, 5).substr(0, 80);
+  while (!mark.empty() && mark.back() == '\x40') mark.pop_back();
+  std::vector<WrittenDataset> found;
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return found;
+  while (const dirent* e = ::readdir(d)) {
+    const absl::string_view file = e->d_name;
+    if (!absl::EndsWith(file, ".sgy") || file[0] == '.') continue;
+    const std::string name(file.substr(0, file.size() - 4));
+    const std::string path = absl::StrCat(dir, "/", file);
+    if (!ValidateWriteName(name).ok()) {
+      foreign->push_back(absl::StrCat(path, ": not a name a write may create"));
+      continue;
+    }
+    std::string head(mark.size(), '\0');
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    const ssize_t got = fd < 0 ? -1 : ::pread(fd, head.data(), head.size(), 0);
+    if (fd >= 0) ::close(fd);
+    if (got != static_cast<ssize_t>(mark.size()) || head != mark) {
+      foreign->push_back(absl::StrCat(
+          path, ": its textual header does not say it was written by WriteShots"));
+      continue;
+    }
+    found.push_back({name, path});
+  }
+  ::closedir(d);
+  std::sort(found.begin(), found.end(),
+            [](const WrittenDataset& a, const WrittenDataset& b) { return a.name < b.name; });
+  std::sort(foreign->begin(), foreign->end());
+  return found;
+}
+
 std::vector<std::string> WrittenTextLines(const std::string& name, const std::string& writer,
                                           uint64_t shots, uint64_t traces, uint32_t n_samples,
                                           double sample_interval_us, int format) {
-  return {absl::StrCat("WRITTEN BY SHOTSTREAM WRITESHOTS FOR ",
+  return {absl::StrCat(kWrittenBy,
                        writer.empty() ? "AN UNNAMED CLIENT" : writer),
           absl::StrCat("ON ", absl::FormatTime("%Y-%m-%d %H:%M:%S UTC", absl::Now(),
                                                absl::UTCTimeZone())),

@@ -34,6 +34,18 @@ std::string WrittenPath(const std::string& dir, const std::string& name);
 // names.
 std::vector<std::string> RemoveTemporaries(const std::string& dir);
 
+// A dataset this service wrote to its write_dir before: DIR/NAME.sgy whose textual header
+// begins as WrittenTextLines' does.
+struct WrittenDataset {
+  std::string name;
+  std::string path;
+};
+// The datasets written to `dir` before, sorted by name; every other NAME.sgy there (a
+// name no write may create, or a file this service did not write) goes to `foreign`
+// (its path and why), to be reported and left alone.
+std::vector<WrittenDataset> FindWritten(const std::string& dir,
+                                        std::vector<std::string>* foreign);
+
 struct WriteSpec {
   std::string dir;
   std::string name;

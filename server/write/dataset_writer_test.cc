@@ -54,6 +54,36 @@ TEST(DatasetWriterTest, WritesShotsThatReadBackAsSegy) {
   EXPECT_EQ((*w)->max_error(), 0);
 }
 
+// Found again at a restart: the datasets this writer committed, and nothing else of the
+// directory's .sgy files (one another program wrote, one of a name no write makes).
+TEST(DatasetWriterTest, FindWrittenFindsOnlyWhatItWrote) {
+  const std::string dir = TempDir();
+  for (const char* name : {"zeta", "alpha"}) {
+    auto w = DatasetWriter::Create(WriteSpec{dir, name, 4000, 5, ""});
+    ASSERT_TRUE(w.ok()) << w.status();
+    std::vector<float> samples(4, 1.0f);
+    ASSERT_TRUE((*w)->BeginShot(1, 1, 4, {}).ok());
+    ASSERT_TRUE((*w)->AddSamples(Bytes(samples)).ok());
+    ASSERT_TRUE((*w)->EndShot(Crc32(0, samples.data(), 16)).ok());
+    ASSERT_TRUE((*w)->Commit().ok());
+  }
+  // A SEG-Y of another writer: an ASCII textual header and a 3600-byte head.
+  std::string other(3600 + 240 + 16, '\0');
+  other.replace(0, 20, "C 1 CLIENT ACME CORP");
+  std::ofstream(dir + "/acme.sgy", std::ios::binary) << other;
+  std::ofstream(dir + "/bad name.sgy", std::ios::binary) << other;
+  std::ofstream(dir + "/notes.txt") << "not a dataset";
+  std::vector<std::string> foreign;
+  const std::vector<WrittenDataset> found = FindWritten(dir, &foreign);
+  ASSERT_EQ(found.size(), 2u);
+  EXPECT_EQ(found[0].name, "alpha");
+  EXPECT_EQ(found[0].path, WrittenPath(dir, "alpha"));
+  EXPECT_EQ(found[1].name, "zeta");
+  ASSERT_EQ(foreign.size(), 2u);
+  EXPECT_NE(foreign[0].find("acme.sgy: its textual header"), std::string::npos) << foreign[0];
+  EXPECT_NE(foreign[1].find("bad name.sgy: not a name"), std::string::npos) << foreign[1];
+}
+
 TEST(DatasetWriterTest, AbandonedWritesLeaveNothing) {
   const std::string dir = TempDir();
   std::string temp;

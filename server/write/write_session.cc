@@ -20,12 +20,15 @@ void WriteSession::Abandon() {
   reserved_ = false;
 }
 
+absl::Status WritingEnabled(const std::string& write_dir) {
+  if (!write_dir.empty()) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      "writing is not enabled on this server (start it with --write_dir=DIR, or write_dir: "
+      "in its config)");
+}
+
 absl::Status WriteSession::Start(const v1::WriteStart& first) {
-  if (context_.write_dir.empty()) {
-    return absl::FailedPreconditionError(
-        "writing is not enabled on this server (start it with --write_dir=DIR, or write_dir: "
-        "in its config)");
-  }
+  SS_RETURN_IF_ERROR(WritingEnabled(context_.write_dir));
   name_ = first.dataset();
   if (name_.empty()) return absl::InvalidArgumentError("start.dataset: the dataset to create");
   SS_RETURN_IF_ERROR(ValidateWriteName(name_));

@@ -22,6 +22,10 @@
 
 namespace shotstream::write {
 
+// OK where `write_dir` is set; otherwise FAILED_PRECONDITION saying how to enable writing
+// (the one place that says so: the service's gate asks it too).
+absl::Status WritingEnabled(const std::string& write_dir);
+
 struct SessionContext {
   dataset::DatasetRegistry* datasets = nullptr;
   std::string write_dir;  // empty: writing is off (FAILED_PRECONDITION)
