@@ -29,6 +29,7 @@
 #include "common/status_macros.h"
 #include "wire/encoding_proto.h"
 #include "wire/chunk_codec.h"
+#include "wire/chunk_cut.h"
 #include "wire/job_token.h"
 #include "client/shot_assembler.h"
 #include "wire/sample_encoding.h"
@@ -1030,8 +1031,7 @@ absl::StatusOr<DatasetSummary> Client::Write(const std::string& name,
     }
     if (!*more) break;
     const uint64_t trace_bytes = uint64_t{shot.n_samples} * sizeof(float);
-    const uint64_t per = std::max<uint64_t>(1, options.max_chunk_bytes / std::max<uint64_t>(
-                                                   trace_bytes, 1));
+    const uint64_t per = wire::TracesPerChunk(options.max_chunk_bytes, trace_bytes);
     uint32_t crc = 0;
     for (uint64_t t = 0; open && (t < shot.n_traces || t == 0); t += per) {
       const uint64_t n = std::min<uint64_t>(per, shot.n_traces - std::min<uint64_t>(t, shot.n_traces));

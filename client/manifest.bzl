@@ -34,6 +34,7 @@ NATIVE_HEADERS = [
     "gpu/pinned_buffer_pool.h",
     "segy/sample_format.h",
     "wire/chunk_codec.h",
+    "wire/chunk_cut.h",
     "wire/chunk_plan.h",
     "wire/job_token.h",
     "client/shot_assembler.h",

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "wire/chunk_cut.h"
 
 namespace shotstream::wire {
 namespace {
@@ -91,6 +92,15 @@ TEST(ChunkWriterTest, ALossyShotsCrcJoinsTheBytesCarried) {
   std::vector<uint8_t> both = first;
   both.insert(both.end(), second.begin(), second.end());
   EXPECT_EQ(meta.crc32(), crc_of(both));
+}
+
+// The chunk cut: whole traces, at least one, however small the limit.
+TEST(ChunkCutTest, WholeTracesAtLeastOne) {
+  EXPECT_EQ(TracesPerChunk(1 << 20, 4000), 262u);
+  EXPECT_EQ(TracesPerChunk(8000, 4000), 2u);
+  EXPECT_EQ(TracesPerChunk(7999, 4000), 1u);
+  EXPECT_EQ(TracesPerChunk(100, 4000), 1u);  // a trace over the limit goes alone
+  EXPECT_EQ(TracesPerChunk(100, 0), 100u);   // (no samples: never a division by zero)
 }
 
 }  // namespace

@@ -240,6 +240,11 @@ double Rms(const float* samples, size_t n) {
   return std::sqrt(kernels::Stats(samples, n).sum_squares / static_cast<double>(n));
 }
 
+double LossyAccuracy(double tolerance, double rms) {
+  const double accuracy = (tolerance > 0 ? tolerance : kDefaultZfpTolerance) * rms;
+  return accuracy > 0 ? accuracy : 1e-30;
+}
+
 float QuantizedStep(double accuracy, float peak) {
   // Encoding rounds x * (1 / step) to an integer q, decoding computes float(q) * step, all
   // in float32: |error| <= step / 2 x (1 + 2^-24) + peak x 1.5 x 2^-23 (the inverse, the

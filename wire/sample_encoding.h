@@ -50,6 +50,12 @@ int NativeBytesPerSample(int format);
 // The RMS of n samples (0 for none), for the ZFP tolerance.
 double Rms(const float* samples, size_t n);
 
+// The one accuracy rule of the lossy encodings (ZFP, QUANTIZED, and INT16 held to a
+// tolerance): the absolute error bound for samples of RMS `rms` at `tolerance` (relative
+// to the RMS; 0: kDefaultZfpTolerance). Never 0: an all-zero shot gets a tiny positive
+// bound (its zeros are exact whatever the bound). Every encoder and probe uses it.
+double LossyAccuracy(double tolerance, double rms);
+
 // QUANTIZED's step for an absolute error bound `accuracy` on samples up to |peak| (finite):
 // every decoded sample within `accuracy` of its original, float32 rounding included; 0
 // where there is none (a bound below float32's precision at the peak, or zero).

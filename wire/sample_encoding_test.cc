@@ -141,7 +141,9 @@ TEST_P(QuantizedTest, EverySampleIsWithinTheBound) {
             << "seed " << seed << " tol " << tol << " sample " << i << ": " << v[i] << " -> "
             << out[i];
       }
-      if (seed == 1 && tol == 1e-3) EXPECT_LT(b->size(), v.size() * 4 * 6 / 10);  // 16-bit data
+      if (seed == 1 && tol == 1e-3) {
+        EXPECT_LT(b->size(), v.size() * 4 * 6 / 10);  // 16-bit data
+      }
     }
   }
 }
@@ -191,6 +193,15 @@ TEST(SampleEncodingTest, LossyEncodingsRefuseNonFiniteSamples) {
   EXPECT_EQ(EncodeSamples(Encoding::kInt16, v.data(), 2, 8).status().code(),
             absl::StatusCode::kFailedPrecondition);
   EXPECT_TRUE(EncodeSamples(Encoding::kLossless, v.data(), 2, 8).ok());
+}
+
+// The one accuracy rule: tolerance x RMS, the default tolerance when none is given, and a
+// positive bound for an all-zero shot.
+TEST(SampleEncodingTest, LossyAccuracyIsToleranceTimesRms) {
+  EXPECT_DOUBLE_EQ(LossyAccuracy(0.01, 200.0), 2.0);
+  EXPECT_DOUBLE_EQ(LossyAccuracy(0, 200.0), kDefaultZfpTolerance * 200.0);
+  EXPECT_GT(LossyAccuracy(0.01, 0.0), 0.0);
+  EXPECT_LT(LossyAccuracy(0.01, 0.0), 1e-20);
 }
 
 TEST(SampleEncodingTest, NoTracesEncodeAndDecode) {

@@ -13,6 +13,7 @@
 #include "common/crc32.h"
 #include "common/status_macros.h"
 #include "server/source/formats.h"
+#include "wire/chunk_cut.h"
 #include "wire/sample_encoding.h"
 
 namespace shotstream::dataset {
@@ -196,7 +197,7 @@ io::SampleRange Dataset::RangeOf(const ShotSelection& sel) const {
   return io::SampleRange{sel.start, sel.count == 0 ? n_samples() - sel.start : sel.count};
 }
 
-Dataset::TraceBytes Dataset::TraceBytesOf(const ShotPlan& plan,
+Dataset::TraceBytes Dataset::TraceBytesOf(const ReadPlan& plan,
                                           const std::optional<io::StoredForm>& form) const {
   TraceBytes t;
   const uint64_t count = RangeOf(plan.selection).count;
@@ -205,17 +206,17 @@ Dataset::TraceBytes Dataset::TraceBytesOf(const ShotPlan& plan,
                        : 0;
   t.out = count * sizeof(float);
   t.wire = t.native_width > 0 ? count * t.native_width : t.out;
-  t.per_chunk = std::max<uint64_t>(1, plan.selection.max_chunk_bytes / t.wire);
+  t.per_chunk = wire::TracesPerChunk(plan.selection.max_chunk_bytes, t.wire);
   return t;
 }
 
-absl::StatusOr<ShotData> Dataset::ReadShot(int64_t shot_id, const ShotPlan& plan,
+absl::StatusOr<ShotData> Dataset::ReadShot(int64_t shot_id, const ReadPlan& plan,
                                            io::ReadStats* stats) const {
   SS_ASSIGN_OR_RETURN(const std::vector<io::TraceRef> traces, ShotTraces(shot_id, plan.selection));
   return ReadTraces(shot_id, plan, traces, /*select=*/true, stats);
 }
 
-absl::StatusOr<ShotHead> Dataset::ReadShotHead(int64_t shot_id, const ShotPlan& plan,
+absl::StatusOr<ShotHead> Dataset::ReadShotHead(int64_t shot_id, const ReadPlan& plan,
                                                uint64_t piece_bytes,
                                                io::ReadStats* stats) const {
   const ShotSelection& sel = plan.selection;
@@ -260,7 +261,7 @@ absl::StatusOr<ShotHead> Dataset::ReadShotHead(int64_t shot_id, const ShotPlan& 
 }
 
 absl::StatusOr<ShotData> Dataset::ReadPiece(const ShotHead& head, size_t piece,
-                                            const ShotPlan& plan, io::ReadStats* stats) const {
+                                            const ReadPlan& plan, io::ReadStats* stats) const {
   const uint32_t first = head.piece_first(piece);
   const uint32_t n = head.piece_traces(piece);
   const absl::Span<const io::TraceRef> traces =
@@ -314,7 +315,7 @@ void Dataset::Select(const ShotSelection& sel, const source::TraceHeaders& heade
   }
 }
 
-absl::StatusOr<ShotData> Dataset::ReadTraces(int64_t shot_id, const ShotPlan& plan,
+absl::StatusOr<ShotData> Dataset::ReadTraces(int64_t shot_id, const ReadPlan& plan,
                                              absl::Span<const io::TraceRef> traces, bool select,
                                              io::ReadStats* stats,
                                              const std::optional<io::StoredForm>* shot_form) const {

@@ -121,7 +121,7 @@ class Dataset {
   // checked to be the one opened, unchanged, and each trace's shot key (where the source
   // stores one) to be the shot asked for; otherwise DATA_LOSS naming the file and byte
   // ("changed since its catalog was built"), after spec().on_files_changed is called.
-  absl::StatusOr<ShotData> ReadShot(int64_t shot_id, const ShotPlan& plan,
+  absl::StatusOr<ShotData> ReadShot(int64_t shot_id, const ReadPlan& plan,
                                     io::ReadStats* stats = nullptr) const;
   // A shot read in pieces, for shots larger than a stream's piece size: its head first
   // (the traces kept: where the plan has conditions, or asks for header columns or raw
@@ -129,10 +129,10 @@ class Dataset {
   // whole chunks holding about piece_bytes of float32 each, at least one chunk), then each
   // piece as ReadShot reads a shot (no header columns: the head has them), with the same
   // checks. A piece's chunk_crc32 and crc32 are its own.
-  absl::StatusOr<ShotHead> ReadShotHead(int64_t shot_id, const ShotPlan& plan,
+  absl::StatusOr<ShotHead> ReadShotHead(int64_t shot_id, const ReadPlan& plan,
                                         uint64_t piece_bytes,
                                         io::ReadStats* stats = nullptr) const;
-  absl::StatusOr<ShotData> ReadPiece(const ShotHead& head, size_t piece, const ShotPlan& plan,
+  absl::StatusOr<ShotData> ReadPiece(const ShotHead& head, size_t piece, const ReadPlan& plan,
                                      io::ReadStats* stats = nullptr) const;
 
  private:
@@ -161,12 +161,12 @@ class Dataset {
     uint64_t wire = 0;
     uint64_t per_chunk = 1;
   };
-  TraceBytes TraceBytesOf(const ShotPlan& plan, const std::optional<io::StoredForm>& form) const;
+  TraceBytes TraceBytesOf(const ReadPlan& plan, const std::optional<io::StoredForm>& form) const;
   // Reads `traces` of shot `shot_id` into chunks; with `select`, keeps those meeting the
   // plan's conditions and makes the header columns and raw headers. `shot_form`: how the
   // whole shot's traces are stored (a piece is read as its shot is); null: theirs.
   absl::StatusOr<ShotData> ReadTraces(
-      int64_t shot_id, const ShotPlan& plan, absl::Span<const io::TraceRef> traces, bool select,
+      int64_t shot_id, const ReadPlan& plan, absl::Span<const io::TraceRef> traces, bool select,
       io::ReadStats* stats, const std::optional<io::StoredForm>* shot_form = nullptr) const;
   // The traces (of n) whose header values meet every condition of `sel`.
   static std::vector<size_t> Kept(const ShotSelection& sel, const source::TraceHeaders& headers,

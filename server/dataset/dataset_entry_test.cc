@@ -55,11 +55,11 @@ TEST(DatasetEntryTest, FilesChangedUnderAReadAreRebuiltNeverServedStale) {
   ASSERT_TRUE(entry.Load(spec).ok());
   ASSERT_EQ(entry.state(), DatasetEntry::State::kReady);
   std::shared_ptr<const Dataset> before = entry.dataset();
-  ASSERT_TRUE(before->ReadShot(2, ShotPlan()).ok());
+  ASSERT_TRUE(before->ReadShot(2, ReadPlan()).ok());
 
   // Same size, new field records (shots 11..13) and samples.
   WriteSurvey(path, 11, 3);
-  auto stale = before->ReadShot(2, ShotPlan());
+  auto stale = before->ReadShot(2, ReadPlan());
   ASSERT_FALSE(stale.ok());
   EXPECT_EQ(stale.status().code(), absl::StatusCode::kDataLoss);
   EXPECT_NE(stale.status().message().find("rewritten.sgy: changed since its catalog was built"),
@@ -72,11 +72,11 @@ TEST(DatasetEntryTest, FilesChangedUnderAReadAreRebuiltNeverServedStale) {
   std::shared_ptr<const Dataset> after = entry.dataset();
   ASSERT_NE(after, before);
   EXPECT_EQ(after->catalog().Find(2), nullptr);
-  auto shot = after->ReadShot(12, ShotPlan());
+  auto shot = after->ReadShot(12, ReadPlan());
   ASSERT_TRUE(shot.ok()) << shot.status();
   EXPECT_EQ(reinterpret_cast<const float*>(shot->chunks[0].data())[0], 12.0f);
   // The old dataset, still held by whoever read through it, keeps failing: never stale.
-  EXPECT_FALSE(before->ReadShot(1, ShotPlan()).ok());
+  EXPECT_FALSE(before->ReadShot(1, ReadPlan()).ok());
 }
 
 TEST(DatasetEntryTest, LoadingUntilItsFirstLoadEndsThenReadyWithItsProgress) {
@@ -125,7 +125,7 @@ TEST(DatasetEntryTest, ATraceHeaderWhoseShotKeyMovedIsCaughtEvenWithTheSameMtime
   WriteSurvey(path, 5, 2);
   const timespec times[2] = {st.st_atim, st.st_mtim};
   ASSERT_EQ(::utimensat(AT_FDCWD, path.c_str(), times, 0), 0);
-  auto r = (*d)->ReadShot(2, ShotPlan());
+  auto r = (*d)->ReadShot(2, ReadPlan());
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), absl::StatusCode::kDataLoss);
   // Shot 2's first trace is trace 3, at 3600 + 3 * 256; its field record at byte 9.
@@ -196,7 +196,7 @@ TEST(DatasetEntryTest, AReadyDatasetKeepsServingWhileItsNewSpecLoads) {
   EXPECT_NE(entry.dataset(), before);
   EXPECT_EQ(entry.dataset()->catalog().shots().size(), 3u);
   EXPECT_EQ(entry.spec().globs, std::vector<std::string>{dir + "/b.sgy"});
-  EXPECT_TRUE(before->ReadShot(1, ShotPlan()).ok());  // a stream holding it reads on
+  EXPECT_TRUE(before->ReadShot(1, ReadPlan()).ok());  // a stream holding it reads on
 }
 
 TEST(DatasetEntryTest, SkipServesTheGoodFilesAndListsTheBadOnes) {
@@ -218,7 +218,7 @@ TEST(DatasetEntryTest, SkipServesTheGoodFilesAndListsTheBadOnes) {
   ASSERT_EQ((*d)->bad_files().size(), 2u);
   EXPECT_EQ((*d)->bad_files()[0].rfind(dir + "/p2.sgy: ", 0), 0u) << (*d)->bad_files()[0];
   EXPECT_EQ((*d)->bad_files()[1].rfind(dir + "/p4.sgy: ", 0), 0u) << (*d)->bad_files()[1];
-  auto shot = (*d)->ReadShot(5, ShotPlan());
+  auto shot = (*d)->ReadShot(5, ReadPlan());
   ASSERT_TRUE(shot.ok()) << shot.status();
   // Nothing good left: FAILED, naming each.
   spec.globs = {dir + "/p2.sgy", dir + "/p4.sgy"};

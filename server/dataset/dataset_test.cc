@@ -17,9 +17,9 @@ namespace shotstream::dataset {
 namespace {
 
 // The plan of a read: these header columns, chunks of at most `chunk` sample bytes.
-ShotPlan Plan(std::vector<segy::HeaderSelector> headers, uint64_t chunk,
+ReadPlan Plan(std::vector<segy::HeaderSelector> headers, uint64_t chunk,
               ZeroCopy zero_copy = ZeroCopy::kOff) {
-  ShotPlan plan;
+  ReadPlan plan;
   plan.selection.headers = std::move(headers);
   plan.selection.max_chunk_bytes = chunk;
   plan.zero_copy = zero_copy;
@@ -175,7 +175,7 @@ TEST(DatasetTest, WindowAndConditionsSelectSamplesAndTraces) {
   auto d = Dataset::Load(spec);
   ASSERT_TRUE(d.ok()) << d.status();
   const segy::HeaderSelector offset = *segy::ResolveHeader("offset");
-  ShotPlan plan = Plan({offset}, 2 * 3 * 4);
+  ReadPlan plan = Plan({offset}, 2 * 3 * 4);
   ShotSelection& sel = plan.selection;
   sel.start = 1;
   sel.count = 3;
@@ -228,7 +228,7 @@ TEST(DatasetTest, AShotReadInPiecesIsTheShotReadWhole) {
   ASSERT_TRUE(d.ok()) << d.status();
   const segy::HeaderSelector offset = *segy::ResolveHeader("offset");
   for (int variant = 0; variant < 4; ++variant) {
-    ShotPlan plan = Plan({offset, *segy::ResolveHeader("group_x")}, 2 * 6 * 4);
+    ReadPlan plan = Plan({offset, *segy::ResolveHeader("group_x")}, 2 * 6 * 4);
     plan.selection.raw_trace_headers = true;
     if (variant == 1) plan.selection.where = {{offset, 25, 150}};  // traces 1..6
     if (variant == 2) {
@@ -299,7 +299,7 @@ TEST(DatasetTest, NativeKeepsIntegerSamplesAsStoredWithTheCrcOfTheirValues) {
   spec.globs = {Dir() + "/n16.sgy"};
   auto d = Dataset::Load(spec);
   ASSERT_TRUE(d.ok()) << d.status();
-  ShotPlan plan = Plan({}, 1 << 20, ZeroCopy::kAnyByteOrder);
+  ReadPlan plan = Plan({}, 1 << 20, ZeroCopy::kAnyByteOrder);
   plan.native = true;
   plan.selection.start = 2;
   plan.selection.count = 6;
@@ -425,7 +425,7 @@ TEST_F(DatasetOverFakeTest, ConditionsWindowColumnsAndChunksWhateverTheSource) {
   auto d = Make(MakeSource());
   auto offset = d->ResolveHeader("offset");
   ASSERT_TRUE(offset.ok()) << offset.status();
-  ShotPlan plan = Plan({*offset}, 2 * 2 * 4);  // 2 traces of 2 samples a chunk
+  ReadPlan plan = Plan({*offset}, 2 * 2 * 4);  // 2 traces of 2 samples a chunk
   plan.selection.start = 3;
   plan.selection.count = 2;
   plan.selection.where = {{*offset, 20, 80}};
@@ -502,7 +502,7 @@ TEST_F(DatasetOverFakeTest, NativeReadsTheStoredFormAndZeroCopyLocatesMappedFloa
   auto int16 = MakeSource();
   int16->set_form({segy::SampleFormat::kInt16, segy::ByteOrder::kBigEndian, false});
   auto d = Make(std::move(int16));
-  ShotPlan native = Plan({}, 1 << 20);
+  ReadPlan native = Plan({}, 1 << 20);
   native.native = true;
   auto shot = d->ReadShot(1, native);
   ASSERT_TRUE(shot.ok()) << shot.status();
@@ -531,7 +531,7 @@ TEST_F(DatasetOverFakeTest, NativeReadsTheStoredFormAndZeroCopyLocatesMappedFloa
   auto decoded = m->ReadShot(2, Plan({}, 1 << 20));
   EXPECT_EQ(*crc, decoded->crc32);
   // Conditions keep the stored traces they select; none kept is one empty chunk.
-  ShotPlan some = Plan({}, 1 << 20, ZeroCopy::kLittleEndian);
+  ReadPlan some = Plan({}, 1 << 20, ZeroCopy::kLittleEndian);
   some.selection.where = {{*m->ResolveHeader("group_x"), 150, 1e9}};
   auto two = m->ReadShot(2, some);
   ASSERT_TRUE(two->is_stored());

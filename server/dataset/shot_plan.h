@@ -1,8 +1,9 @@
 // What a stream asks of its shots, once validated (ShotSelection), and how every shot of it
-// is then read and encoded (ShotPlan): the request is validated once
+// is then read (ReadPlan) and encoded (EncodePlan): the request is validated once
 // (service/request_validation) into a ShotSelection, the encoding and zero copy are decided
-// once per stream (stream/stream_plan) into a ShotPlan, and that plan travels unchanged to
-// each read (Dataset::ReadShot) and encode (the stream window). Plain values.
+// once per stream (stream/stream_plan) into the two plans, and they travel unchanged: the
+// read plan to each read (Dataset::ReadShot), the encode plan to each encode (the stream's
+// pipeline). Plain values.
 #ifndef SHOTSTREAM_SERVER_DATASET_SHOT_PLAN_H_
 #define SHOTSTREAM_SERVER_DATASET_SHOT_PLAN_H_
 
@@ -39,14 +40,23 @@ struct ShotSelection {
 // than decode: mapped IEEE float32 ones, little-endian only, or of either byte order.
 enum class ZeroCopy { kOff, kLittleEndian, kAnyByteOrder };
 
-// How each shot of a stream is read and encoded: decided once per stream.
-struct ShotPlan {
+// What each shot of a stream is read as: the selection (traces, window, header columns,
+// the chunk cut by max_chunk_bytes) and the form its samples are read in. What the
+// dataset and its source see of a stream; they never see how it is encoded.
+struct ReadPlan {
   ShotSelection selection;
-  wire::Encoding encoding = wire::Encoding::kFloat32;  // never kAuto
-  // Integer and IBM samples read as stored (encoding kNative, where the shot's traces share
-  // such a format); otherwise decoded to float32.
+  // Integer and IBM samples read as stored (a shot whose traces share such a format comes
+  // back kNative); otherwise decoded to float32.
   bool native = false;
   ZeroCopy zero_copy = ZeroCopy::kOff;  // kOff unless the encoding sends float32 as is
+};
+
+// How each shot of a stream is encoded for the wire, once it is read (stream/shot_encoder).
+struct EncodePlan {
+  wire::Encoding encoding = wire::Encoding::kFloat32;  // never kAuto
+  // The lossy encodings' bound, relative to each shot's RMS (0: the default;
+  // wire::LossyAccuracy is the one rule).
+  double tolerance = 0;
   // ENCODING_AUTO's measurement: encode the first traces of every kProbeEvery-th shot
   // with each of these (the result thrown away), so that the next stream can choose:
   // LOSSLESS, and, given a tolerance, QUANTIZED and INT16 (all but the one it sends).
@@ -54,6 +64,13 @@ struct ShotPlan {
   // ENCODING_AUTO with a tolerance sent as INT16: a shot whose traces INT16 cannot carry
   // within the tolerance goes QUANTIZED (EncodeShot's bound_int16).
   bool bound_int16 = false;
+};
+
+// A stream's two plans, decided together once (stream/stream_plan): the read plan goes to
+// every read, the encode plan to every encode.
+struct ShotPlan {
+  ReadPlan read;
+  EncodePlan encode;
 };
 
 }  // namespace shotstream::dataset

@@ -155,6 +155,16 @@ std::string RenderPrometheus(const service::ServiceCounters& c,
                             service::RpcName(static_cast<service::Rpc>(rpc)), kCodeNames[code], n);
     }
   }
+  out += "# HELP shotstream_calls_ended_total Admitted calls ended, by RPC and status code.\n"
+         "# TYPE shotstream_calls_ended_total counter\n";
+  for (int rpc = 0; rpc < service::kRpcs; ++rpc) {
+    for (int code = 0; code < 17; ++code) {
+      const int64_t n = c.ended_by_rpc[rpc][code].load();
+      if (n == 0) continue;
+      absl::StrAppendFormat(&out, "shotstream_calls_ended_total{rpc=\"%s\",code=\"%s\"} %d\n",
+                            service::RpcName(static_cast<service::Rpc>(rpc)), kCodeNames[code], n);
+    }
+  }
   Metric(&out, "shotstream_shots_written_total", "counter",
          "Shots received and written by WriteShots (of writes committed or not).",
          c.shots_written.load());

@@ -21,7 +21,34 @@ Gate::Gate(const dataset::DatasetRegistry* datasets, ServiceCounters* counters, 
       write_admission_(options_.max_writes, options_.max_writes, "writes", "max_writes") {}
 
 Gate::Pass::~Pass() {
+  End(absl::UnknownError("the call ended without saying how"));
   if (slot_ != nullptr) slot_->Release(peer_address_);
+}
+
+void Gate::Pass::End(const absl::Status& status, const std::string& line) {
+  if (ended_.exchange(true)) return;
+  ServiceCounters* c = gate_->counters_;
+  const int code = static_cast<int>(status.code()) % 17;
+  c->ended_by_rpc[static_cast<int>(rpc_)][code]++;
+  switch (rpc_) {
+    case Rpc::kStreamShots:
+    case Rpc::kStreamJob:
+      c->finished_by_code[code]++;
+      c->active_streams--;
+      break;
+    case Rpc::kWriteShots:
+      if (status.ok()) {
+        c->writes_committed++;
+      } else {
+        c->writes_failed_by_code[code]++;
+      }
+      break;
+    default:
+      break;
+  }
+  if (gate_->options_.log && !line.empty()) {
+    std::fputs(absl::StrCat(line, "\n").c_str(), stderr);  // one write: no interleaving
+  }
 }
 
 bool Gate::MayRead(const std::string& who, const std::string& name) const {
@@ -45,7 +72,13 @@ absl::StatusOr<std::unique_ptr<Gate::Pass>> Gate::Enter(
       return Refuse(rpc, caller, dataset, std::move(s));
     }
   }
-  return std::unique_ptr<Pass>(new Pass(this, std::move(who), std::move(address), slots));
+  int64_t id = 0;
+  if (slots == &admission_) {  // a stream begins: running, and numbered
+    counters_->active_streams++;
+    id = ++counters_->streams_started;
+  }
+  return std::unique_ptr<Pass>(
+      new Pass(this, rpc, std::move(who), std::move(address), slots, id));
 }
 
 absl::Status Gate::Checks(Rpc rpc, const Caller& caller, const std::string& dataset,

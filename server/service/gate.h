@@ -45,24 +45,40 @@ class Gate {
   // `datasets` and `counters` outlive the gate.
   Gate(const dataset::DatasetRegistry* datasets, ServiceCounters* counters, Options options);
 
-  // An admitted call: who it is, and (streams, writes) a slot that is given back when the
-  // Pass goes.
+  // An admitted call: who it is, (streams) its number, and (streams, writes) a slot that
+  // is given back when the Pass goes. The call's end is counted and logged in one place,
+  // End, as its start is in Enter. Thread-safe.
   class Pass {
    public:
-    ~Pass();
+    ~Pass();  // a call that never said its end is counted as ending UNKNOWN
     Pass(const Pass&) = delete;
     Pass& operator=(const Pass&) = delete;
     const std::string& who() const { return who_; }
     const std::string& peer_address() const { return peer_address_; }
+    int64_t id() const { return id_; }  // a stream's number (from 1); 0 for other calls
+
+    // The call ended with `status`: counted by RPC and code (a stream no longer runs and
+    // counts as finished by code; a write as committed or failed), and `line` (when not
+    // empty, and the gate logs) written to stderr as one line. Once: later calls do nothing.
+    void End(const absl::Status& status, const std::string& line = "");
 
    private:
     friend class Gate;
-    Pass(Gate* gate, std::string who, std::string peer_address, StreamAdmission* slot)
-        : gate_(gate), who_(std::move(who)), peer_address_(std::move(peer_address)), slot_(slot) {}
+    Pass(Gate* gate, Rpc rpc, std::string who, std::string peer_address,
+         StreamAdmission* slot, int64_t id)
+        : gate_(gate),
+          rpc_(rpc),
+          who_(std::move(who)),
+          peer_address_(std::move(peer_address)),
+          slot_(slot),
+          id_(id) {}
     Gate* const gate_;
+    const Rpc rpc_;
     const std::string who_;
     const std::string peer_address_;
     StreamAdmission* const slot_;  // where its slot was taken (null: none)
+    const int64_t id_;
+    std::atomic<bool> ended_{false};
   };
 
   // The checks of `rpc` for `caller` naming `dataset` (ListDatasets and WriteShots name

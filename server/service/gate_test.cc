@@ -154,6 +154,44 @@ TEST_F(GateTest, WritesTakeSlotsOfTheirOwnUpToMaxWrites) {
   EXPECT_TRUE(gate.Enter(Rpc::kWriteShots, As("w1", "ipv4:10.0.0.9:1")).ok());
 }
 
+// Every admitted call's end is counted in one place, Pass::End: streams are numbered and
+// running from Enter to End, writes count as committed or failed, and a call dropped
+// without saying its end counts as UNKNOWN.
+TEST_F(GateTest, EveryCallsEndIsCountedOnceByThePass) {
+  Gate gate(&registry_, &counters_, Options());
+  auto ended = [&](Rpc rpc, absl::StatusCode code) {
+    return counters_.ended_by_rpc[static_cast<int>(rpc)][static_cast<int>(code)].load();
+  };
+  auto a = gate.Enter(Rpc::kStreamShots, As("w1", "ipv4:10.0.0.1:1"), "line1");
+  auto b = gate.Enter(Rpc::kStreamJob, As("w1", "ipv4:10.0.0.2:1"), "line1");
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ((*a)->id(), 1);
+  EXPECT_EQ((*b)->id(), 2);
+  EXPECT_EQ(counters_.active_streams.load(), 2);
+  EXPECT_EQ(counters_.streams_started.load(), 2);
+  (*a)->End(absl::OkStatus(), "stream 1: OK");
+  (*a)->End(absl::InternalError("twice"));  // once only
+  EXPECT_EQ(counters_.active_streams.load(), 1);
+  EXPECT_EQ(counters_.finished_by_code[0].load(), 1);
+  EXPECT_EQ(ended(Rpc::kStreamShots, absl::StatusCode::kOk), 1);
+  EXPECT_EQ(ended(Rpc::kStreamShots, absl::StatusCode::kInternal), 0);
+  b->reset();  // dropped without End
+  EXPECT_EQ(counters_.active_streams.load(), 0);
+  EXPECT_EQ(ended(Rpc::kStreamJob, absl::StatusCode::kUnknown), 1);
+  auto w = gate.Enter(Rpc::kWriteShots, As("w1"));
+  ASSERT_TRUE(w.ok());
+  EXPECT_EQ((*w)->id(), 0);  // not a stream
+  (*w)->End(absl::DataLossError("checksum"));
+  EXPECT_EQ(counters_.writes_failed_by_code[static_cast<int>(absl::StatusCode::kDataLoss)].load(),
+            1);
+  EXPECT_EQ(counters_.writes_committed.load(), 0);
+  auto l = gate.Enter(Rpc::kListDatasets, As("w1"));
+  ASSERT_TRUE(l.ok());
+  (*l)->End(absl::OkStatus());
+  EXPECT_EQ(ended(Rpc::kListDatasets, absl::StatusCode::kOk), 1);
+  EXPECT_EQ(counters_.active_streams.load(), 0);  // unary calls never ran as streams
+}
+
 TEST_F(GateTest, DrainingRefusesNewStreamsAndWritesButNotMetadata) {
   Gate gate(&registry_, &counters_, Options());
   draining_ = true;

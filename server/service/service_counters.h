@@ -36,9 +36,11 @@ struct ServiceCounters : stream::WindowCounters {
   std::atomic<int64_t> streams_rejected{0};
   std::atomic<int64_t> rejected_by_code[17] = {};
   std::atomic<int64_t> rejected_by_rpc[kRpcs][17] = {};
-  // Accepted StreamShots calls finished, by gRPC status code (0..16): streams_started is
-  // their sum plus the streams running.
+  // Accepted StreamShots and StreamJob calls finished, by gRPC status code (0..16):
+  // streams_started is their sum plus the streams running.
   std::atomic<int64_t> finished_by_code[17] = {};
+  // Admitted calls of every RPC ended (Gate::Pass::End), by RPC and code.
+  std::atomic<int64_t> ended_by_rpc[kRpcs][17] = {};
   // Jobs (StreamJob): held now, shots handed, returned, done.
   jobs::JobCounters jobs;
   // WriteShots: shots and float32 sample bytes written (of writes that were committed

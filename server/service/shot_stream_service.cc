@@ -160,6 +160,7 @@ class ShotStreamServiceImpl final
         FillInfo(*e, false, response->add_datasets(), 0, 0);
       }
     }
+    (*pass)->End(absl::OkStatus());
     reactor->Finish(grpc::Status::OK);
     return reactor;
   }
@@ -184,6 +185,7 @@ class ShotStreamServiceImpl final
                               ? parts_.max_page_shots
                               : std::min(request->page_size(), parts_.max_page_shots);
     FillInfo(*parts_.datasets->Find(request->name()), true, response, first, page);
+    (*pass)->End(absl::OkStatus());
     reactor->Finish(grpc::Status::OK);
     return reactor;
   }
@@ -242,7 +244,10 @@ class ShotStreamServiceImpl final
       absl::StatusOr<std::shared_ptr<stream::ShotFeed>> feed =
           MakeJobFeed(out.job, out.plan.queue_depth + 1, out.resume, !start.no_takeover(),
                       &out.consumer);
-      if (!feed.ok()) return feed.status();
+      if (!feed.ok()) {
+        out.pass->End(feed.status());  // admitted, then ended before its first shot
+        return feed.status();
+      }
       out.plan.feed = *std::move(feed);
       return out;
     };
@@ -263,7 +268,8 @@ class ShotStreamServiceImpl final
       reactor->Finish(ToGrpcStatus(pass.status()));
       return reactor;
     }
-    parts_.job_disk->Submit([this, reactor, request, response] {
+    std::shared_ptr<Gate::Pass> admitted = *std::move(pass);
+    parts_.job_disk->Submit([this, reactor, request, response, admitted] {
       absl::StatusOr<std::shared_ptr<jobs::Job>> job = parts_.jobs->Held(
           request->dataset(), request->job(), request->epoch(), request->seed());
       absl::StatusOr<jobs::Job::Committed> done =
@@ -272,14 +278,15 @@ class ShotStreamServiceImpl final
                                                          request->shot_ids().end()),
                                     wire::JobLineage(request->resume()))
                    : absl::StatusOr<jobs::Job::Committed>(job.status());
+      std::string line;
       if (done.ok()) {
         response->set_shots_committed(done->shots_committed);
         response->set_shots_left(done->shots_left);
-      } else if (parts_.log_streams) {
-        std::fprintf(stderr, "commit of job %s step %lld refused: %s\n",
-                     request->job().c_str(), static_cast<long long>(request->step()),
-                     std::string(done.status().message()).c_str());
+      } else {
+        line = absl::StrCat("commit of job ", request->job(), " step ", request->step(),
+                            " refused: ", done.status().message());
       }
+      admitted->End(done.status(), line);
       reactor->Finish(ToGrpcStatus(done.status()));
     });
     return reactor;
@@ -293,6 +300,9 @@ class ShotStreamServiceImpl final
     write::SessionContext context{parts_.datasets, parts_.write_dir,
                                   pass.ok() ? (*pass)->who() : "", parts_.load_written,
                                   parts_.written_published};
+    // The pass (its write slot) lives as long as the write; its End counts and logs it.
+    std::shared_ptr<Gate::Pass> admitted;
+    if (pass.ok()) admitted = *std::move(pass);
     WriteHooks hooks;
     hooks.committed = [response, page = parts_.max_page_shots](
                           const write::WriteSession& session, const DatasetEntry* entry) {
@@ -307,29 +317,24 @@ class ShotStreamServiceImpl final
       response->set_shots(session.written_shots());
       response->set_sample_bytes(session.written_sample_bytes());
     };
-    hooks.ended = [this, peer = caller.peer](const absl::Status& status,
-                                             const write::WriteSession& session) {
+    hooks.ended = [this, admitted, peer = caller.peer](const absl::Status& status,
+                                                       const write::WriteSession& session) {
       ServiceCounters* c = parts_.counters;
       c->shots_written += static_cast<int64_t>(session.shots());
       c->bytes_written += static_cast<int64_t>(session.sample_bytes());
-      if (status.ok()) {
-        ++c->writes_committed;
-      } else {
-        ++c->writes_failed_by_code[static_cast<int>(status.code()) % 17];
-      }
-      if (parts_.log_streams) {
-        const std::string line = absl::StrCat(
-            "write ", session.name().empty() ? "(unnamed)" : session.name(), " from ", peer,
-            ": ", status.ok() ? "created" : absl::StrCat("FAILED ", absl::StatusCodeToString(
-                                                                         status.code())),
-            ", ", status.ok() ? "" : "received ", session.shots(), " shots, ",
-            session.sample_bytes(), " bytes",
-            status.ok() ? "" : ": ", status.message(), "\n");
-        std::fputs(line.c_str(), stderr);
-      }
+      admitted->End(
+          status,
+          absl::StrCat("write ", session.name().empty() ? "(unnamed)" : session.name(),
+                       " from ", peer, ": ",
+                       status.ok() ? "created"
+                                   : absl::StrCat("FAILED ",
+                                                  absl::StatusCodeToString(status.code())),
+                       ", ", status.ok() ? "" : "received ", session.shots(), " shots, ",
+                       session.sample_bytes(), " bytes", status.ok() ? "" : ": ",
+                       status.message()));
     };
-    return StartWrite(pass.ok() ? absl::OkStatus() : pass.status(), std::move(context),
-                      parts_.disk, std::move(hooks));
+    return StartWrite(admitted != nullptr ? absl::OkStatus() : pass.status(),
+                      std::move(context), parts_.disk, std::move(hooks));
   }
 
   void CutAllStreams(const absl::Status& status) { registry_.CutAll(status); }

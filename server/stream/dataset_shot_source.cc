@@ -20,7 +20,7 @@ class DatasetShotSource final : public ShotSource {
     return e == nullptr ? 0 : uint64_t{e->n_traces} * ns * sizeof(float);
   }
 
-  absl::StatusOr<dataset::ShotData> ReadShot(int64_t shot_id, const dataset::ShotPlan& plan,
+  absl::StatusOr<dataset::ShotData> ReadShot(int64_t shot_id, const dataset::ReadPlan& plan,
                                              ShotReadCost* cost) const override {
     io::ReadStats stats;
     absl::StatusOr<dataset::ShotData> shot = dataset_->ReadShot(shot_id, plan, &stats);
@@ -28,7 +28,7 @@ class DatasetShotSource final : public ShotSource {
     return shot;
   }
 
-  absl::StatusOr<dataset::ShotHead> ReadShotHead(int64_t shot_id, const dataset::ShotPlan& plan,
+  absl::StatusOr<dataset::ShotHead> ReadShotHead(int64_t shot_id, const dataset::ReadPlan& plan,
                                                  uint64_t piece_bytes,
                                                  ShotReadCost* cost) const override {
     io::ReadStats stats;
@@ -39,7 +39,7 @@ class DatasetShotSource final : public ShotSource {
   }
 
   absl::StatusOr<dataset::ShotData> ReadPiece(const dataset::ShotHead& head, size_t piece,
-                                              const dataset::ShotPlan& plan,
+                                              const dataset::ReadPlan& plan,
                                               ShotReadCost* cost) const override {
     io::ReadStats stats;
     absl::StatusOr<dataset::ShotData> data = dataset_->ReadPiece(head, piece, plan, &stats);

@@ -44,10 +44,7 @@ double Accuracy(dataset::ShotData* shot, wire::Encoding encoding, double toleran
   }
   if (peak_bits >= wire::kernels::kNonFiniteBits) return 0;
   const double n = static_cast<double>(uint64_t{shot->n_traces} * shot->n_samples);
-  double accuracy =
-      (tolerance > 0 ? tolerance : wire::kDefaultZfpTolerance) * (n > 0 ? std::sqrt(sum / n) : 0);
-  // An all-zero shot still needs a positive bound; any serves (zeros are exact).
-  if (!(accuracy > 0)) accuracy = 1e-30;
+  const double accuracy = wire::LossyAccuracy(tolerance, n > 0 ? std::sqrt(sum / n) : 0);
   float peak;
   std::memcpy(&peak, &peak_bits, 4);
   *peak_out = peak;

@@ -29,14 +29,14 @@ void ObserveLatency(WindowCounters* c, double seconds) {
 
 absl::StatusOr<dataset::ShotData> ShotPipeline::Read(const ShotUnit& unit, int64_t id) const {
   const bool corrupt = plan_.corrupt_shot == id && unit.piece == 0;
-  dataset::ShotPlan decoded;
+  dataset::ReadPlan decoded;
   if (corrupt) {  // its bytes get flipped: never sent as stored
-    decoded = plan_.shot;
+    decoded = plan_.shot.read;
     decoded.zero_copy = dataset::ZeroCopy::kOff;
   }
   ShotReadCost cost;
   const absl::Time t0 = absl::Now();
-  absl::StatusOr<dataset::ShotData> shot = ReadSource(unit, id, corrupt ? decoded : plan_.shot,
+  absl::StatusOr<dataset::ShotData> shot = ReadSource(unit, id, corrupt ? decoded : plan_.shot.read,
                                                       &cost);
   if (shot.ok() && shot->is_stored()) {
     // The first touch of the mapped pages, here on the executor, not in the writer.
@@ -61,7 +61,7 @@ absl::StatusOr<dataset::ShotData> ShotPipeline::Read(const ShotUnit& unit, int64
 }
 
 absl::StatusOr<dataset::ShotData> ShotPipeline::ReadSource(const ShotUnit& unit, int64_t id,
-                                                           const dataset::ShotPlan& plan,
+                                                           const dataset::ReadPlan& plan,
                                                            ShotReadCost* cost) const {
   const ShotSource& source = *plan_.source;
   if (!unit.pieced) return source.ReadShot(id, plan, cost);
@@ -80,32 +80,34 @@ absl::StatusOr<dataset::ShotData> ShotPipeline::ReadSource(const ShotUnit& unit,
 }
 
 void ShotPipeline::Probe(const dataset::ShotData& shot) const {
-  const double tolerance = plan_.shot.selection.tolerance;
+  const dataset::EncodePlan& encode = plan_.shot.encode;
   const std::vector<float> probe = FirstTraces(shot, 64);
   const uint32_t n_traces = shot.n_samples == 0 ? 0 : probe.size() / shot.n_samples;
-  for (wire::Encoding e : plan_.shot.probes) {
+  for (wire::Encoding e : encode.probes) {
     const double accuracy =
-        e == wire::Encoding::kQuantized ? tolerance * wire::Rms(probe.data(), probe.size()) : 0;
+        e == wire::Encoding::kQuantized
+            ? wire::LossyAccuracy(encode.tolerance, wire::Rms(probe.data(), probe.size()))
+            : 0;
     // (INT16's probe: its rate; its ratio is 2 less the scales.)
     const absl::Time t0 = absl::Now();
     auto packed = wire::EncodeSamples(e, probe.data(), n_traces, shot.n_samples, accuracy);
     if (packed.ok()) {
       plan_.advisor->RecordCodec(plan_.dataset, probe.size() * sizeof(float), packed->size(),
-                                 absl::ToDoubleSeconds(absl::Now() - t0), e, tolerance);
+                                 absl::ToDoubleSeconds(absl::Now() - t0), e, encode.tolerance);
     }
   }
 }
 
 absl::Status ShotPipeline::Encode(const ShotUnit& unit, dataset::ShotData* shot) const {
-  const double tolerance = plan_.shot.selection.tolerance;
-  if (plan_.advisor != nullptr && !plan_.shot.probes.empty() && unit.piece == 0 &&
+  const dataset::EncodePlan& encode = plan_.shot.encode;
+  if (plan_.advisor != nullptr && !encode.probes.empty() && unit.piece == 0 &&
       unit.index % kProbeEvery == 0) {
     Probe(*shot);
   }
   const uint64_t raw = shot->total_bytes;
   const absl::Time t0 = absl::Now();
   SS_RETURN_IF_ERROR(
-      EncodeShot(shot, plan_.shot.encoding, tolerance, executor_, plan_.shot.bound_int16));
+      EncodeShot(shot, encode.encoding, encode.tolerance, executor_, encode.bound_int16));
   const wire::Encoding got = shot->encoding;
   if (plan_.advisor != nullptr && (got == wire::Encoding::kLossless ||
                                    got == wire::Encoding::kQuantized ||
@@ -118,7 +120,7 @@ absl::Status ShotPipeline::Encode(const ShotUnit& unit, dataset::ShotData* shot)
                                             std::max(executor_->parallelism(), 1));
     plan_.advisor->RecordCodec(plan_.dataset, raw, encoded,
                                absl::ToDoubleSeconds(absl::Now() - t0) * threads, got,
-                               tolerance);
+                               encode.tolerance);
   }
   return absl::OkStatus();
 }

@@ -41,7 +41,7 @@ class ShotPipeline {
 
  private:
   absl::StatusOr<dataset::ShotData> ReadSource(const ShotUnit& unit, int64_t id,
-                                               const dataset::ShotPlan& plan,
+                                               const dataset::ReadPlan& plan,
                                                ShotReadCost* cost) const;
   absl::Status Encode(const ShotUnit& unit, dataset::ShotData* shot) const;
   // ENCODING_AUTO's probes: the first traces of the shot encoded with each candidate.

@@ -51,13 +51,13 @@ class MemorySource final : public ShotSource {
 
   double sample_interval_us() const override { return 4000; }
   uint64_t ShotBytes(int64_t, uint32_t) const override { return kTraces * kTraceBytes; }
-  absl::StatusOr<dataset::ShotData> ReadShot(int64_t id, const dataset::ShotPlan& plan,
+  absl::StatusOr<dataset::ShotData> ReadShot(int64_t id, const dataset::ReadPlan& plan,
                                              ShotReadCost* cost) const override {
     cost->reads = 1;
     cost->bytes_read = cost->bytes_wanted = kTraces * kTraceBytes;
     return Traces(id, plan, 0, kTraces);
   }
-  absl::StatusOr<dataset::ShotHead> ReadShotHead(int64_t id, const dataset::ShotPlan&,
+  absl::StatusOr<dataset::ShotHead> ReadShotHead(int64_t id, const dataset::ReadPlan&,
                                                  uint64_t, ShotReadCost*) const override {
     ++heads;
     dataset::ShotHead head;
@@ -69,7 +69,7 @@ class MemorySource final : public ShotSource {
     return head;
   }
   absl::StatusOr<dataset::ShotData> ReadPiece(const dataset::ShotHead& head, size_t piece,
-                                              const dataset::ShotPlan& plan,
+                                              const dataset::ReadPlan& plan,
                                               ShotReadCost*) const override {
     dataset::ShotData d =
         Traces(head.shot_id, plan, head.piece_first(piece), head.piece_traces(piece));
@@ -78,7 +78,7 @@ class MemorySource final : public ShotSource {
   }
 
  private:
-  dataset::ShotData Traces(int64_t id, const dataset::ShotPlan& plan, uint32_t first,
+  dataset::ShotData Traces(int64_t id, const dataset::ReadPlan& plan, uint32_t first,
                            uint32_t n) const {
     dataset::ShotData shot;
     shot.shot_id = id;
@@ -125,7 +125,7 @@ class ShotPipelineTest : public ::testing::Test {
 // A shot read whole and encoded LOSSLESS: every chunk carries the CRC-32 of the float32
 // samples it decodes to, it decodes to the shot exactly, and the read is counted.
 TEST_F(ShotPipelineTest, AShotIsReadEncodedAndCounted) {
-  plan_.shot.encoding = wire::Encoding::kLossless;
+  plan_.shot.encode.encoding = wire::Encoding::kLossless;
   EncodingAdvisor advisor(2);
   plan_.advisor = &advisor;
   absl::StatusOr<dataset::ShotData> shot = Read(ShotUnit{});
@@ -154,7 +154,7 @@ TEST_F(ShotPipelineTest, AShotIsReadEncodedAndCounted) {
 // Stored traces are touched here, on the executor's side of the hand-off, and a touch
 // that fails is the read's error.
 TEST_F(ShotPipelineTest, StoredTracesAreTouchedAndATouchsErrorIsTheReads) {
-  plan_.shot.zero_copy = dataset::ZeroCopy::kLittleEndian;
+  plan_.shot.read.zero_copy = dataset::ZeroCopy::kLittleEndian;
   absl::StatusOr<dataset::ShotData> shot = Read(ShotUnit{});
   ASSERT_TRUE(shot.ok()) << shot.status();
   EXPECT_TRUE(shot->is_stored());
@@ -189,7 +189,7 @@ TEST_F(ShotPipelineTest, PiecesShareTheHeadTheFirstRead) {
 // The testing hook: the corrupted shot is decoded even where zero copy was asked, and its
 // first chunk no longer matches its CRC-32; other shots are untouched.
 TEST_F(ShotPipelineTest, TheCorruptShotIsDecodedAndFailsItsCrc) {
-  plan_.shot.zero_copy = dataset::ZeroCopy::kLittleEndian;
+  plan_.shot.read.zero_copy = dataset::ZeroCopy::kLittleEndian;
   plan_.corrupt_shot = 7;
   absl::StatusOr<dataset::ShotData> bad = Read(ShotUnit{}, 7);
   ASSERT_TRUE(bad.ok()) << bad.status();

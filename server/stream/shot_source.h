@@ -32,17 +32,17 @@ class ShotSource {
   // Reads shot `shot_id` as the stream's plan says (Dataset::ReadShot). A shot located in
   // a file mapping (ShotData::stored) is touched and checksummed through its StoredTraces.
   virtual absl::StatusOr<dataset::ShotData> ReadShot(int64_t shot_id,
-                                                     const dataset::ShotPlan& plan,
+                                                     const dataset::ReadPlan& plan,
                                                      ShotReadCost* cost) const = 0;
   // A shot larger than the stream's piece size, read in pieces (Dataset::ReadShotHead
   // and ReadPiece): its head once, then its pieces, each as ReadShot reads a shot.
   virtual absl::StatusOr<dataset::ShotHead> ReadShotHead(int64_t shot_id,
-                                                         const dataset::ShotPlan& plan,
+                                                         const dataset::ReadPlan& plan,
                                                          uint64_t piece_bytes,
                                                          ShotReadCost* cost) const = 0;
   virtual absl::StatusOr<dataset::ShotData> ReadPiece(const dataset::ShotHead& head,
                                                       size_t piece,
-                                                      const dataset::ShotPlan& plan,
+                                                      const dataset::ReadPlan& plan,
                                                       ShotReadCost* cost) const = 0;
 };
 

@@ -285,8 +285,8 @@ void ShotWindow::Close() {
   absl::MutexLock lock(&mu_);
   if (!stopped_) stopped_ = absl::CancelledError("stream closed");
   if (!closed_) {
-    link_.Report(plan_.advisor, plan_.peer, plan_.dataset, plan_.shot.encoding,
-                 plan_.shot.selection.tolerance);
+    link_.Report(plan_.advisor, plan_.peer, plan_.dataset, plan_.shot.encode.encoding,
+                 plan_.shot.encode.tolerance);
   }
   closed_ = true;
   if (waiting_ && account_->Cancel()) {

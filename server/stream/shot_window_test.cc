@@ -94,7 +94,7 @@ class FakeSource final : public ShotSource {
   double sample_interval_us() const override { return 2000; }
   uint64_t ShotBytes(int64_t, uint32_t) const override { return shot_bytes(); }
 
-  absl::StatusOr<dataset::ShotData> ReadShot(int64_t id, const dataset::ShotPlan& plan,
+  absl::StatusOr<dataset::ShotData> ReadShot(int64_t id, const dataset::ReadPlan& plan,
                                              ShotReadCost* cost) const override {
     ++reads;
     cost->reads = 1;
@@ -103,7 +103,7 @@ class FakeSource final : public ShotSource {
   }
 
   // Pieces: whole chunks of about piece_bytes.
-  absl::StatusOr<dataset::ShotHead> ReadShotHead(int64_t id, const dataset::ShotPlan& plan,
+  absl::StatusOr<dataset::ShotHead> ReadShotHead(int64_t id, const dataset::ReadPlan& plan,
                                                  uint64_t piece_bytes,
                                                  ShotReadCost* cost) const override {
     ++heads;
@@ -122,7 +122,7 @@ class FakeSource final : public ShotSource {
     return head;
   }
   absl::StatusOr<dataset::ShotData> ReadPiece(const dataset::ShotHead& head, size_t piece,
-                                              const dataset::ShotPlan& plan,
+                                              const dataset::ReadPlan& plan,
                                               ShotReadCost* cost) const override {
     ++reads;
     ++pieces_read;
@@ -136,7 +136,7 @@ class FakeSource final : public ShotSource {
 
  private:
   // Traces [first, first + n) of shot `id`, as the plan says (stored, or decoded chunks).
-  dataset::ShotData Traces(int64_t id, const dataset::ShotPlan& plan, uint32_t first,
+  dataset::ShotData Traces(int64_t id, const dataset::ReadPlan& plan, uint32_t first,
                            uint32_t n) const {
     dataset::ShotData shot;
     shot.shot_id = id;
@@ -193,7 +193,7 @@ class ShotWindowTest : public ::testing::Test {
     plan.shot_ids = std::move(ids);
     plan.queue_depth = depth;
     // 2 traces a chunk: 3 chunks a shot.
-    plan.shot.selection.max_chunk_bytes = 2 * source_->trace_bytes();
+    plan.shot.read.selection.max_chunk_bytes = 2 * source_->trace_bytes();
     plan.counters = &counters_;
     return plan;
   }
@@ -545,7 +545,9 @@ TEST_F(ShotWindowTest, AStalledWindowGivesBackItsReadAheadAndReadsItAgainInOrder
     OutgoingChunk chunk = MustChunk(*w);
     EXPECT_EQ(chunk.meta.shot_id(), 1);
     crc = Crc32(crc, chunk.samples.data(), chunk.samples.size());
-    if (chunk.meta.last()) EXPECT_EQ(chunk.meta.crc32(), crc);
+    if (chunk.meta.last()) {
+      EXPECT_EQ(chunk.meta.crc32(), crc);
+    }
     w->Sent();
   }
   EXPECT_EQ(ReadToTheEnd(*w, executor_, *source_), (std::vector<int64_t>{2, 3, 4, 5, 6}));
@@ -689,7 +691,7 @@ TEST_F(ShotWindowTest, CloseWithReadsInFlightKeepsTheWindowUntilTheyRun) {
 // writer in Next(), just before the chunk is sent.
 TEST_F(ShotWindowTest, StoredShotsAreTouchedOnTheExecutorAndSentFromWhereTheyAre) {
   WindowPlan plan = Plan({2, 4});
-  plan.shot.zero_copy = dataset::ZeroCopy::kLittleEndian;
+  plan.shot.read.zero_copy = dataset::ZeroCopy::kLittleEndian;
   auto w = Make(std::move(plan));
   executor_.RunAll();
   EXPECT_EQ(source_->touches_off_the_executor.load(), 0);
@@ -714,7 +716,7 @@ TEST_F(ShotWindowTest, StoredShotsAreTouchedOnTheExecutorAndSentFromWhereTheyAre
 TEST_F(ShotWindowTest, AStoredShotThatCannotBeTouchedEndsTheStreamAfterTheShotsBefore) {
   source_->fail_touch = {2};
   WindowPlan plan = Plan({1, 2});
-  plan.shot.zero_copy = dataset::ZeroCopy::kLittleEndian;
+  plan.shot.read.zero_copy = dataset::ZeroCopy::kLittleEndian;
   auto w = Make(std::move(plan));
   executor_.RunAll();
   for (int c = 0; c < 3; ++c) {
@@ -727,7 +729,7 @@ TEST_F(ShotWindowTest, AStoredShotThatCannotBeTouchedEndsTheStreamAfterTheShotsB
 TEST_F(ShotWindowTest, AStoredChunkWhoseCrcCannotBeReadEndsTheStream) {
   source_->fail_crc = {1};
   WindowPlan plan = Plan({1, 2});
-  plan.shot.zero_copy = dataset::ZeroCopy::kLittleEndian;
+  plan.shot.read.zero_copy = dataset::ZeroCopy::kLittleEndian;
   auto w = Make(std::move(plan));
   executor_.RunAll();
   EXPECT_EQ(MustEnd(*w), absl::DataLossError("file truncated under shot"));
@@ -736,7 +738,7 @@ TEST_F(ShotWindowTest, AStoredChunkWhoseCrcCannotBeReadEndsTheStream) {
 
 TEST_F(ShotWindowTest, TheTestHookCorruptsOneByteAfterTheCrcOfADecodedShot) {
   WindowPlan plan = Plan({1});
-  plan.shot.zero_copy = dataset::ZeroCopy::kLittleEndian;
+  plan.shot.read.zero_copy = dataset::ZeroCopy::kLittleEndian;
   plan.corrupt_shot = 1;
   auto w = Make(std::move(plan));
   executor_.RunAll();
@@ -783,7 +785,9 @@ class ShotWindowPieceTest : public ShotWindowTest {
       EXPECT_EQ(chunk.meta.chunk_crc32(), Crc32(0, part.data(), part.size()));
       bytes += part;
       EXPECT_EQ(chunk.meta.last(), c == 2);
-      if (chunk.meta.last()) EXPECT_EQ(chunk.meta.crc32(), Crc32(0, bytes.data(), bytes.size()));
+      if (chunk.meta.last()) {
+        EXPECT_EQ(chunk.meta.crc32(), Crc32(0, bytes.data(), bytes.size()));
+      }
       w.Sent();
     }
     ASSERT_EQ(bytes.size(), source_->shot_bytes());
@@ -827,7 +831,7 @@ TEST_F(ShotWindowPieceTest, QueueDepthOneReadsPieceAfterPieceAndShotAfterShot) {
 
 TEST_F(ShotWindowPieceTest, StoredPiecesCarryTheirOwnCrcAndTheShotsJoined) {
   WindowPlan plan = Pieced({3}, /*depth=*/3);
-  plan.shot.zero_copy = dataset::ZeroCopy::kLittleEndian;
+  plan.shot.read.zero_copy = dataset::ZeroCopy::kLittleEndian;
   auto w = Make(std::move(plan));
   ExpectShot(*w, 0, 3);
   EXPECT_TRUE(MustEnd(*w).ok());
@@ -940,8 +944,8 @@ TEST(ShotWindowThreadsTest, ManyWindowsOnARealPoolShareABudgetAndFreeEverything)
         plan.source = source;
         for (int64_t id = 1; id <= 20; ++id) plan.shot_ids.push_back(id);
         plan.queue_depth = 1 + k % 4;
-        plan.shot.selection.max_chunk_bytes = 3 * source->trace_bytes();
-        plan.shot.zero_copy = k % 2 ? dataset::ZeroCopy::kLittleEndian : dataset::ZeroCopy::kOff;
+        plan.shot.read.selection.max_chunk_bytes = 3 * source->trace_bytes();
+        plan.shot.read.zero_copy = k % 2 ? dataset::ZeroCopy::kLittleEndian : dataset::ZeroCopy::kOff;
         plan.counters = &counters;
         plan.budget = &budget;
         plan.stall_watch = &watch;

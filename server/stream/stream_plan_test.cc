@@ -10,7 +10,7 @@ namespace {
 constexpr double kMB = 1e6;
 
 bool Probes(const dataset::ShotPlan& p, wire::Encoding e) {
-  return std::find(p.probes.begin(), p.probes.end(), e) != p.probes.end();
+  return std::find(p.encode.probes.begin(), p.encode.probes.end(), e) != p.encode.probes.end();
 }
 
 TEST(StreamPlanTest, AutoWithoutAToleranceStaysExactAndProbesLosslessOnly) {
@@ -18,10 +18,10 @@ TEST(StreamPlanTest, AutoWithoutAToleranceStaysExactAndProbesLosslessOnly) {
   dataset::ShotSelection s;
   s.encoding = wire::Encoding::kAuto;
   const dataset::ShotPlan p = PlanShots(s, 5, true, &a, "peer", "d");
-  EXPECT_EQ(p.encoding, wire::Encoding::kFloat32);
-  EXPECT_EQ(p.probes, std::vector<wire::Encoding>{wire::Encoding::kLossless});
-  EXPECT_FALSE(p.bound_int16);
-  EXPECT_EQ(p.zero_copy, dataset::ZeroCopy::kLittleEndian);
+  EXPECT_EQ(p.encode.encoding, wire::Encoding::kFloat32);
+  EXPECT_EQ(p.encode.probes, std::vector<wire::Encoding>{wire::Encoding::kLossless});
+  EXPECT_FALSE(p.encode.bound_int16);
+  EXPECT_EQ(p.read.zero_copy, dataset::ZeroCopy::kLittleEndian);
 }
 
 TEST(StreamPlanTest, AutoPickingInt16WithAToleranceHoldsItToTheTolerance) {
@@ -32,15 +32,17 @@ TEST(StreamPlanTest, AutoPickingInt16WithAToleranceHoldsItToTheTolerance) {
   s.encoding = wire::Encoding::kAuto;
   s.tolerance = 1e-3;
   const dataset::ShotPlan p = PlanShots(s, 5, true, &a, "peer", "d");
-  EXPECT_EQ(p.encoding, wire::Encoding::kInt16);
-  EXPECT_TRUE(p.bound_int16);
+  EXPECT_EQ(p.encode.encoding, wire::Encoding::kInt16);
+  EXPECT_TRUE(p.encode.bound_int16);
   EXPECT_TRUE(Probes(p, wire::Encoding::kLossless));
   EXPECT_TRUE(Probes(p, wire::Encoding::kQuantized));
   EXPECT_FALSE(Probes(p, wire::Encoding::kInt16));
-  EXPECT_EQ(p.zero_copy, dataset::ZeroCopy::kOff);  // encoded: never sent as stored
+  EXPECT_EQ(p.read.zero_copy, dataset::ZeroCopy::kOff);  // encoded: never sent as stored
   // INT16 asked for by name keeps its own bound.
   s.encoding = wire::Encoding::kInt16;
-  EXPECT_FALSE(PlanShots(s, 5, true, &a, "peer", "d").bound_int16);
+  EXPECT_FALSE(PlanShots(s, 5, true, &a, "peer", "d").encode.bound_int16);
+  EXPECT_EQ(p.encode.tolerance, 1e-3);  // the one tolerance the encoder and probes use
+  EXPECT_FALSE(p.read.native);
 }
 
 }  // namespace

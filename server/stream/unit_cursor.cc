@@ -43,7 +43,7 @@ bool UnitCursor::Peek(ShotUnit* unit) {
       continue;
     }
     if (!HaveShot()) return false;
-    const uint64_t bytes = plan_.source->ShotBytes(ids_[next_], plan_.shot.selection.count);
+    const uint64_t bytes = plan_.source->ShotBytes(ids_[next_], plan_.shot.read.selection.count);
     unit->index = next_;
     unit->piece = 0;
     unit->pieced = plan_.piece_bytes > 0 && bytes > plan_.piece_bytes;

@@ -14,16 +14,16 @@ class SizedSource final : public ShotSource {
  public:
   double sample_interval_us() const override { return 1000; }
   uint64_t ShotBytes(int64_t, uint32_t) const override { return 4000; }
-  absl::StatusOr<dataset::ShotData> ReadShot(int64_t, const dataset::ShotPlan&,
+  absl::StatusOr<dataset::ShotData> ReadShot(int64_t, const dataset::ReadPlan&,
                                              ShotReadCost*) const override {
     return absl::UnimplementedError("not read here");
   }
-  absl::StatusOr<dataset::ShotHead> ReadShotHead(int64_t, const dataset::ShotPlan&, uint64_t,
+  absl::StatusOr<dataset::ShotHead> ReadShotHead(int64_t, const dataset::ReadPlan&, uint64_t,
                                                  ShotReadCost*) const override {
     return absl::UnimplementedError("not read here");
   }
   absl::StatusOr<dataset::ShotData> ReadPiece(const dataset::ShotHead&, size_t,
-                                              const dataset::ShotPlan&,
+                                              const dataset::ReadPlan&,
                                               ShotReadCost*) const override {
     return absl::UnimplementedError("not read here");
   }

@@ -30,12 +30,12 @@ struct WindowPlan {
   // Shots of more float32 bytes than this are read and sent in pieces of about this size
   // (whole chunks, at least one); 0: every shot whole.
   uint64_t piece_bytes = 0;
-  // How every shot is read and encoded (decided once per stream, passed unchanged to the
-  // source): LOSSLESS, INT16, ZFP and QUANTIZED are encoded on the executor, a shot's
-  // chunks at once (ZFP and QUANTIZED within tolerance x the shot's RMS).
+  // How every shot is read (shot.read, passed unchanged to the source) and encoded
+  // (shot.encode: LOSSLESS, INT16, ZFP and QUANTIZED on the executor, a shot's chunks at
+  // once, ZFP and QUANTIZED within tolerance x the shot's RMS), decided once per stream.
   dataset::ShotPlan shot;
   // ENCODING_AUTO's measurements, reported to `advisor` (may be null) under `dataset` and
-  // `peer` (its address): LOSSLESS, QUANTIZED and INT16 encodes; with shot.probes, the
+  // `peer` (its address): LOSSLESS, QUANTIZED and INT16 encodes; with shot.encode.probes, the
   // first traces of every kProbeEvery-th shot encoded with each (the result thrown
   // away); when the window closes, the link rate its writes saw (LinkMeter).
   EncodingAdvisor* advisor = nullptr;

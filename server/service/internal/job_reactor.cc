@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <utility>
 
+#include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
 #include "server/service/grpc_status.h"
 
@@ -114,14 +115,14 @@ class JobReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::
   ~JobReactor() override {
     const std::shared_ptr<stream::ShotWindow> w = window();
     if (w == nullptr) return;  // never admitted: the gate counted the refusal
-    StreamEnded(context_.counters, end_);
+    std::string line;
     if (context_.log) {
-      std::fprintf(stderr, "job stream %lld: %s, %zu shots, %.1f MB%s%s\n",
-                   static_cast<long long>(stream_id_),
-                   absl::StatusCodeToString(end_.code()).c_str(), w->shots_sent(),
-                   w->bytes_sent() / 1e6, end_.message().empty() ? "" : ": ",
-                   std::string(end_.message()).c_str());
+      line = absl::StrFormat("job stream %d: %s, %zu shots, %.1f MB%s%s", stream_id_,
+                             absl::StatusCodeToString(end_.code()), w->shots_sent(),
+                             w->bytes_sent() / 1e6, end_.message().empty() ? "" : ": ",
+                             end_.message());
     }
+    context_.pass->End(end_, line);
   }
 
   void OnReadDone(bool ok) override {
@@ -191,7 +192,7 @@ class JobReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::
     job_ = started->job;
     consumer_ = started->consumer;
     context_.pass = std::move(started->pass);
-    stream_id_ = StreamBegan(context_.counters);
+    stream_id_ = context_.pass->id();
     if (context_.log) {
       std::fprintf(stderr, "job stream %lld: peer %s dataset %s job %s epoch %llu\n",
                    static_cast<long long>(stream_id_), context_.peer.c_str(),
@@ -234,21 +235,7 @@ class JobReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::
 
   void Pump() {
     const std::shared_ptr<stream::ShotWindow> w = window();
-    if (w == nullptr) return;
-    absl::Status end;
-    grpc::ByteBuffer msg;
-    switch (turn_.Next(w.get(), &msg, &end)) {
-      case WriteTurn::Step::kNothing:
-        return;
-      case WriteTurn::Step::kFinish:
-        end_ = end;  // the finish is this call's alone
-        Finish(ToGrpcStatus(end));
-        return;
-      case WriteTurn::Step::kWrite:
-        msg_ = std::move(msg);  // the write's own until OnWriteDone
-        StartWrite(&msg_);
-        return;
-    }
+    if (w != nullptr) PumpWindow(this, &turn_, w.get(), &msg_, &end_);
   }
 
   const JobStarter starter_;

@@ -5,6 +5,7 @@
 #include <memory>
 #include <utility>
 
+#include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "server/service/grpc_status.h"
@@ -21,16 +22,6 @@ void StreamRegistry::Add(StreamReactor* r) {
 void StreamRegistry::Remove(StreamReactor* r) {
   absl::MutexLock lock(&mu_);
   live_.erase(r);
-}
-
-int64_t StreamBegan(ServiceCounters* counters) {
-  counters->active_streams++;
-  return ++counters->streams_started;
-}
-
-void StreamEnded(ServiceCounters* counters, const absl::Status& status) {
-  counters->finished_by_code[static_cast<int>(status.code()) % 17]++;
-  counters->active_streams--;
 }
 
 WriteTurn::Step WriteTurn::Next(stream::ShotWindow* window, grpc::ByteBuffer* msg,
@@ -82,10 +73,10 @@ class StreamReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  public:
   StreamReactor(stream::WindowPlan plan, stream::Executor* executor, StreamContext context)
       : context_(std::move(context)),
-        stream_id_(StreamBegan(context_.counters)),
+        stream_id_(context_.pass->id()),
         n_shots_(plan.shot_ids.size()),
         queue_depth_(plan.queue_depth),
-        encoding_(plan.shot.encoding),
+        encoding_(plan.shot.encode.encoding),
         start_(absl::Now()),
         window_(stream::ShotWindow::Create(std::move(plan), executor, [this] { Pump(); })) {
     context_.registry->Add(this);
@@ -102,14 +93,15 @@ class StreamReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
 
   ~StreamReactor() override {
     context_.registry->Remove(this);
-    StreamEnded(context_.counters, end_);
+    std::string line;
     if (context_.log) {
-      const double secs = absl::ToDoubleSeconds(absl::Now() - start_);
-      std::fprintf(stderr, "stream %lld: %s, %zu of %zu shots, %.1f MB in %.2f s%s%s\n",
-                   static_cast<long long>(stream_id_), CodeName(end_.code()).c_str(),
-                   window_->shots_sent(), n_shots_, window_->bytes_sent() / 1e6, secs,
-                   end_.message().empty() ? "" : ": ", std::string(end_.message()).c_str());
+      line = absl::StrFormat("stream %d: %s, %zu of %zu shots, %.1f MB in %.2f s%s%s",
+                             stream_id_, CodeName(end_.code()), window_->shots_sent(), n_shots_,
+                             window_->bytes_sent() / 1e6,
+                             absl::ToDoubleSeconds(absl::Now() - start_),
+                             end_.message().empty() ? "" : ": ", end_.message());
     }
+    context_.pass->End(end_, line);
   }
 
   // The server is shutting down: no more reads, and the finish with `status` comes once
@@ -137,22 +129,7 @@ class StreamReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  private:
   // Writes the window's next chunk, or finishes with its end, unless a write is on the
   // wire or the call is finished.
-  void Pump() {
-    absl::Status end;
-    grpc::ByteBuffer msg;
-    switch (turn_.Next(window_.get(), &msg, &end)) {
-      case WriteTurn::Step::kNothing:
-        return;
-      case WriteTurn::Step::kFinish:
-        end_ = end;  // the finish is this call's alone
-        Finish(ToGrpcStatus(end));
-        return;
-      case WriteTurn::Step::kWrite:
-        msg_ = std::move(msg);  // the write's own until OnWriteDone
-        StartWrite(&msg_);
-        return;
-    }
-  }
+  void Pump() { PumpWindow(this, &turn_, window_.get(), &msg_, &end_); }
 
   StreamContext context_;
   const int64_t stream_id_;

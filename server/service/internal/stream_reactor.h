@@ -9,6 +9,7 @@
 #include <functional>
 #include <set>
 #include <string>
+#include <utility>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
@@ -16,6 +17,7 @@
 #include "grpcpp/support/byte_buffer.h"
 #include "grpcpp/support/server_callback.h"
 #include "server/service/gate.h"
+#include "server/service/grpc_status.h"
 #include "server/service/service_counters.h"
 #include "server/stream/shot_window.h"
 
@@ -59,6 +61,29 @@ class WriteTurn {
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
 };
 
+// Writes `window`'s next chunk on `reactor` (a ServerWriteReactor or ServerBidiReactor),
+// or finishes the call with the window's end (kept in *end), when `turn` makes the
+// caller the writer; *msg is the write's own until its OnWriteDone. Both reactors pump
+// through it.
+template <typename Reactor>
+void PumpWindow(Reactor* reactor, WriteTurn* turn, stream::ShotWindow* window,
+                grpc::ByteBuffer* msg, absl::Status* end) {
+  absl::Status how;
+  grpc::ByteBuffer next;
+  switch (turn->Next(window, &next, &how)) {
+    case WriteTurn::Step::kNothing:
+      return;
+    case WriteTurn::Step::kFinish:
+      *end = how;  // the finish is this call's alone
+      reactor->Finish(ToGrpcStatus(how));
+      return;
+    case WriteTurn::Step::kWrite:
+      *msg = std::move(next);
+      reactor->StartWrite(msg);
+      return;
+  }
+}
+
 // Who a stream is for, for its log lines and counters, and its admission.
 struct StreamContext {
   ServiceCounters* counters = nullptr;  // never null
@@ -66,15 +91,10 @@ struct StreamContext {
   std::string peer;
   std::string dataset;
   bool log = false;
-  // The gate's pass: the stream's slot, given back when the stream is gone.
+  // The gate's pass: the stream's number and slot (given back when the stream is gone),
+  // and where its end is counted and logged (Pass::End).
   std::unique_ptr<Gate::Pass> pass;
 };
-
-// A stream the gate admitted begins: it counts as started and running (its id, the
-// started count, returned) until StreamEnded.
-int64_t StreamBegan(ServiceCounters* counters);
-// It ended with `status`: counted by code, no longer running.
-void StreamEnded(ServiceCounters* counters, const absl::Status& status);
 
 // Starts one StreamShots call over `plan`; reads and ready callbacks run on `executor`.
 // The reactor deletes itself after gRPC's OnDone.

@@ -374,6 +374,7 @@ class GrpcioClient:
             try:
                 for sid, a, headers in items:
                     n_traces, n_samples = a.shape
+                    # wire/chunk_cut.h's TracesPerChunk
                     per = max(1, max_chunk_bytes // max(1, n_samples * 4))
                     crc = 0
                     first = True
