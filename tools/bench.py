@@ -267,7 +267,7 @@ def gather_reads(data_dir, reps):
                     break
                 total += len(b)
     out["page_cache_gbps"] = total / (time.perf_counter() - t) / 1e9
-    tool = harness.runfile("server/io/gather_read_bench")
+    tool = harness.runfile("server/bench/gather_read_bench")
     for gather in ("shot", "receiver"):
         for mode in ("coalesced", "per_trace"):
             res = subprocess.run([tool, f"--files={data_dir}/*.sgy", f"--gather={gather}",

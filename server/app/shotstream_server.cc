@@ -31,7 +31,7 @@
 #include "server/dataset/dataset.h"
 #include "server/io/open_file_cache.h"
 #include "server/metrics/metrics.h"
-#include "server/source/formats.h"
+#include "server/formats/formats.h"
 #include "server/service/shot_stream_service.h"
 #include "server/service/gate.h"
 #include "server/service/token_store.h"

@@ -12,7 +12,7 @@
 #include "absl/time/time.h"
 #include "common/crc32.h"
 #include "common/status_macros.h"
-#include "server/source/formats.h"
+#include "server/formats/formats.h"
 #include "wire/chunk_cut.h"
 #include "wire/sample_encoding.h"
 

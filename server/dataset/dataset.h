@@ -32,7 +32,7 @@ namespace shotstream::dataset {
 struct DatasetSpec {
   std::string name;
   std::vector<std::string> globs;  // files: every match, sorted by name, deduplicated
-  // "auto" (each file's format detected: server/source/formats.h) or a format's name.
+  // "auto" (each file's format detected: server/formats/formats.h) or a format's name.
   std::string format = "auto";
   std::string shot_key = "field_record";  // resolved by the format
   std::optional<segy::ByteOrder> byte_order;  // force instead of detect

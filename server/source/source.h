@@ -5,7 +5,7 @@
 // conditions, chunks; the stream; the wire) is the same for every format.
 //
 // A format is a package (server/segy, server/npy, server/hdf5, server/zarr) that defines a
-// Format and is listed once in server/source/formats.cc. docs/design.md says how to add one.
+// Format and is listed once in server/formats/formats.cc. docs/design.md says how to add one.
 //
 // Implementations are thread-safe after Open: reads of several streams run on several
 // reader threads at once.

@@ -1,4 +1,4 @@
-#include "server/source/formats.h"
+#include "server/formats/formats.h"
 
 #include <cstdio>
 

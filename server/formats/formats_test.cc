@@ -1,6 +1,6 @@
 // The registry of formats: names, detection under format: auto, and the checks a
 // configuration gets before any file is opened.
-#include "server/source/formats.h"
+#include "server/formats/formats.h"
 
 #include <sys/stat.h>
 

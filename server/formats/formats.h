@@ -2,8 +2,8 @@
 // once in formats.cc. A new format is a package and one line there.
 //
 // Thread-safe: the list is fixed at the first call.
-#ifndef SHOTSTREAM_SERVER_SOURCE_FORMATS_H_
-#define SHOTSTREAM_SERVER_SOURCE_FORMATS_H_
+#ifndef SHOTSTREAM_SERVER_FORMATS_FORMATS_H_
+#define SHOTSTREAM_SERVER_FORMATS_FORMATS_H_
 
 #include <memory>
 #include <string>
@@ -39,4 +39,4 @@ absl::StatusOr<std::unique_ptr<Source>> OpenSource(const Format* format, const S
 
 }  // namespace shotstream::source
 
-#endif  // SHOTSTREAM_SERVER_SOURCE_FORMATS_H_
+#endif  // SHOTSTREAM_SERVER_FORMATS_FORMATS_H_
