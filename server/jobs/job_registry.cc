@@ -10,8 +10,10 @@
 #include <cstring>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "shotstream/common/epoch_shots.h"
@@ -93,21 +95,23 @@ void JobLog::Append(std::string line) {
   }
 }
 
-bool JobLog::WriteQueued() {
+absl::Status JobLog::WriteQueued() {
   std::vector<std::string> lines;
   {
     absl::MutexLock lock(&mu_);
     lines.swap(queued_);
   }
-  for (const std::string& l : lines) std::fputs(l.c_str(), file_.get());
-  return std::fflush(file_.get()) == 0 && !std::ferror(file_.get());  // in the page cache
+  // One write for the lines queued (in the page cache; Sync puts them on storage).
+  return file_->Append(absl::StrJoin(lines, ""));
 }
 
 void JobLog::Write() {
   for (;;) {
     {
       absl::MutexLock file_lock(&file_mu_);
-      WriteQueued();
+      // A line the file would not take is lost from the file only: the job in memory has
+      // it, and the next commit's Sync reports the file's error to its caller.
+      WriteQueued().IgnoreError();
     }
     absl::MutexLock lock(&mu_);
     if (queued_.empty()) {
@@ -119,9 +123,11 @@ void JobLog::Write() {
 
 absl::Status JobLog::Sync() {
   absl::MutexLock file_lock(&file_mu_);
-  if (!WriteQueued() || ::fdatasync(::fileno(file_.get())) != 0) {
-    return absl::UnavailableError(absl::StrCat("cannot write the job file ", path_, ": ",
-                                               std::strerror(errno)));
+  absl::Status s = WriteQueued();
+  if (s.ok()) s = file_->Sync();
+  if (!s.ok()) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot write the job file ", path_, ": ", s.message()));
   }
   return absl::OkStatus();
 }
@@ -132,13 +138,14 @@ void JobLog::AwaitWritten() const {
 }
 
 Job::Job(JobSpec spec, std::vector<int64_t> permutation, JobHistory history,
-         std::shared_ptr<JobLog> log, JobCounters* counters)
+         std::shared_ptr<JobLog> log, JobCounters* counters, env::Env* clock)
     : spec_(std::move(spec)),
       order_(std::move(permutation)),
       in_job_(order_.begin(), order_.end()),
       counters_(counters),
       history_(std::move(history)),
-      idle_since_(absl::Now()),
+      clock_(clock),
+      idle_since_(clock->Now()),
       log_(std::move(log)) {
   for (int64_t id : order_) left_ += history_.done.contains(id) ? 0 : 1;
   counters_->jobs++;
@@ -349,7 +356,7 @@ void Job::Leave(int64_t consumer) {
     }
     const bool gave_back = !it->second.held.empty();
     consumers_.erase(it);
-    if (consumers_.empty()) idle_since_ = absl::Now();
+    if (consumers_.empty()) idle_since_ = clock_->Now();
     if (gave_back) WakeAll(&wake);  // a waiting consumer may take them
   }
   for (auto& w : wake) w();
@@ -392,7 +399,7 @@ std::string JobRegistry::PathOf(const JobSpec& s) const {
 absl::StatusOr<std::shared_ptr<Job>> JobRegistry::Create(const JobSpec& spec,
                                                          uint64_t fingerprint, bool resuming) {
   JobHistory history;
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> log(nullptr, &std::fclose);
+  std::unique_ptr<env::WritableFile> log;
   const std::string path = job_dir_.empty() ? "" : PathOf(spec);
   if (job_dir_.empty()) {
     if (resuming) {
@@ -403,59 +410,53 @@ absl::StatusOr<std::shared_ptr<Job>> JobRegistry::Create(const JobSpec& spec,
     }
   } else {
     const std::string header = Header(spec, fingerprint);
-    if (std::FILE* in = std::fopen(path.c_str(), "r")) {
-      char* buf = nullptr;
-      size_t cap = 0;
-      ssize_t n = ::getline(&buf, &cap, in);
-      const bool same = n > 0 && header == absl::string_view(buf, n);
-      off_t whole = same ? n : 0;  // the end of the last complete line
-      bool torn = false;
-      while (same && (n = ::getline(&buf, &cap, in)) > 0) {
-        if (buf[n - 1] != '\n') {
-          torn = true;  // a line the server was killed while writing: never replayed
-          break;
-        }
-        Replay(absl::string_view(buf, n - 1), &history);
-        whole += n;
-      }
-      std::free(buf);
-      std::fclose(in);
-      if (!same) {
+    absl::StatusOr<std::string> recorded = env::ReadFileToString(env_, path);
+    if (recorded.ok()) {
+      const absl::string_view file = *recorded;
+      if (!absl::StartsWith(file, header)) {
         return absl::FailedPreconditionError(absl::StrCat(
             NameOf(spec), ": ", path, " records another job (other shot ids or seed); remove "
             "it to start this one afresh"));
       }
-      // Cut the torn line off, so that what is appended next starts a line of its own.
-      if (torn && ::truncate(path.c_str(), whole) != 0) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            NameOf(spec), ": cannot cut the torn last line of ", path, ": ",
-            std::strerror(errno)));
+      size_t whole = header.size();  // the end of the last complete line
+      for (size_t eol; (eol = file.find('\n', whole)) != absl::string_view::npos;
+           whole = eol + 1) {
+        Replay(file.substr(whole, eol - whole), &history);
       }
-      log.reset(std::fopen(path.c_str(), "a"));
+      // A torn last line (the server was killed while writing it) is never replayed, and
+      // is cut off, so that what is appended next starts a line of its own.
+      if (whole < file.size()) {
+        if (absl::Status cut = env_->Truncate(path, whole); !cut.ok()) {
+          return absl::FailedPreconditionError(absl::StrCat(
+              NameOf(spec), ": cannot cut the torn last line of ", path, ": ", cut.message()));
+        }
+      }
+    } else if (!absl::IsNotFound(recorded.status())) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          NameOf(spec), ": cannot read its job file: ", recorded.status().message()));
     } else if (resuming) {
       return absl::FailedPreconditionError(absl::StrCat(
           "resume: this server has no record of ", NameOf(spec), " (no ", path,
           "); the token is from another server or job directory"));
-    } else {
-      log.reset(std::fopen(path.c_str(), "w"));
-      if (log != nullptr) {
-        std::fputs(header.c_str(), log.get());
-        std::fflush(log.get());
-      }
     }
-    if (log == nullptr) {
-      return absl::FailedPreconditionError(absl::StrCat(NameOf(spec), ": cannot write ", path,
-                                                        ": ", std::strerror(errno)));
+    absl::StatusOr<std::unique_ptr<env::WritableFile>> opened =
+        env_->OpenWrite(path, recorded.ok() ? env::WriteMode::kAppend : env::WriteMode::kTruncate);
+    absl::Status s = opened.status();
+    if (s.ok() && !recorded.ok()) s = (*opened)->Append(header);
+    if (!s.ok()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(NameOf(spec), ": cannot write its job file: ", s.message()));
     }
+    log = *std::move(opened);
   }
   std::shared_ptr<JobLog> job_log =
       log == nullptr ? nullptr : std::make_shared<JobLog>(std::move(log), path, executor_);
   return std::make_shared<Job>(spec, EpochPermutation(spec.shot_ids, spec.epoch, spec.seed),
-                               std::move(history), std::move(job_log), counters_);
+                               std::move(history), std::move(job_log), counters_, env_);
 }
 
 void JobRegistry::DropIdleLocked() {
-  const absl::Time now = absl::Now();
+  const absl::Time now = env_->Now();
   for (auto it = jobs_.begin(); it != jobs_.end();) {
     absl::Time since;
     const bool idle = it->second.job->idle_since(&since);

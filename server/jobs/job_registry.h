@@ -41,6 +41,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "server/env/env.h"
 #include "server/stream/executor.h"
 
 namespace shotstream::jobs {
@@ -81,8 +82,7 @@ struct JobHistory {
 class JobLog : public std::enable_shared_from_this<JobLog> {
  public:
   // `executor` null: each Append writes at once (tests).
-  JobLog(std::unique_ptr<std::FILE, int (*)(std::FILE*)> file, std::string path,
-         stream::Executor* executor)
+  JobLog(std::unique_ptr<env::WritableFile> file, std::string path, stream::Executor* executor)
       : file_(std::move(file)), path_(std::move(path)), executor_(executor) {}
   void Append(std::string line) ABSL_LOCKS_EXCLUDED(mu_);
   // Every line appended so far written and synced; UNAVAILABLE naming the file if not.
@@ -91,13 +91,13 @@ class JobLog : public std::enable_shared_from_this<JobLog> {
   void AwaitWritten() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
-  // Writes what is queued (under file_mu_); false if the file would not take it.
-  bool WriteQueued() ABSL_EXCLUSIVE_LOCKS_REQUIRED(file_mu_) ABSL_LOCKS_EXCLUDED(mu_);
+  // Writes what is queued (under file_mu_): the file's error if it would not take it.
+  absl::Status WriteQueued() ABSL_EXCLUSIVE_LOCKS_REQUIRED(file_mu_) ABSL_LOCKS_EXCLUDED(mu_);
   void Write() ABSL_LOCKS_EXCLUDED(mu_, file_mu_);
   bool Idle() const ABSL_SHARED_LOCKS_REQUIRED(mu_) { return !writing_ && queued_.empty(); }
 
   absl::Mutex file_mu_ ABSL_ACQUIRED_BEFORE(mu_);  // who writes the file
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file_ ABSL_GUARDED_BY(file_mu_);
+  std::unique_ptr<env::WritableFile> file_ ABSL_GUARDED_BY(file_mu_);
   const std::string path_;
   stream::Executor* const executor_;
   mutable absl::Mutex mu_;
@@ -111,8 +111,9 @@ class Job {
 
   // `history`: what the job's file says (empty for a new job). `log`: where to append
   // (may be null).
+  // `clock` (an Env: its Now()) outlives the job.
   Job(JobSpec spec, std::vector<int64_t> permutation, JobHistory history,
-      std::shared_ptr<JobLog> log, JobCounters* counters);
+      std::shared_ptr<JobLog> log, JobCounters* counters, env::Env* clock = env::Env::Default());
   ~Job();
 
   const JobSpec& spec() const { return spec_; }
@@ -196,6 +197,7 @@ class Job {
   size_t left_ ABSL_GUARDED_BY(mu_) = 0;               // shots not done
   std::map<int64_t, Consumer> consumers_ ABSL_GUARDED_BY(mu_);
   int64_t next_consumer_ ABSL_GUARDED_BY(mu_) = 0;
+  env::Env* const clock_;
   absl::Time idle_since_ ABSL_GUARDED_BY(mu_);
   const std::shared_ptr<JobLog> log_;  // null without a job directory
 };
@@ -204,13 +206,14 @@ class JobRegistry {
  public:
   // `job_dir`: where progress is kept (empty: in memory only), its files written on
   // `executor` (null: by the caller). Jobs with no consumer for `idle_timeout` are dropped
-  // (their file stays).
+  // (their file stays). Files and time through `env` (outlives the registry).
   JobRegistry(std::string job_dir, absl::Duration idle_timeout, JobCounters* counters,
-              stream::Executor* executor = nullptr)
+              stream::Executor* executor = nullptr, env::Env* env = env::Env::Default())
       : job_dir_(std::move(job_dir)),
         idle_timeout_(idle_timeout),
         counters_(counters),
-        executor_(executor) {}
+        executor_(executor),
+        env_(env) {}
 
   // The job of (dataset, job, epoch), created at its first consumer (reading its file:
   // call it where file I/O may run). FAILED_PRECONDITION naming the job when `spec`
@@ -251,6 +254,7 @@ class JobRegistry {
   const absl::Duration idle_timeout_;
   JobCounters* const counters_;
   stream::Executor* const executor_;
+  env::Env* const env_;
   mutable absl::Mutex mu_;
   std::map<std::string, Entry> jobs_ ABSL_GUARDED_BY(mu_);
   // Jobs a Find is creating now, their files read or made without mu_ (by key).

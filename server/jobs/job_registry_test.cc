@@ -1,5 +1,6 @@
 #include "server/jobs/job_registry.h"
 
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -13,6 +14,8 @@
 
 #include "shotstream/common/epoch_shots.h"
 #include "gtest/gtest.h"
+#include "server/env/fault_env.h"
+#include "server/env/mem_env.h"
 
 namespace shotstream::jobs {
 namespace {
@@ -260,11 +263,121 @@ TEST(JobRegistryTest, AJobFilesIoHoldsNoLockOverOtherJobs) {
       << "another job's Find waited on the blocked job's file";
   ASSERT_TRUE(other.get().ok());
   EXPECT_EQ(registry.size(), 1u);  // the blocked job is not held yet
-  // The FIFO's writer: a header of another job, so the blocked consumer's answer is an error.
+  // The FIFO's writer: not a job file, so the blocked consumer's answer is an error
+  // naming it (a FIFO cannot be read at an offset; a regular one would record another job).
+  ::signal(SIGPIPE, SIG_IGN);  // the reader may close the FIFO before this writes
   { std::ofstream(fifo) << "not a job header\n"; }
   absl::StatusOr<std::shared_ptr<Job>> a = slow.get();
   EXPECT_EQ(a.status().code(), absl::StatusCode::kFailedPrecondition) << a.status();
-  EXPECT_NE(a.status().message().find("records another job"), std::string::npos);
+  EXPECT_NE(a.status().message().find("line1.slow.3.job"), std::string::npos) << a.status();
+  EXPECT_EQ(registry.size(), 1u);
+}
+
+// The job file through an in-memory Env: progress survives a new registry (a restart),
+// and a line torn by a crash is neither replayed nor left to corrupt the next append.
+TEST(JobFileTest, AJobResumesFromItsFileAndATornLineIsCut) {
+  env::MemEnv mem;
+  std::set<int64_t> done;
+  {
+    JobCounters counters;
+    JobRegistry registry("/jobs", absl::Minutes(10), &counters, nullptr, &mem);
+    auto job = *registry.Find(Spec(10));
+    const int64_t c = job->Join([] {});
+    int64_t id;
+    for (int k = 0; k < 4; ++k) {
+      ASSERT_EQ(job->Next(c, 10, &id), Job::Take::kShot);
+      job->Done(c, id);
+      done.insert(id);
+    }
+  }
+  const std::string path = "/jobs/line1.fwi.3.job";
+  {
+    auto torn = mem.OpenWrite(path, env::WriteMode::kAppend);
+    ASSERT_TRUE((*torn)->Append("done 9").ok());  // the crash mid-line
+  }
+  JobCounters counters;
+  JobRegistry registry("/jobs", absl::Minutes(10), &counters, nullptr, &mem);
+  auto job = registry.Find(Spec(10));
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ((*job)->shots_left(), 6u);
+  const std::string file = *env::ReadFileToString(&mem, path);
+  EXPECT_EQ(file.back(), '\n');
+  EXPECT_EQ(file.find("done 9\n"), std::string::npos);
+  EXPECT_EQ(file.find("done 9", file.size() - 7), std::string::npos);
+}
+
+// No space for a new job's file: the consumer hears FAILED_PRECONDITION naming the file.
+TEST(JobFileTest, NoSpaceForTheJobFileIsAnErrorNamingIt) {
+  env::MemEnv mem;
+  env::FaultEnv faults(&mem);
+  faults.Inject(env::Fault::kNoSpace, ".job");
+  JobCounters counters;
+  JobRegistry registry("/jobs", absl::Minutes(10), &counters, nullptr, &faults);
+  auto job = registry.Find(Spec(5));
+  EXPECT_EQ(job.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(job.status().message().find("/jobs/line1.fwi.3.job"), std::string::npos)
+      << job.status();
+  EXPECT_NE(job.status().message().find("No space"), std::string::npos);
+  EXPECT_EQ(registry.size(), 0u);
+}
+
+// A commit is durable before it returns: a sync that fails is UNAVAILABLE (retry), naming
+// the job file.
+TEST(JobFileTest, ACommitWhoseSyncFailsIsUnavailable) {
+  env::MemEnv mem;
+  env::FaultEnv faults(&mem);
+  JobCounters counters;
+  JobRegistry registry("/jobs", absl::Minutes(10), &counters, nullptr, &faults);
+  auto job = *registry.Find(Spec(5));
+  const int64_t c = job->Join([] {});
+  int64_t id;
+  ASSERT_EQ(job->Next(c, 10, &id), Job::Take::kShot);
+  faults.Inject(env::Fault::kSyncError, ".job", 0, 1);
+  auto committed = job->Commit(1, {id}, 0);
+  EXPECT_EQ(committed.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_NE(committed.status().message().find("line1.fwi.3.job"), std::string::npos)
+      << committed.status();
+  EXPECT_TRUE(job->Commit(2, {id}, 0).ok());  // the next sync goes through
+}
+
+// A job file that cannot be read is an error, never taken for a missing file (which would
+// start the job afresh over its progress).
+TEST(JobFileTest, AnUnreadableJobFileIsNotStartedAfresh) {
+  env::MemEnv mem;
+  env::FaultEnv faults(&mem);
+  {
+    JobCounters counters;
+    JobRegistry registry("/jobs", absl::Minutes(10), &counters, nullptr, &mem);
+    auto job = *registry.Find(Spec(5));
+    const int64_t c = job->Join([] {});
+    int64_t id;
+    ASSERT_EQ(job->Next(c, 10, &id), Job::Take::kShot);
+    job->Done(c, id);
+  }
+  const std::string before = *env::ReadFileToString(&mem, "/jobs/line1.fwi.3.job");
+  faults.Inject(env::Fault::kOpenError, ".job", 0, 1);
+  JobCounters counters;
+  JobRegistry registry("/jobs", absl::Minutes(10), &counters, nullptr, &faults);
+  auto job = registry.Find(Spec(5));
+  EXPECT_EQ(job.status().code(), absl::StatusCode::kFailedPrecondition) << job.status();
+  EXPECT_NE(job.status().message().find("cannot read its job file"), std::string::npos);
+  EXPECT_EQ(*env::ReadFileToString(&mem, "/jobs/line1.fwi.3.job"), before);
+  EXPECT_EQ((*registry.Find(Spec(5)))->shots_left(), 4u);  // read on the next try
+}
+
+// Idle jobs expire by the Env's clock, not the wall's.
+TEST(JobFileTest, IdleJobsExpireByTheEnvsClock) {
+  env::MemEnv mem;
+  JobCounters counters;
+  JobRegistry registry("", absl::Minutes(1), &counters, nullptr, &mem);
+  {
+    auto job = *registry.Find(Spec(5));
+    job->Leave(job->Join([] {}));
+  }
+  ASSERT_TRUE(registry.Find(Spec(3, 7, "other")).ok());
+  EXPECT_EQ(registry.size(), 2u);
+  mem.Advance(absl::Minutes(2));
+  ASSERT_TRUE(registry.Find(Spec(3, 7, "third")).ok());
   EXPECT_EQ(registry.size(), 1u);
 }
 
