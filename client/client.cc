@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -299,6 +300,22 @@ class ShotAssembler {
     return true;
   }
 
+  // The receive loop both readers share: reads `call`'s messages until the call ends,
+  // each checked and assembled; every complete shot (or piece) goes to `take`, which may
+  // move it away. The first bad message's error, or `take`'s (which stops the loop).
+  template <typename Call>
+  absl::Status Receive(Call* call, const std::function<absl::Status(Shot&)>& take) {
+    grpc::ByteBuffer bb;
+    wire::ReceivedChunk raw;
+    Shot shot;
+    while (call->Read(&bb)) {
+      SS_RETURN_IF_ERROR(raw.Parse(&bb));
+      SS_ASSIGN_OR_RETURN(const bool complete, Add(raw, &shot));
+      if (complete) SS_RETURN_IF_ERROR(take(shot));
+    }
+    return absl::OkStatus();
+  }
+
   bool in_shot() const { return assembler_.in_shot(); }
   uint64_t shot_wire_bytes() const { return assembler_.shot_wire_bytes(); }
   wire::Encoding shot_encoding() const { return assembler_.shot_encoding(); }
@@ -567,19 +584,14 @@ class GrpcShotReader final : public ShotReader {
 
   absl::Status ReadChunks(grpc::ClientReader<grpc::ByteBuffer>* reader, size_t* delivered,
                           bool* broke_inside_shot) {
-    grpc::ByteBuffer bb;
-    wire::ReceivedChunk raw;
     ShotAssembler assembler(client_->pool, options_.raw_trace_headers, options_.pieces);
-    Shot shot;
     uint64_t counted = 0;  // of the shot being received: wire bytes counted so far
-    while (reader->Read(&bb)) {
-      if (absl::Status s = raw.Parse(&bb); !s.ok()) return s;
-      absl::StatusOr<bool> complete = assembler.Add(raw, &shot);
-      if (!complete.ok()) return complete.status();
-      if (!*complete) continue;
+    SS_RETURN_IF_ERROR(assembler.Receive(reader, [&](Shot& shot) -> absl::Status {
       shot.index = static_cast<uint32_t>(*delivered);
       // A shot resumed after a break: the parts delivered before it are not again.
-      if (shot.first_trace + shot.n_traces <= parts_delivered_ && !shot.last_piece) continue;
+      if (shot.first_trace + shot.n_traces <= parts_delivered_ && !shot.last_piece) {
+        return absl::OkStatus();
+      }
       if (shot.first_trace < parts_delivered_) TrimFront(&shot, parts_delivered_);
       absl::MutexLock lock(&mu_);
       if (shot.last_piece) ++checksums_verified_;  // the shot's CRC-32 matched the server's
@@ -595,7 +607,8 @@ class GrpcShotReader final : public ShotReader {
       parts_delivered_ = last ? 0 : shot.first_trace + shot.n_traces;
       ready_.push_back(std::move(shot));
       if (last) ++*delivered;
-    }
+      return absl::OkStatus();
+    }));
     if (assembler.in_shot()) {
       *broke_inside_shot = true;
       return absl::UnavailableError("stream broke inside a shot");
@@ -810,19 +823,8 @@ class JobShotReader final : public JobReader {
   }
 
   absl::Status Receive(size_t t, grpc::ClientReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer>* call) {
-    grpc::ByteBuffer bb;
-    wire::ReceivedChunk raw;
     ShotAssembler assembler(client_->pool, options_.raw_trace_headers, /*pieces=*/false);
-    Shot shot;
-    absl::Status error;
-    while (error.ok() && call->Read(&bb)) {
-      if (error = raw.Parse(&bb); !error.ok()) break;
-      absl::StatusOr<bool> complete = assembler.Add(raw, &shot);
-      if (!complete.ok()) {
-        error = complete.status();
-        break;
-      }
-      if (!*complete) continue;
+    absl::Status error = assembler.Receive(call, [&](Shot& shot) -> absl::Status {
       absl::MutexLock lock(&mu_);
       ++checksums_verified_;
       wire_bytes_ += assembler.shot_wire_bytes();
@@ -831,9 +833,11 @@ class JobShotReader final : public JobReader {
         return ready_.size() < depth_ || cancelled_;
       };
       mu_.Await(absl::Condition(&room));
-      if (cancelled_) break;
+      // (Cancelled: Run leaves the consumer's end status as Cancel set it.)
+      if (cancelled_) return absl::CancelledError("stream cancelled by the client");
       ready_.emplace_back(t, std::move(shot));
-    }
+      return absl::OkStatus();
+    });
     if (!error.ok()) streams_[t]->ctx.TryCancel();
     {
       absl::MutexLock lock(&streams_[t]->write_mu);

@@ -10,7 +10,6 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "common/crc32.h"
 #include "common/status_macros.h"
 #include "server/hdf5/hdf5_file.h"
 #include "server/source/column_headers.h"
@@ -22,22 +21,6 @@ namespace {
 
 constexpr char kFieldRecord[] = "field_record";
 constexpr char kTraceNumber[] = "trace_number";
-
-class Hdf5Source;
-
-// Header values from the files' columns (in memory, read at open).
-class ColumnHeaders final : public source::TraceHeaders {
- public:
-  ColumnHeaders(const Hdf5Source* source, const source::TraceRead& read)
-      : source_(source), shot_id_(read.shot_id), traces_(read.traces.begin(), read.traces.end()) {}
-  double Value(size_t i, const segy::HeaderSelector& h) const override;
-  void BigEndianHeader(size_t i, uint8_t* dst) const override;
-
- private:
-  const Hdf5Source* const source_;
-  const int64_t shot_id_;
-  const std::vector<io::TraceRef> traces_;
-};
 
 class Hdf5Source final : public source::Source {
  public:
@@ -85,19 +68,18 @@ class Hdf5Source final : public source::Source {
       }
       i = j;
     }
-    if (read.trace_crc != nullptr) {
-      for (size_t i = 0; i < traces.size(); ++i) {
-        read.trace_crc[i] = Crc32(0, read.dst[i], trace_bytes);
-      }
-    }
+    source::TakeTraceCrcs(read);
     source::ReadResult out;
-    out.headers = std::make_unique<ColumnHeaders>(this, read);
+    out.headers = std::make_unique<source::ColumnTraceHeaders>(
+        [this](uint32_t f) {
+          source::FileColumns c;
+          c.columns = &files_[f]->header_columns();
+          c.places = &places_[f];
+          return c;
+        },
+        &info_, read);
     return out;
   }
-
-  // What ColumnHeaders read.
-  const Hdf5File& file(uint32_t f) const { return *files_[f]; }
-  const std::vector<source::ColumnPlace>& places(uint32_t f) const { return places_[f]; }
 
  private:
   absl::Status Load(const source::SourceSpec& spec) {
@@ -223,17 +205,6 @@ class Hdf5Source final : public source::Source {
   catalog::Catalog catalog_;
   source::SourceInfo info_;
 };
-
-double ColumnHeaders::Value(size_t i, const segy::HeaderSelector& h) const {
-  const io::TraceRef& t = traces_[i];
-  return source::ColumnValue(source_->file(t.file_id).header_columns(), t.offset, h, shot_id_, i);
-}
-
-void ColumnHeaders::BigEndianHeader(size_t i, uint8_t* dst) const {
-  const io::TraceRef& t = traces_[i];
-  source::MakeColumnHeader(source_->file(t.file_id).header_columns(), source_->places(t.file_id),
-                           t.offset, shot_id_, i, source_->info(), dst);
-}
 
 }  // namespace
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "common/crc32.h"
 #include "segy/segy_writer.h"
 #include "server/source/trace_file_source.h"
 
@@ -62,6 +63,39 @@ void MakeColumnHeader(const HeaderColumns& columns, const std::vector<ColumnPlac
     if (segy::PutTraceValues({v}, scratch, &worst).ok()) placeable.push_back(v);
   }
   (void)segy::PutTraceValues(placeable, dst, &worst);
+}
+
+size_t ColumnTraceHeaders::Position(size_t i, const FileColumns& f) const {
+  return f.traces_per_shot > 0 ? traces_[i].offset % f.traces_per_shot : i;
+}
+
+double ColumnTraceHeaders::Value(size_t i, const segy::HeaderSelector& h) const {
+  const io::TraceRef& t = traces_[i];
+  const FileColumns f = files_(t.file_id);
+  if (f.raw != nullptr && !f.raw->empty()) {
+    return segy::HeaderValue(h, f.raw->data() + t.offset * segy::kTraceHeaderBytes,
+                             segy::ByteOrder::kBigEndian);
+  }
+  return ColumnValue(*f.columns, t.offset, h, shot_id_, Position(i, f));
+}
+
+void ColumnTraceHeaders::BigEndianHeader(size_t i, uint8_t* dst) const {
+  const io::TraceRef& t = traces_[i];
+  const FileColumns f = files_(t.file_id);
+  if (f.raw != nullptr && !f.raw->empty()) {
+    std::memcpy(dst, f.raw->data() + t.offset * segy::kTraceHeaderBytes,
+                segy::kTraceHeaderBytes);
+    return;
+  }
+  MakeColumnHeader(*f.columns, *f.places, t.offset, shot_id_, Position(i, f), *info_, dst);
+}
+
+void TakeTraceCrcs(const TraceRead& read) {
+  if (read.trace_crc == nullptr) return;
+  const uint64_t trace_bytes = uint64_t{read.range.count} * sizeof(float);
+  for (size_t i = 0; i < read.traces.size(); ++i) {
+    read.trace_crc[i] = Crc32(0, read.dst[i], trace_bytes);
+  }
 }
 
 }  // namespace shotstream::source

@@ -8,6 +8,7 @@
 #define SHOTSTREAM_SERVER_SOURCE_COLUMN_HEADERS_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -45,6 +46,44 @@ std::vector<ColumnPlace> PlacesOf(const HeaderColumns& columns);
 void MakeColumnHeader(const HeaderColumns& columns, const std::vector<ColumnPlace>& places,
                       uint64_t row, int64_t shot_id, size_t i, const SourceInfo& info,
                       uint8_t* dst);
+
+// What one file of an array source holds of its traces' headers: its columns and their
+// places, and, where the file stores them, the raw big-endian 240-byte records (a trace's
+// record wins over its columns). `traces_per_shot` > 0: a trace's place in its shot's
+// record is its row modulo this (a shot-shaped store, dead traces counted); 0: its place
+// among the read's traces.
+struct FileColumns {
+  const HeaderColumns* columns = nullptr;
+  const std::vector<ColumnPlace>* places = nullptr;
+  const std::vector<uint8_t>* raw = nullptr;  // null or empty: none stored
+  uint64_t traces_per_shot = 0;
+};
+
+// The header values of one read's traces from their files' columns (or records): the
+// TraceHeaders an array source (HDF5, Zarr) returns. `files` (file id -> its columns)
+// and `info` outlive it. Thread-compatible; read-only once made.
+class ColumnTraceHeaders final : public TraceHeaders {
+ public:
+  ColumnTraceHeaders(std::function<FileColumns(uint32_t)> files, const SourceInfo* info,
+                     const TraceRead& read)
+      : files_(std::move(files)),
+        info_(info),
+        shot_id_(read.shot_id),
+        traces_(read.traces.begin(), read.traces.end()) {}
+  double Value(size_t i, const segy::HeaderSelector& h) const override;
+  void BigEndianHeader(size_t i, uint8_t* dst) const override;
+
+ private:
+  size_t Position(size_t i, const FileColumns& f) const;
+  const std::function<FileColumns(uint32_t)> files_;
+  const SourceInfo* const info_;
+  const int64_t shot_id_;
+  const std::vector<io::TraceRef> traces_;
+};
+
+// Each trace's CRC-32 (read.trace_crc, when the read asks) over the float32 samples the
+// read wrote: for sources that decode through a library, not the coalescing reader.
+void TakeTraceCrcs(const TraceRead& read);
 
 }  // namespace shotstream::source
 

@@ -2,6 +2,7 @@
 // the 240-byte header made from them.
 #include "server/source/column_headers.h"
 
+#include "common/crc32.h"
 #include "gtest/gtest.h"
 
 namespace shotstream::source {
@@ -79,6 +80,58 @@ TEST(ColumnHeaders, TheMadeHeaderKeepsGeometryWithScalars) {
   MakeColumnHeader(columns, places, 1, 12, 1, info, h);
   EXPECT_EQ(segy::ReadHeaderInt(h, 71, 2, segy::ByteOrder::kBigEndian), 1) << "its own";
   EXPECT_EQ(segy::ReadHeaderInt(h, 37, 4, segy::ByteOrder::kBigEndian), 5);
+}
+
+}  // namespace
+}  // namespace shotstream::source
+
+namespace shotstream::source {
+namespace {
+
+// The header values an array source returns for a read: from the file's columns (trace
+// number by place among the read's traces, or, in a shot-shaped store, by row within the
+// shot), or from its stored records where it has them; and each trace's CRC-32.
+TEST(ColumnTraceHeadersTest, ColumnsOrRecordsByFile) {
+  const HeaderColumns columns = {{"offset", {10, 20, 30, 40, 50, 60}}};
+  const std::vector<ColumnPlace> places = PlacesOf(columns);
+  std::vector<uint8_t> raw(2 * segy::kTraceHeaderBytes, 0);
+  raw[segy::kTraceHeaderBytes + 39] = 77;  // record 1: offset (bytes 37-40) = 77
+  SourceInfo info;
+  info.n_samples = 2;
+  std::vector<float> a = {1, 2}, b = {3, 4};
+  std::vector<uint8_t*> dst = {reinterpret_cast<uint8_t*>(a.data()),
+                               reinterpret_cast<uint8_t*>(b.data())};
+  std::vector<io::TraceRef> traces(2);
+  traces[0].file_id = 0;
+  traces[0].offset = 4;  // row 4 of file 0: the second trace of a shot of 3
+  traces[1].file_id = 1;
+  traces[1].offset = 1;  // record 1 of file 1
+  uint32_t crcs[2] = {0, 0};
+  TraceRead read;
+  read.shot_id = 9;
+  read.traces = traces;
+  read.dst = dst.data();
+  read.range.count = 2;
+  read.trace_crc = crcs;
+  ColumnTraceHeaders headers(
+      [&](uint32_t f) {
+        FileColumns c;
+        c.columns = &columns;
+        c.places = &places;
+        if (f == 0) c.traces_per_shot = 3;
+        if (f == 1) c.raw = &raw;
+        return c;
+      },
+      &info, read);
+  EXPECT_EQ(headers.Value(0, Named("offset")), 50);
+  EXPECT_EQ(headers.Value(0, Named("trace_number")), 2);  // row 4 mod 3, 1-based
+  EXPECT_EQ(headers.Value(1, Named("offset")), 77);       // the record wins
+  uint8_t h[segy::kTraceHeaderBytes];
+  headers.BigEndianHeader(1, h);
+  EXPECT_EQ(h[39], 77);
+  TakeTraceCrcs(read);
+  EXPECT_EQ(crcs[0], Crc32(0, a.data(), 8));
+  EXPECT_EQ(crcs[1], Crc32(0, b.data(), 8));
 }
 
 }  // namespace

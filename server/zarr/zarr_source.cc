@@ -15,7 +15,6 @@
 #include "absl/strings/strip.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "common/crc32.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 #include "segy/trace_header.h"
@@ -427,27 +426,6 @@ absl::StatusOr<Store> OpenStore(const source::SourceSpec& spec, const std::strin
   return s;
 }
 
-class ZarrSource;
-
-// Header values of a read's traces: SEG-Y fields from the stored records, or columns.
-class StoreHeaders final : public source::TraceHeaders {
- public:
-  StoreHeaders(const ZarrSource* source, const source::TraceRead& read)
-      : source_(source), shot_id_(read.shot_id), traces_(read.traces.begin(), read.traces.end()) {}
-  double Value(size_t i, const segy::HeaderSelector& h) const override;
-  void BigEndianHeader(size_t i, uint8_t* dst) const override;
-
- private:
-  // Trace i's place in its shot's record: in a shot-shaped store its index along the
-  // shot's trace dimensions, dead traces counted (so the made trace_number stays the
-  // channel under a trace_mask); else its place among the shot's traces.
-  size_t Position(size_t i) const;
-
-  const ZarrSource* const source_;
-  const int64_t shot_id_;
-  const std::vector<io::TraceRef> traces_;
-};
-
 class ZarrSource final : public source::Source {
  public:
   static absl::StatusOr<std::unique_ptr<source::Source>> Open(const source::SourceSpec& spec) {
@@ -545,17 +523,21 @@ class ZarrSource final : public source::Source {
     }
     const uint64_t trace_bytes = uint64_t{read.range.count} * sizeof(float);
     if (read.stats != nullptr) read.stats->bytes_wanted += traces.size() * trace_bytes;
-    if (read.trace_crc != nullptr) {
-      for (size_t i = 0; i < traces.size(); ++i) {
-        read.trace_crc[i] = Crc32(0, read.dst[i], trace_bytes);
-      }
-    }
+    source::TakeTraceCrcs(read);
     source::ReadResult out;
-    out.headers = std::make_unique<StoreHeaders>(this, read);
+    out.headers = std::make_unique<source::ColumnTraceHeaders>(
+        [this](uint32_t f) {
+          const Store& s = stores_[f];
+          source::FileColumns c;
+          c.columns = &s.columns;
+          c.places = &s.places;
+          c.raw = &s.raw;
+          c.traces_per_shot = s.traces_per_shot;
+          return c;
+        },
+        &info_, read);
     return out;
   }
-
-  const Store& store(uint32_t i) const { return stores_[i]; }
 
  private:
   absl::Status Load(const source::SourceSpec& spec) {
@@ -702,33 +684,6 @@ class ZarrSource final : public source::Source {
   catalog::Catalog catalog_;
   source::SourceInfo info_;
 };
-
-double StoreHeaders::Value(size_t i, const segy::HeaderSelector& h) const {
-  const io::TraceRef& t = traces_[i];
-  const Store& s = source_->store(t.file_id);
-  if (!s.raw.empty()) {
-    return segy::HeaderValue(h, s.raw.data() + t.offset * segy::kTraceHeaderBytes,
-                             segy::ByteOrder::kBigEndian);
-  }
-  return source::ColumnValue(s.columns, t.offset, h, shot_id_, Position(i));
-}
-
-size_t StoreHeaders::Position(size_t i) const {
-  const io::TraceRef& t = traces_[i];
-  const Store& s = source_->store(t.file_id);
-  return s.traces_per_shot > 0 ? t.offset % s.traces_per_shot : i;
-}
-
-void StoreHeaders::BigEndianHeader(size_t i, uint8_t* dst) const {
-  const io::TraceRef& t = traces_[i];
-  const Store& s = source_->store(t.file_id);
-  if (!s.raw.empty()) {
-    std::memcpy(dst, s.raw.data() + t.offset * segy::kTraceHeaderBytes, segy::kTraceHeaderBytes);
-    return;
-  }
-  source::MakeColumnHeader(s.columns, s.places, t.offset, shot_id_, Position(i), source_->info(),
-                           dst);
-}
 
 }  // namespace
 
