@@ -44,6 +44,20 @@ void Metric(std::string* out, const char* name, const char* type, const char* he
                         name, value);
 }
 
+// A counter by RPC and status code: a line for each pair seen (non-zero).
+void ByRpcAndCode(std::string* out, const char* name, const char* help,
+                  const std::atomic<int64_t> (&counts)[service::kRpcs][17]) {
+  absl::StrAppendFormat(out, "# HELP %s %s\n# TYPE %s counter\n", name, help, name);
+  for (int rpc = 0; rpc < service::kRpcs; ++rpc) {
+    for (int code = 0; code < 17; ++code) {
+      const int64_t n = counts[rpc][code].load();
+      if (n == 0) continue;
+      absl::StrAppendFormat(out, "%s{rpc=\"%s\",code=\"%s\"} %d\n", name,
+                            service::RpcName(static_cast<service::Rpc>(rpc)), kCodeNames[code], n);
+    }
+  }
+}
+
 }  // namespace
 
 std::string RenderPrometheus(const service::ServiceCounters& c,
@@ -144,27 +158,11 @@ std::string RenderPrometheus(const service::ServiceCounters& c,
     absl::StrAppendFormat(&out, "shotstream_streams_rejected_by_code_total{code=\"%s\"} %d\n",
                           kCodeNames[code], c.rejected_by_code[code].load());
   }
-  out += "# HELP shotstream_rejected_total Calls refused before any data, by RPC and status "
-         "(the codes seen).\n"
-         "# TYPE shotstream_rejected_total counter\n";
-  for (int rpc = 0; rpc < service::kRpcs; ++rpc) {
-    for (int code = 0; code < 17; ++code) {
-      const int64_t n = c.rejected_by_rpc[rpc][code].load();
-      if (n == 0) continue;
-      absl::StrAppendFormat(&out, "shotstream_rejected_total{rpc=\"%s\",code=\"%s\"} %d\n",
-                            service::RpcName(static_cast<service::Rpc>(rpc)), kCodeNames[code], n);
-    }
-  }
-  out += "# HELP shotstream_calls_ended_total Admitted calls ended, by RPC and status code.\n"
-         "# TYPE shotstream_calls_ended_total counter\n";
-  for (int rpc = 0; rpc < service::kRpcs; ++rpc) {
-    for (int code = 0; code < 17; ++code) {
-      const int64_t n = c.ended_by_rpc[rpc][code].load();
-      if (n == 0) continue;
-      absl::StrAppendFormat(&out, "shotstream_calls_ended_total{rpc=\"%s\",code=\"%s\"} %d\n",
-                            service::RpcName(static_cast<service::Rpc>(rpc)), kCodeNames[code], n);
-    }
-  }
+  ByRpcAndCode(&out, "shotstream_rejected_total",
+               "Calls refused before any data, by RPC and status (the codes seen).",
+               c.rejected_by_rpc);
+  ByRpcAndCode(&out, "shotstream_calls_ended_total",
+               "Admitted calls ended, by RPC and status code.", c.ended_by_rpc);
   Metric(&out, "shotstream_shots_written_total", "counter",
          "Shots received and written by WriteShots (of writes committed or not).",
          c.shots_written.load());

@@ -36,11 +36,19 @@ TEST(MetricsTest, RendersCountersAsPrometheusText) {
   c.read_latency_count[0] = 2;  // <= 1 ms
   c.read_latency_count[3] = 1;  // <= 10 ms
   c.finished_by_code[5] = 4;    // NOT_FOUND
+  c.ended_by_rpc[static_cast<int>(service::Rpc::kWriteShots)][8] = 2;   // RESOURCE_EXHAUSTED
+  c.rejected_by_rpc[static_cast<int>(service::Rpc::kGetDataset)][5] = 1;
   std::vector<dataset::DatasetEntry> datasets(1);
   datasets[0].name = "bad";
   datasets[0].SetFailed(absl::NotFoundError("x"));
   const std::string text = RenderPrometheus(c, {&datasets[0]});
   EXPECT_NE(text.find("shotstream_active_streams 3\n"), std::string::npos);
+  EXPECT_NE(text.find("shotstream_calls_ended_total{rpc=\"WriteShots\",code=\"RESOURCE_EXHAUSTED\"}"
+                      " 2\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("shotstream_rejected_total{rpc=\"GetDataset\",code=\"NOT_FOUND\"} 1\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("# TYPE shotstream_calls_ended_total counter\n"), std::string::npos);
   EXPECT_NE(text.find("shotstream_sample_bytes_sent_total 12345\n"), std::string::npos);
   EXPECT_NE(text.find("shotstream_shot_read_seconds_bucket{le=\"0.001\"} 2\n"),
             std::string::npos);
