@@ -316,6 +316,84 @@ class SmallSurveyTest(unittest.TestCase):
         return path
 
 
+class ConfigSurveyTest(unittest.TestCase):
+    """A test case for servers started per test from flags or a config: a survey written
+    once for the class (cls.data: 12 shots of 60 traces x 500 IBM samples in two files,
+    synth's) and cls.tmp/bad, a directory of one file that is not SEG-Y; write_config()
+    puts a config beside them."""
+
+    @classmethod
+    def setUpClass(cls):
+        import synth
+        cls.tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        cls.data = os.path.join(cls.tmp, "data")
+        synth.write_survey(cls.data, n_shots=12, traces_per_shot=60, n_samples=500, n_files=2,
+                           fmt=1)
+        os.makedirs(os.path.join(cls.tmp, "bad"))
+        with open(os.path.join(cls.tmp, "bad", "x.sgy"), "wb") as f:
+            f.write(b"\x01" * 3700)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def write_config(self, text):
+        path = os.path.join(self.tmp, "config.yaml")
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
+
+class LineOneTest(unittest.TestCase):
+    """The end-to-end tests' shared fixture: dataset line1 of three SEG-Y files written
+    for the class (IBM and IEEE; shot 3 spans the first two files; ids out of order),
+    dataset broken (a file that is not SEG-Y), one server over both
+    (--max_chunk_bytes=20000: several chunks a shot) and one client; cls.oracle is
+    segyio's reading of every shot, and assert_shot compares a shot with it value for value."""
+
+    @classmethod
+    def setUpClass(cls):
+        import glob
+        import shotstream
+        cls.tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        d = os.path.join(cls.tmp, "line1")
+        os.makedirs(d)
+        write_survey(os.path.join(d, "a.sgy"), 1, [1, 2, 3], 24, 301, seed=1)
+        write_survey(os.path.join(d, "b.sgy"), 5, [3, 4], 24, 301, seed=2, first_trace=72)
+        write_survey(os.path.join(d, "c.sgy"), 5, [-7, 10, 11], 17, 301, seed=3)
+        cls.paths = sorted(glob.glob(os.path.join(d, "*.sgy")))
+        cls.oracle = segyio_shots(cls.paths)
+        bad = os.path.join(cls.tmp, "bad")
+        os.makedirs(bad)
+        with open(os.path.join(bad, "junk.sgy"), "wb") as f:
+            f.write(b"\x00" * 5000)
+        cls.server = Server([f"--dataset=line1={d}/*.sgy", f"--dataset=broken={bad}/*.sgy",
+                             "--max_chunk_bytes=20000"])
+        cls.client = shotstream.Client(cls.server.target)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.client.close()
+        cls.server.stop()
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def assert_shot(self, shot, sid):
+        samples, headers = self.oracle[sid]
+        self.assertEqual(shot.shot_id, sid)
+        self.assertEqual(shot.samples.dtype, np.float32)
+        self.assertEqual(shot.samples.shape, samples.shape)
+        np.testing.assert_array_equal(shot.samples, samples)
+        for name, values in shot.headers.items():
+            np.testing.assert_array_equal(values, headers[name], err_msg=name)
+
+
+def run_server(*args, timeout=60):
+    """Runs the server binary to its end and returns the CompletedProcess, whatever its
+    exit status (for tests of how it exits)."""
+    return subprocess.run([runfile(SERVER)] + list(args), capture_output=True, text=True,
+                          timeout=timeout)
+
+
 def free_port():
     """A TCP port on 127.0.0.1 that was free a moment ago (for a server restarted on it)."""
     import socket

@@ -18,43 +18,7 @@ import shotstream  # noqa: E402
 import synth  # noqa: E402
 
 
-class EndToEndTest(unittest.TestCase):
-
-    @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
-        d = os.path.join(cls.tmp, "line1")
-        os.makedirs(d)
-        # Shot 3 spans the first two files; the files differ in format (IBM and IEEE).
-        harness.write_survey(os.path.join(d, "a.sgy"), 1, [1, 2, 3], 24, 301, seed=1)
-        harness.write_survey(os.path.join(d, "b.sgy"), 5, [3, 4], 24, 301, seed=2,
-                             first_trace=72)
-        harness.write_survey(os.path.join(d, "c.sgy"), 5, [-7, 10, 11], 17, 301, seed=3)
-        cls.paths = sorted(glob.glob(os.path.join(d, "*.sgy")))
-        cls.oracle = harness.segyio_shots(cls.paths)
-        bad = os.path.join(cls.tmp, "bad")
-        os.makedirs(bad)
-        with open(os.path.join(bad, "junk.sgy"), "wb") as f:
-            f.write(b"\x00" * 5000)
-        cls.server = harness.Server([f"--dataset=line1={d}/*.sgy",
-                                     f"--dataset=broken={bad}/*.sgy",
-                                     "--max_chunk_bytes=20000"])
-        cls.client = shotstream.Client(cls.server.target)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.client.close()
-        cls.server.stop()
-        shutil.rmtree(cls.tmp, ignore_errors=True)
-
-    def assert_shot(self, shot, sid):
-        samples, headers = self.oracle[sid]
-        self.assertEqual(shot.shot_id, sid)
-        self.assertEqual(shot.samples.dtype, np.float32)
-        self.assertEqual(shot.samples.shape, samples.shape)
-        np.testing.assert_array_equal(shot.samples, samples)
-        for name, values in shot.headers.items():
-            np.testing.assert_array_equal(values, headers[name], err_msg=name)
+class EndToEndTest(harness.LineOneTest):
 
     def test_list_and_info_match_segyio(self):
         by_name = {d.name: d for d in self.client.list_datasets()}

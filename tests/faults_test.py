@@ -20,6 +20,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "testing"))
 import harness  # noqa: E402
+from harness import run_server  # noqa: E402
 import load  # noqa: E402
 import shotstream  # noqa: E402
 import synth  # noqa: E402
@@ -60,11 +61,6 @@ BAD_INPUTS = {
                                  + bytes(header()[3506:]) + trace(), "3505"),
     "short.su": (bytes(100), "Seismic Unix"),
 }
-
-
-def run_server(*args, timeout=60):
-    return subprocess.run([harness.runfile(harness.SERVER)] + list(args), capture_output=True,
-                          text=True, timeout=timeout)
 
 
 class FileFaultsTest(unittest.TestCase):

@@ -17,36 +17,13 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "testing"))
 import harness  # noqa: E402
+from harness import run_server  # noqa: E402
 import shotstream  # noqa: E402
 import synth  # noqa: E402
 from harness import NOT_SERVING, SERVING, health, wait_for  # noqa: E402
 
 
-def run_server(*args, timeout=60):
-    return subprocess.run([harness.runfile(harness.SERVER)] + list(args), capture_output=True,
-                          text=True, timeout=timeout)
-
-
-class ServerConfigTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
-        cls.data = os.path.join(cls.tmp, "data")
-        synth.write_survey(cls.data, n_shots=12, traces_per_shot=60, n_samples=500, n_files=2,
-                           fmt=1)
-        os.makedirs(os.path.join(cls.tmp, "bad"))
-        with open(os.path.join(cls.tmp, "bad", "x.sgy"), "wb") as f:
-            f.write(b"\x01" * 3700)
-
-    @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(cls.tmp, ignore_errors=True)
-
-    def write_config(self, text):
-        path = os.path.join(self.tmp, "config.yaml")
-        with open(path, "w") as f:
-            f.write(text)
-        return path
+class ServerConfigTest(harness.ConfigSurveyTest):
 
     def test_yaml_config_health_metrics_and_logs(self):
         cfg = self.write_config(f"""
