@@ -14,11 +14,12 @@ class MemReadFile final : public RandomAccessFile {
  public:
   explicit MemReadFile(std::shared_ptr<MemEnv::Node> node) : node_(std::move(node)) {}
   absl::StatusOr<size_t> Read(uint64_t offset, size_t n, char* dst) const override {
-    absl::MutexLock lock(&node_->mu);
-    const std::string& b = node_->bytes;
-    if (offset >= b.size()) return size_t{0};
-    const size_t got = std::min<uint64_t>(n, b.size() - offset);
-    std::memcpy(dst, b.data() + offset, got);
+    MemEnv::Node* const node = node_.get();
+    absl::MutexLock lock(&node->mu);
+    const size_t size = node->bytes.size();
+    if (offset >= size) return size_t{0};
+    const size_t got = std::min<uint64_t>(n, size - offset);
+    std::memcpy(dst, node->bytes.data() + offset, got);
     return got;
   }
 
