@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <utility>
@@ -26,6 +27,8 @@ absl::Status PosixError(const std::string& path, absl::string_view what, int err
       return absl::AlreadyExistsError(message);
     case ENOSPC:
     case EDQUOT:
+    case EFBIG:
+      return absl::ResourceExhaustedError(message);
     case EISDIR:
     case ENOTDIR:
     case EACCES:
@@ -177,7 +180,10 @@ absl::StatusOr<std::string> ReadFileToString(Env* env, const std::string& path) 
 }
 
 absl::Status WriteFileAtomically(Env* env, const std::string& path, absl::string_view data) {
-  const std::string temp = absl::StrCat(path, ".partial");
+  // A temporary of its own: writers of the same path at once each rename a whole file.
+  static std::atomic<uint64_t> counter{0};
+  const std::string temp =
+      absl::StrCat(path, ".partial-", ::getpid(), "-", counter.fetch_add(1));
   absl::StatusOr<std::unique_ptr<WritableFile>> file = env->OpenWrite(temp, WriteMode::kTruncate);
   if (!file.ok()) return file.status();
   absl::Status s = (*file)->Append(data);

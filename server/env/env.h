@@ -3,8 +3,9 @@
 // (MemEnv, mem_env.h) and a fault-injecting one that wraps either (FaultEnv,
 // fault_env.h: EIO, ENOSPC, short reads, a file changed under a read). Errors are
 // absl::Status naming the path and the reason: NOT_FOUND for a missing file,
-// UNAVAILABLE for an I/O error (transient), FAILED_PRECONDITION for what retrying cannot
-// fix (no space, a directory where a file was wanted).
+// UNAVAILABLE for an I/O error (transient), RESOURCE_EXHAUSTED for a full disk or quota,
+// FAILED_PRECONDITION for what retrying cannot fix (a directory where a file was wanted,
+// no permission).
 //
 // Thread-safe: an Env's methods may be called from any thread; one file object is for
 // one thread at a time.
@@ -84,8 +85,9 @@ class Env {
 // The whole file at `path`, read through `env`.
 absl::StatusOr<std::string> ReadFileToString(Env* env, const std::string& path);
 
-// Writes `data` to `path` as one step: to a temporary beside it, synced, renamed over
-// `path`, the directory synced. A reader sees the old file or the new one, never a part.
+// Writes `data` to `path` as one step: to a temporary beside it (PATH.partial-PID-N, its
+// own), synced, renamed over `path`, the directory synced. A reader sees the old file or
+// the new one, never a part; of writers at once, the last rename wins whole.
 absl::Status WriteFileAtomically(Env* env, const std::string& path, absl::string_view data);
 
 }  // namespace shotstream::env

@@ -124,7 +124,7 @@ TEST(FaultEnvTest, NoSpaceSyncAndOpenErrors) {
   env.Inject(Fault::kSyncError, ".job", 0, 1);
   auto w = env.OpenWrite("/j/a.job", WriteMode::kAppend);
   ASSERT_TRUE(w.ok());
-  EXPECT_EQ((*w)->Append("x").code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ((*w)->Append("x").code(), absl::StatusCode::kResourceExhausted);
   EXPECT_EQ((*w)->Sync().code(), absl::StatusCode::kUnavailable);
   EXPECT_TRUE((*w)->Sync().ok());
   env.Clear();

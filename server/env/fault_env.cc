@@ -36,7 +36,7 @@ class FaultWriteFile final : public WritableFile {
       : base_(std::move(base)), path_(std::move(path)), env_(env) {}
   absl::Status Append(absl::string_view data) override {
     if (env_->Fires(Fault::kNoSpace, path_)) {
-      return absl::FailedPreconditionError(
+      return absl::ResourceExhaustedError(
           absl::StrCat(path_, ": write: No space left on device"));
     }
     return base_->Append(data);

@@ -25,7 +25,7 @@ enum class Fault {
   kReadError,      // a read fails: EIO (UNAVAILABLE)
   kShortRead,      // a read returns half of what it could (at least 1 byte fewer)
   kChangedUnderRead,  // the fault's hook runs (e.g. rewrites the file), then the read
-  kNoSpace,        // an Append fails: ENOSPC (FAILED_PRECONDITION)
+  kNoSpace,        // an Append fails: ENOSPC (RESOURCE_EXHAUSTED)
   kSyncError,      // a Sync fails: EIO (UNAVAILABLE)
   kOpenError,      // an open fails: EIO (UNAVAILABLE)
 };

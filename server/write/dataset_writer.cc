@@ -50,17 +50,16 @@ std::string WrittenPath(const std::string& dir, const std::string& name) {
   return absl::StrCat(dir, "/", name, ".sgy");
 }
 
-std::vector<std::string> RemoveTemporaries(const std::string& dir) {
+std::vector<std::string> RemoveTemporaries(const std::string& dir, env::Env* env) {
   std::vector<std::string> removed;
-  DIR* d = ::opendir(dir.c_str());
-  if (d == nullptr) return removed;
-  while (const dirent* e = ::readdir(d)) {
-    const absl::string_view name = e->d_name;
-    if (name.size() > 1 && name[0] == '.' && absl::StrContains(name, kPartial)) {
-      if (::unlink(absl::StrCat(dir, "/", name).c_str()) == 0) removed.emplace_back(name);
+  absl::StatusOr<std::vector<std::string>> names = env->List(dir);
+  if (!names.ok()) return removed;
+  for (const std::string& name : *names) {
+    if (name.size() > 1 && name[0] == '.' && absl::StrContains(name, kPartial) &&
+        env->Remove(absl::StrCat(dir, "/", name)).ok()) {
+      removed.push_back(name);
     }
   }
-  ::closedir(d);
   return removed;
 }
 
@@ -69,38 +68,38 @@ constexpr char kWrittenBy[] = "WRITTEN BY SHOTSTREAM WRITESHOTS FOR ";
 }  // namespace
 
 std::vector<WrittenDataset> FindWritten(const std::string& dir,
-                                        std::vector<std::string>* foreign) {
-  // The mark every written file's textual header begins with, as FileHeader encodes it.
-  // (Its first line, the EBCDIC spaces that pad it cut.)
+                                        std::vector<std::string>* foreign, env::Env* env) {
+  // The mark every written file's textual header begins with, as FileHeader encodes it:
+  // its first line, the EBCDIC spaces that pad it cut.
   std::string mark = segy::FileHeader({kWrittenBy}, 1, 1000, 5).substr(0, 80);
   while (!mark.empty() && mark.back() == '\x40') mark.pop_back();
   std::vector<WrittenDataset> found;
-  DIR* d = ::opendir(dir.c_str());
-  if (d == nullptr) return found;
-  while (const dirent* e = ::readdir(d)) {
-    const absl::string_view file = e->d_name;
+  absl::StatusOr<std::vector<std::string>> names = env->List(dir);
+  if (!names.ok()) return found;
+  for (const std::string& file : *names) {  // sorted: so is what is found
     if (!absl::EndsWith(file, ".sgy") || file[0] == '.') continue;
-    const std::string name(file.substr(0, file.size() - 4));
+    const std::string name = file.substr(0, file.size() - 4);
     const std::string path = absl::StrCat(dir, "/", file);
     if (!ValidateWriteName(name).ok()) {
       foreign->push_back(absl::StrCat(path, ": not a name a write may create"));
       continue;
     }
     std::string head(mark.size(), '\0');
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    const ssize_t got = fd < 0 ? -1 : ::pread(fd, head.data(), head.size(), 0);
-    if (fd >= 0) ::close(fd);
-    if (got != static_cast<ssize_t>(mark.size()) || head != mark) {
+    absl::StatusOr<size_t> got = absl::UnavailableError("not opened");
+    if (absl::StatusOr<std::unique_ptr<env::RandomAccessFile>> f = env->OpenRead(path); f.ok()) {
+      got = (*f)->Read(0, head.size(), head.data());
+    } else {
+      got = f.status();
+    }
+    if (!got.ok()) {
+      foreign->push_back(absl::StrCat(path, ": cannot read it: ", got.status().message()));
+    } else if (*got != mark.size() || head != mark) {
       foreign->push_back(absl::StrCat(
           path, ": its textual header does not say it was written by WriteShots"));
-      continue;
+    } else {
+      found.push_back({name, path});
     }
-    found.push_back({name, path});
   }
-  ::closedir(d);
-  std::sort(found.begin(), found.end(),
-            [](const WrittenDataset& a, const WrittenDataset& b) { return a.name < b.name; });
-  std::sort(foreign->begin(), foreign->end());
   return found;
 }
 

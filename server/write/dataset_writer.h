@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "server/env/env.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "segy/segy_writer.h"
@@ -32,7 +33,8 @@ std::string WrittenPath(const std::string& dir, const std::string& name);
 
 // Removes the temporaries that writes of a killed server left in `dir`; returns their
 // names.
-std::vector<std::string> RemoveTemporaries(const std::string& dir);
+std::vector<std::string> RemoveTemporaries(const std::string& dir,
+                                           env::Env* env = env::Env::Default());
 
 // A dataset this service wrote to its write_dir before: DIR/NAME.sgy whose textual header
 // begins as WrittenTextLines' does.
@@ -44,7 +46,8 @@ struct WrittenDataset {
 // name no write may create, or a file this service did not write) goes to `foreign`
 // (its path and why), to be reported and left alone.
 std::vector<WrittenDataset> FindWritten(const std::string& dir,
-                                        std::vector<std::string>* foreign);
+                                        std::vector<std::string>* foreign,
+                                        env::Env* env = env::Env::Default());
 
 struct WriteSpec {
   std::string dir;

@@ -9,6 +9,9 @@
 
 #include "common/crc32.h"
 #include "gtest/gtest.h"
+#include "segy/segy_writer.h"
+#include "server/env/fault_env.h"
+#include "server/env/mem_env.h"
 #include "server/segy/segy_file.h"
 
 namespace shotstream::write {
@@ -82,6 +85,31 @@ TEST(DatasetWriterTest, FindWrittenFindsOnlyWhatItWrote) {
   ASSERT_EQ(foreign.size(), 2u);
   EXPECT_NE(foreign[0].find("acme.sgy: its textual header"), std::string::npos) << foreign[0];
   EXPECT_NE(foreign[1].find("bad name.sgy: not a name"), std::string::npos) << foreign[1];
+}
+
+// The same through an Env, in memory: what the writer's textual header marks is found, a
+// file that cannot be read is reported with the read's error, temporaries are removed.
+TEST(DatasetWriterTest, FindWrittenAndRemoveTemporariesThroughAnEnv) {
+  env::MemEnv mem;
+  env::FaultEnv faults(&mem);
+  const std::string ours = segy::FileHeader(WrittenTextLines("b", "", 1, 1, 4, 4000, 5), 4,
+                                            4000, 5);
+  mem.Put("/w/b.sgy", ours);
+  mem.Put("/w/a.sgy", ours);
+  mem.Put("/w/other.sgy", std::string(3600, ' '));
+  mem.Put("/w/.c.sgy.partial-1-2", "half");
+  faults.Inject(env::Fault::kOpenError, "a.sgy", 0, 1);
+  std::vector<std::string> foreign;
+  std::vector<WrittenDataset> found = FindWritten("/w", &foreign, &faults);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].name, "b");
+  ASSERT_EQ(foreign.size(), 2u);
+  EXPECT_NE(foreign[0].find("/w/a.sgy: cannot read it: "), std::string::npos) << foreign[0];
+  EXPECT_NE(foreign[1].find("/w/other.sgy: its textual header"), std::string::npos);
+  foreign.clear();
+  EXPECT_EQ(FindWritten("/w", &foreign, &faults).size(), 2u);  // a's read goes through now
+  EXPECT_EQ(RemoveTemporaries("/w", &mem), (std::vector<std::string>{".c.sgy.partial-1-2"}));
+  EXPECT_EQ(mem.List("/w")->size(), 3u);
 }
 
 TEST(DatasetWriterTest, AbandonedWritesLeaveNothing) {

@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/status_macros.h"
 #include "segy/segy_writer.h"
 #include "segy/trace_header.h"
 #include "server/write/dataset_writer.h"
@@ -112,24 +113,24 @@ absl::Status MakePartsDir(const std::string& parts_dir) {
 }
 
 absl::Status WritePartIds(const std::string& parts_dir, uint32_t index,
-                          const std::set<int64_t>& ids) {
-  static std::atomic<uint64_t> counter{0};
+                          const std::set<int64_t>& ids, env::Env* env) {
+  const std::vector<int64_t> v(ids.begin(), ids.end());  // little-endian: the hosts we build for
+  return env::WriteFileAtomically(
+      env, absl::StrCat(parts_dir, "/", PartName(index), ".ids"),
+      absl::string_view(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(int64_t)));
+}
+
+absl::StatusOr<std::vector<int64_t>> ReadPartIds(const std::string& parts_dir, uint32_t index,
+                                                 env::Env* env) {
   const std::string path = absl::StrCat(parts_dir, "/", PartName(index), ".ids");
-  const std::string temp =
-      absl::StrCat(path, ".partial-", ::getpid(), "-", counter.fetch_add(1));
-  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) return IoError("cannot create", temp, errno);
-  std::vector<int64_t> v(ids.begin(), ids.end());  // little-endian: the hosts we build for
-  const size_t bytes = v.size() * sizeof(int64_t);
-  const bool ok = ::write(fd, v.data(), bytes) == static_cast<ssize_t>(bytes) && ::fsync(fd) == 0;
-  const int err = errno;
-  ::close(fd);
-  if (!ok || ::rename(temp.c_str(), path.c_str()) != 0) {
-    const int e = ok ? errno : err;
-    ::unlink(temp.c_str());
-    return IoError("writing", path, e);
+  SS_ASSIGN_OR_RETURN(const std::string bytes, env::ReadFileToString(env, path));
+  if (bytes.size() % sizeof(int64_t) != 0) {
+    return absl::DataLossError(absl::StrCat(path, ": ", bytes.size(),
+                                            " bytes, not a whole number of shot ids"));
   }
-  return absl::OkStatus();
+  std::vector<int64_t> ids(bytes.size() / sizeof(int64_t));
+  std::memcpy(ids.data(), bytes.data(), bytes.size());
+  return ids;
 }
 
 absl::StatusOr<JoinedParts> JoinParts(const JoinSpec& spec) {
@@ -159,19 +160,14 @@ absl::StatusOr<JoinedParts> JoinParts(const JoinSpec& spec) {
   // Shot ids: in one part each.
   std::map<int64_t, uint32_t> owner;
   for (uint32_t i = 0; i < spec.count; ++i) {
-    const std::string path = absl::StrCat(parts_dir, "/", PartName(i), ".ids");
-    FILE* f = std::fopen(path.c_str(), "rb");
-    if (f == nullptr) return IoError("cannot open", path, errno);
-    int64_t id;
-    while (std::fread(&id, sizeof(id), 1, f) == 1) {
+    SS_ASSIGN_OR_RETURN(const std::vector<int64_t> ids, ReadPartIds(parts_dir, i, spec.env));
+    for (int64_t id : ids) {
       auto [it, fresh] = owner.emplace(id, i);
       if (!fresh) {
-        std::fclose(f);
         return absl::InvalidArgumentError(absl::StrCat(what, ": shot ", id, " is in parts ",
                                                        it->second, " and ", i));
       }
     }
-    std::fclose(f);
   }
   // The parts: one binary file header (sample count, interval, format), whole traces.
   std::vector<Part> parts(spec.count);

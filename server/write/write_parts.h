@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "server/env/env.h"
 #include "absl/status/statusor.h"
 
 namespace shotstream::write {
@@ -28,9 +29,12 @@ std::string PartName(uint32_t index);  // "part-000012" (the DatasetWriter's nam
 // Creates the parts directory (an existing one is fine).
 absl::Status MakePartsDir(const std::string& parts_dir);
 
-// Writes part `index`'s shot ids beside it (temporary, fsync, rename).
+// Writes part `index`'s shot ids beside it (temporary, fsync, rename: through `env`).
 absl::Status WritePartIds(const std::string& parts_dir, uint32_t index,
-                          const std::set<int64_t>& ids);
+                          const std::set<int64_t>& ids, env::Env* env = env::Env::Default());
+// Part `index`'s shot ids, as WritePartIds wrote them.
+absl::StatusOr<std::vector<int64_t>> ReadPartIds(const std::string& parts_dir, uint32_t index,
+                                                 env::Env* env = env::Env::Default());
 
 struct JoinSpec {
   std::string dir;       // the write directory
@@ -40,6 +44,7 @@ struct JoinSpec {
   double sample_interval_us = 0;
   int format = 5;
   std::string writer;    // who asked, for the textual header
+  env::Env* env = env::Env::Default();  // the parts' id files are read through it
 };
 
 struct JoinedParts {

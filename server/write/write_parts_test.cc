@@ -11,6 +11,8 @@
 
 #include "common/crc32.h"
 #include "gtest/gtest.h"
+#include "server/env/fault_env.h"
+#include "server/env/mem_env.h"
 #include "server/segy/segy_file.h"
 #include "server/write/dataset_writer.h"
 
@@ -129,6 +131,24 @@ TEST(WritePartsTest, ARestartRemovesPartsDirectories) {
   EXPECT_EQ(RemoveParts(dir), std::vector<std::string>{".line.parts-w1"});
   EXPECT_FALSE(Exists(PartsDir(dir, "line", "w1")));
   EXPECT_TRUE(Exists(dir + "/.x.parts-y.sgy.partial-1-0"));
+}
+
+// A part's shot ids through an Env: written whole (a retried part's file replaced), read
+// back in order; a full disk is RESOURCE_EXHAUSTED naming the file; a torn file DATA_LOSS.
+TEST(WritePartsTest, PartIdsThroughAnEnv) {
+  env::MemEnv mem;
+  env::FaultEnv faults(&mem);
+  ASSERT_TRUE(WritePartIds("/w/.d.parts-x", 3, {30, 10, 20}, &faults).ok());
+  ASSERT_TRUE(WritePartIds("/w/.d.parts-x", 3, {7, 5}, &faults).ok());  // retried
+  EXPECT_EQ(*ReadPartIds("/w/.d.parts-x", 3, &mem), (std::vector<int64_t>{5, 7}));
+  EXPECT_EQ(mem.List("/w/.d.parts-x")->size(), 1u);  // no temporary left
+  faults.Inject(env::Fault::kNoSpace, ".ids");
+  absl::Status full = WritePartIds("/w/.d.parts-x", 4, {1}, &faults);
+  EXPECT_EQ(full.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(full.message().find("part-000004.ids"), std::string::npos) << full;
+  EXPECT_EQ(mem.List("/w/.d.parts-x")->size(), 1u);  // nor after a failure
+  mem.Put("/w/.d.parts-x/part-000005.ids", "12345");
+  EXPECT_EQ(ReadPartIds("/w/.d.parts-x", 5, &mem).status().code(), absl::StatusCode::kDataLoss);
 }
 
 }  // namespace
