@@ -306,7 +306,8 @@ def render(r):
                   f"format-4 files of segyio's test data: each refused with the file, byte and "
                   f"reason, never a crash |"]
     lines += ["", "Commands: `bazel run -c opt //:bench` (all of the above; `--reps`, `--shots`, "
-              "`--skip_reliability` for a quicker run). The iperf3 figure is "
+              "`--skip_reliability` for a quicker run; `-- --only=headline` the figures above "
+              "the sections of their own, alone, into the saved results). The iperf3 figure is "
               "`iperf3 -c 127.0.0.1 -l 1M -t 3`, each run alternated with a headline C++ run of "
               "shotstream, 3 s apart (so that their ratio compares the same machine state; a "
               "run right after iperf3's burst came out 10-30% slower on this VM: iperf3, then "
