@@ -289,17 +289,19 @@ class ConsumerProcessTest(unittest.TestCase):
 
 
 class SmallSurveyTest(unittest.TestCase):
-    """A test case over a small survey written once for the class (self.data: 4 shots of
-    10 traces x 50 IEEE samples, synth's) and a directory of one file that is not SEG-Y
-    (self.bad); write() puts a text file (a config) beside them."""
+    """A test case over a survey written once for the class (cls.data: SURVEY, synth's;
+    by default 4 shots of 10 traces x 50 IEEE samples in one file) and cls.bad, a
+    directory of one file that is not SEG-Y; write() puts a text file (a config) beside
+    them."""
+
+    SURVEY = dict(n_shots=4, traces_per_shot=10, n_samples=50, n_files=1, fmt=5)
 
     @classmethod
     def setUpClass(cls):
         import synth
         cls.tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
         cls.data = os.path.join(cls.tmp, "data")
-        synth.write_survey(cls.data, n_shots=4, traces_per_shot=10, n_samples=50, n_files=1,
-                           fmt=5)
+        synth.write_survey(cls.data, **cls.SURVEY)
         cls.bad = os.path.join(cls.tmp, "bad")
         os.makedirs(cls.bad)
         with open(os.path.join(cls.bad, "x.sgy"), "wb") as f:
@@ -316,32 +318,14 @@ class SmallSurveyTest(unittest.TestCase):
         return path
 
 
-class ConfigSurveyTest(unittest.TestCase):
-    """A test case for servers started per test from flags or a config: a survey written
-    once for the class (cls.data: 12 shots of 60 traces x 500 IBM samples in two files,
-    synth's) and cls.tmp/bad, a directory of one file that is not SEG-Y; write_config()
-    puts a config beside them."""
+class ConfigSurveyTest(SmallSurveyTest):
+    """SmallSurveyTest over 12 shots of 60 traces x 500 IBM samples in two files, for
+    servers started per test from flags or a config (write_config)."""
 
-    @classmethod
-    def setUpClass(cls):
-        import synth
-        cls.tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
-        cls.data = os.path.join(cls.tmp, "data")
-        synth.write_survey(cls.data, n_shots=12, traces_per_shot=60, n_samples=500, n_files=2,
-                           fmt=1)
-        os.makedirs(os.path.join(cls.tmp, "bad"))
-        with open(os.path.join(cls.tmp, "bad", "x.sgy"), "wb") as f:
-            f.write(b"\x01" * 3700)
-
-    @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(cls.tmp, ignore_errors=True)
+    SURVEY = dict(n_shots=12, traces_per_shot=60, n_samples=500, n_files=2, fmt=1)
 
     def write_config(self, text):
-        path = os.path.join(self.tmp, "config.yaml")
-        with open(path, "w") as f:
-            f.write(text)
-        return path
+        return self.write("config.yaml", text)
 
 
 class LineOneTest(unittest.TestCase):
