@@ -179,6 +179,16 @@ absl::StatusOr<std::string> ReadFileToString(Env* env, const std::string& path) 
   }
 }
 
+absl::StatusOr<std::string> ReadPrefix(Env* env, const std::string& path, size_t n) {
+  absl::StatusOr<std::unique_ptr<RandomAccessFile>> file = env->OpenRead(path);
+  if (!file.ok()) return file.status();
+  std::string out(n, '\0');
+  absl::StatusOr<size_t> got = (*file)->Read(0, n, out.data());
+  if (!got.ok()) return got.status();
+  out.resize(*got);
+  return out;
+}
+
 absl::Status WriteFileAtomically(Env* env, const std::string& path, absl::string_view data) {
   // A temporary of its own: writers of the same path at once each rename a whole file.
   static std::atomic<uint64_t> counter{0};

@@ -84,6 +84,8 @@ class Env {
 
 // The whole file at `path`, read through `env`.
 absl::StatusOr<std::string> ReadFileToString(Env* env, const std::string& path);
+// Its first `n` bytes (fewer where the file is shorter).
+absl::StatusOr<std::string> ReadPrefix(Env* env, const std::string& path, size_t n);
 
 // Writes `data` to `path` as one step: to a temporary beside it (PATH.partial-PID-N, its
 // own), synced, renamed over `path`, the directory synced. A reader sees the old file or

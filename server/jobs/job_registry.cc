@@ -1,12 +1,8 @@
 #include "server/jobs/job_registry.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
 #include <cinttypes>
-#include <cstdio>
 #include <cstring>
 #include <utility>
 

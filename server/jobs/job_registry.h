@@ -25,7 +25,6 @@
 
 #include <atomic>
 #include <cstdint>
-#include <cstdio>
 #include <deque>
 #include <functional>
 #include <map>

@@ -1,7 +1,6 @@
 #include "server/stream/shot_window.h"
 
 #include <algorithm>
-#include <iterator>
 #include <utility>
 
 #include "absl/time/clock.h"

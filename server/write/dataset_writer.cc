@@ -1,6 +1,5 @@
 #include "server/write/dataset_writer.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -84,16 +83,10 @@ std::vector<WrittenDataset> FindWritten(const std::string& dir,
       foreign->push_back(absl::StrCat(path, ": not a name a write may create"));
       continue;
     }
-    std::string head(mark.size(), '\0');
-    absl::StatusOr<size_t> got = absl::UnavailableError("not opened");
-    if (absl::StatusOr<std::unique_ptr<env::RandomAccessFile>> f = env->OpenRead(path); f.ok()) {
-      got = (*f)->Read(0, head.size(), head.data());
-    } else {
-      got = f.status();
-    }
-    if (!got.ok()) {
-      foreign->push_back(absl::StrCat(path, ": cannot read it: ", got.status().message()));
-    } else if (*got != mark.size() || head != mark) {
+    const absl::StatusOr<std::string> head = env::ReadPrefix(env, path, mark.size());
+    if (!head.ok()) {
+      foreign->push_back(absl::StrCat(path, ": cannot read it: ", head.status().message()));
+    } else if (*head != mark) {
       foreign->push_back(absl::StrCat(
           path, ": its textual header does not say it was written by WriteShots"));
     } else {
