@@ -1,9 +1,7 @@
 #include "server/common/file_identity.h"
 
-#include <cerrno>
-#include <cstring>
-
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 
 namespace shotstream {
 
@@ -17,13 +15,25 @@ FileIdentity FileIdentity::Of(const struct stat& st) {
   return id;
 }
 
-absl::Status FileIdentity::CheckUnchanged(const std::string& path) const {
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0) {
-    return absl::DataLossError(absl::StrCat(path, ": gone since its catalog was built (",
-                                            std::strerror(errno), ")"));
+FileIdentity FileIdentity::Of(const env::FileStat& st) {
+  FileIdentity id;
+  id.device = st.device;
+  id.inode = st.inode;
+  id.size = st.size;
+  id.mtime_ns = absl::ToUnixNanos(st.modified);
+  id.ctime_ns = absl::ToUnixNanos(st.changed);
+  return id;
+}
+
+absl::Status FileIdentity::CheckUnchanged(const std::string& path, env::Env* env) const {
+  absl::StatusOr<env::FileStat> st = (env != nullptr ? env : env::Env::Default())->Stat(path);
+  if (!st.ok()) {
+    absl::string_view why = st.status().message();
+    absl::ConsumePrefix(&why, absl::StrCat(path, ": "));
+    return absl::DataLossError(
+        absl::StrCat(path, ": gone since its catalog was built (", why, ")"));
   }
-  return Matches(Of(st), path);
+  return Matches(Of(*st), path);
 }
 
 absl::Status FileIdentity::Matches(const FileIdentity& now, const std::string& path) const {

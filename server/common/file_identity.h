@@ -9,6 +9,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "server/env/env.h"
 
 namespace shotstream {
 
@@ -23,10 +24,12 @@ struct FileIdentity {
   int64_t ctime_ns = 0;
 
   static FileIdentity Of(const struct stat& st);
+  static FileIdentity Of(const env::FileStat& st);
 
   // OK while `path` is this file, as it was; otherwise DATA_LOSS naming the file and what
-  // changed (rewritten in place, replaced, truncated, removed). One stat(2).
-  absl::Status CheckUnchanged(const std::string& path) const;
+  // changed (rewritten in place, replaced, truncated, removed). One stat, through `env`
+  // (the process's POSIX Env when null).
+  absl::Status CheckUnchanged(const std::string& path, env::Env* env = nullptr) const;
   // The same check against `now`, what a stat of `path` (or of a descriptor reopened on
   // it) found.
   absl::Status Matches(const FileIdentity& now, const std::string& path) const;

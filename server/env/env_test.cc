@@ -71,6 +71,60 @@ TEST_P(EnvContractTest, ARenameOverAFileGivesItAnotherIdentity) {
   EXPECT_EQ(env_->List(dir_)->size(), 1u);  // no temporary left
 }
 
+TEST_P(EnvContractTest, AMappedFileHoldsItsBytesAndItsStatSeesATruncation) {
+  ASSERT_TRUE(WriteFileAtomically(env_, Path("m.sgy"), "0123456789").ok());
+  auto m = env_->OpenMapped(Path("m.sgy"), /*populate=*/true);
+  ASSERT_TRUE(m.ok()) << m.status();
+  const absl::Span<const uint8_t> bytes = (*m)->mapping();
+  ASSERT_EQ(bytes.size(), 10u);
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(bytes.data()), 4), "0123");
+  const FileStat opened = *(*m)->Stat();
+  EXPECT_EQ(opened.size, 10u);
+  EXPECT_TRUE(opened.regular);
+  EXPECT_EQ(opened.inode, env_->Stat(Path("m.sgy"))->inode);
+  ASSERT_TRUE(env_->Truncate(Path("m.sgy"), 3).ok());
+  EXPECT_EQ((*m)->Stat()->size, 3u);  // what a mapped read checks before it touches bytes
+  auto plain = env_->OpenRead(Path("m.sgy"));
+  EXPECT_TRUE((*plain)->mapping().empty());
+  ASSERT_TRUE(WriteFileAtomically(env_, Path("empty"), "").ok());
+  auto e = env_->OpenMapped(Path("empty"), false);
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_TRUE((*e)->mapping().empty());
+  EXPECT_TRUE(env_->FilesystemType(Path("m.sgy")).ok());
+  EXPECT_EQ(env_->OpenMapped(Path("none"), false).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_P(EnvContractTest, AHeaderWrittenLastACopyAndARenameThatNeverReplaces) {
+  ASSERT_TRUE(env_->CreateDir(Path("parts")).ok());
+  ASSERT_TRUE(env_->CreateDir(Path("parts")).ok());  // an existing one is fine
+  EXPECT_TRUE(env_->Stat(Path("parts"))->directory);
+  EXPECT_TRUE(env_->List(Path("parts"))->empty());
+  ASSERT_TRUE(WriteFileAtomically(env_, Path("parts/p0"), "HHHHbody-0").ok());
+  auto w = env_->OpenWrite(Path("joined"), WriteMode::kCreateNew);
+  ASSERT_TRUE(w.ok()) << w.status();
+  ASSERT_TRUE((*w)->Append("????").ok());
+  auto in = env_->OpenRead(Path("parts/p0"));
+  ASSERT_TRUE(in.ok());
+  ASSERT_TRUE((*w)->AppendFrom(**in, 4, 6).ok());
+  ASSERT_TRUE((*w)->AppendFrom(**in, 4, 4).ok());
+  ASSERT_TRUE((*w)->WriteAt(0, "head").ok());
+  const absl::Status past = (*w)->AppendFrom(**in, 8, 5);  // 2 bytes are there, not 5
+  EXPECT_EQ(past.code(), absl::StatusCode::kDataLoss) << past;
+  ASSERT_TRUE((*w)->Close().ok());
+  EXPECT_EQ(ReadFileToString(env_, Path("joined"))->substr(0, 14), "headbody-0body");
+  EXPECT_FALSE(env_->Stat(Path("joined"))->directory);
+  ASSERT_TRUE(WriteFileAtomically(env_, Path("other"), "x").ok());
+  const absl::Status refused = env_->RenameNoReplace(Path("other"), Path("joined"));
+  EXPECT_EQ(refused.code(), absl::StatusCode::kAlreadyExists) << refused;
+  EXPECT_EQ(*ReadFileToString(env_, Path("other")), "x");  // both as they were
+  ASSERT_TRUE(env_->RenameNoReplace(Path("other"), Path("renamed")).ok());
+  EXPECT_EQ(env_->Stat(Path("other")).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_FALSE(env_->RemoveDir(Path("parts")).ok());  // not empty
+  ASSERT_TRUE(env_->Remove(Path("parts/p0")).ok());
+  ASSERT_TRUE(env_->RemoveDir(Path("parts")).ok());
+  EXPECT_EQ(env_->Stat(Path("parts")).status().code(), absl::StatusCode::kNotFound);
+}
+
 TEST_P(EnvContractTest, MissingFilesAreNotFoundNamingThePath) {
   auto r = env_->OpenRead(Path("none"));
   EXPECT_EQ(r.status().code(), absl::StatusCode::kNotFound);

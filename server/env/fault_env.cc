@@ -11,7 +11,10 @@ namespace {
 class FaultReadFile final : public RandomAccessFile {
  public:
   FaultReadFile(std::unique_ptr<RandomAccessFile> base, std::string path, FaultEnv* env)
-      : base_(std::move(base)), path_(std::move(path)), env_(env) {}
+      : base_(std::move(base)), path_(std::move(path)), env_(env) {
+    mapping_ = base_->mapping();
+  }
+  absl::StatusOr<FileStat> Stat() const override { return base_->Stat(); }
   absl::StatusOr<size_t> Read(uint64_t offset, size_t n, char* dst) const override {
     std::function<void()> hook;
     if (env_->Fires(Fault::kChangedUnderRead, path_, &hook) && hook) hook();
@@ -40,6 +43,20 @@ class FaultWriteFile final : public WritableFile {
           absl::StrCat(path_, ": write: No space left on device"));
     }
     return base_->Append(data);
+  }
+  absl::Status WriteAt(uint64_t offset, absl::string_view data) override {
+    if (env_->Fires(Fault::kNoSpace, path_)) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat(path_, ": write at byte ", offset, ": No space left on device"));
+    }
+    return base_->WriteAt(offset, data);
+  }
+  absl::Status AppendFrom(const RandomAccessFile& in, uint64_t offset, uint64_t n) override {
+    if (env_->Fires(Fault::kNoSpace, path_)) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat(path_, ": copy_file_range: No space left on device"));
+    }
+    return base_->AppendFrom(in, offset, n);
   }
   absl::Status Sync() override {
     if (env_->Fires(Fault::kSyncError, path_)) {
@@ -94,6 +111,16 @@ absl::StatusOr<std::unique_ptr<RandomAccessFile>> FaultEnv::OpenRead(const std::
     return absl::UnavailableError(absl::StrCat(path, ": open: Input/output error"));
   }
   absl::StatusOr<std::unique_ptr<RandomAccessFile>> base = base_->OpenRead(path);
+  if (!base.ok()) return base.status();
+  return std::unique_ptr<RandomAccessFile>(new FaultReadFile(*std::move(base), path, this));
+}
+
+absl::StatusOr<std::unique_ptr<RandomAccessFile>> FaultEnv::OpenMapped(const std::string& path,
+                                                                       bool populate) {
+  if (Fires(Fault::kOpenError, path)) {
+    return absl::UnavailableError(absl::StrCat(path, ": open: Input/output error"));
+  }
+  absl::StatusOr<std::unique_ptr<RandomAccessFile>> base = base_->OpenMapped(path, populate);
   if (!base.ok()) return base.status();
   return std::unique_ptr<RandomAccessFile>(new FaultReadFile(*std::move(base), path, this));
 }

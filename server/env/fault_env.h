@@ -1,7 +1,8 @@
 // FaultEnv: an Env that passes every call to another (MemEnv, or the POSIX one) and fails
 // the ones a test names, to test each caller's failure paths: EIO on a read or a sync,
 // ENOSPC on a write, a short read (fewer bytes than the file has), and a file changed
-// under a read (the test's hook runs just before the read). Faults are matched by a
+// under a read (the test's hook runs just before the read). A mapped file's bytes are
+// read in place, so only its open fails; its Stat() is the base's. Faults are matched by a
 // substring of the path and fire on the matching calls after `skip` of them, `count`
 // times (-1: always). What fired is counted (fired()).
 //
@@ -25,7 +26,7 @@ enum class Fault {
   kReadError,      // a read fails: EIO (UNAVAILABLE)
   kShortRead,      // a read returns half of what it could (at least 1 byte fewer)
   kChangedUnderRead,  // the fault's hook runs (e.g. rewrites the file), then the read
-  kNoSpace,        // an Append fails: ENOSPC (RESOURCE_EXHAUSTED)
+  kNoSpace,        // an Append, WriteAt or AppendFrom fails: ENOSPC (RESOURCE_EXHAUSTED)
   kSyncError,      // a Sync fails: EIO (UNAVAILABLE)
   kOpenError,      // an open fails: EIO (UNAVAILABLE)
 };
@@ -44,15 +45,25 @@ class FaultEnv final : public Env {
   int fired() const ABSL_LOCKS_EXCLUDED(mu_);
 
   absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenRead(const std::string& path) override;
+  absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenMapped(const std::string& path,
+                                                               bool populate) override;
   absl::StatusOr<std::unique_ptr<WritableFile>> OpenWrite(const std::string& path,
                                                           WriteMode mode) override;
   absl::StatusOr<FileStat> Stat(const std::string& path) override { return base_->Stat(path); }
+  absl::StatusOr<int64_t> FilesystemType(const std::string& path) override {
+    return base_->FilesystemType(path);
+  }
   absl::StatusOr<std::vector<std::string>> List(const std::string& dir) override {
     return base_->List(dir);
   }
   absl::Status Rename(const std::string& from, const std::string& to) override {
     return base_->Rename(from, to);
   }
+  absl::Status RenameNoReplace(const std::string& from, const std::string& to) override {
+    return base_->RenameNoReplace(from, to);
+  }
+  absl::Status CreateDir(const std::string& dir) override { return base_->CreateDir(dir); }
+  absl::Status RemoveDir(const std::string& dir) override { return base_->RemoveDir(dir); }
   absl::Status Remove(const std::string& path) override { return base_->Remove(path); }
   absl::Status Truncate(const std::string& path, uint64_t size) override {
     return base_->Truncate(path, size);

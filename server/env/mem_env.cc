@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <set>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -10,9 +11,33 @@
 namespace shotstream::env {
 namespace {
 
+// The tmpfs magic number: a MemEnv's files are as local as memory.
+constexpr int64_t kTmpfsMagic = 0x01021994;
+
+FileStat StatOf(MemEnv::Node& node) {
+  absl::MutexLock lock(&node.mu);
+  FileStat st;
+  st.size = node.bytes.size();
+  st.modified = node.modified;
+  st.changed = node.modified;
+  st.inode = node.inode;
+  return st;
+}
+
 class MemReadFile final : public RandomAccessFile {
  public:
   explicit MemReadFile(std::shared_ptr<MemEnv::Node> node) : node_(std::move(node)) {}
+  // Maps the file: a copy of its bytes now, as a mapping keeps the pages it was given
+  // (what the file loses later shows in Stat(), not in the mapping).
+  void Map() {
+    {
+      absl::MutexLock lock(&node_->mu);
+      mapped_ = node_->bytes;
+    }
+    mapping_ = absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(mapped_.data()),
+                                   mapped_.size());
+  }
+  absl::StatusOr<FileStat> Stat() const override { return StatOf(*node_); }
   absl::StatusOr<size_t> Read(uint64_t offset, size_t n, char* dst) const override {
     MemEnv::Node* const node = node_.get();
     absl::MutexLock lock(&node->mu);
@@ -25,6 +50,7 @@ class MemReadFile final : public RandomAccessFile {
 
  private:
   const std::shared_ptr<MemEnv::Node> node_;
+  std::string mapped_;
 };
 
 class MemWriteFile final : public WritableFile {
@@ -36,6 +62,15 @@ class MemWriteFile final : public WritableFile {
     const absl::Time now = env_->Now();
     absl::MutexLock lock(&node_->mu);
     node_->bytes.append(data.data(), data.size());
+    node_->modified = now;
+    return absl::OkStatus();
+  }
+  absl::Status WriteAt(uint64_t offset, absl::string_view data) override {
+    if (closed_) return absl::FailedPreconditionError("write to a closed file");
+    const absl::Time now = env_->Now();
+    absl::MutexLock lock(&node_->mu);
+    if (node_->bytes.size() < offset + data.size()) node_->bytes.resize(offset + data.size());
+    node_->bytes.replace(offset, data.size(), data.data(), data.size());
     node_->modified = now;
     return absl::OkStatus();
   }
@@ -66,6 +101,15 @@ absl::StatusOr<std::unique_ptr<RandomAccessFile>> MemEnv::OpenRead(const std::st
   return std::unique_ptr<RandomAccessFile>(new MemReadFile(*std::move(node)));
 }
 
+absl::StatusOr<std::unique_ptr<RandomAccessFile>> MemEnv::OpenMapped(const std::string& path,
+                                                                     bool /*populate*/) {
+  absl::StatusOr<std::shared_ptr<Node>> node = Find(path);
+  if (!node.ok()) return node.status();
+  auto file = std::make_unique<MemReadFile>(*std::move(node));
+  file->Map();
+  return std::unique_ptr<RandomAccessFile>(std::move(file));
+}
+
 absl::StatusOr<std::unique_ptr<WritableFile>> MemEnv::OpenWrite(const std::string& path,
                                                                 WriteMode mode) {
   std::shared_ptr<Node> node;
@@ -94,27 +138,47 @@ absl::StatusOr<std::unique_ptr<WritableFile>> MemEnv::OpenWrite(const std::strin
 
 absl::StatusOr<FileStat> MemEnv::Stat(const std::string& path) {
   absl::StatusOr<std::shared_ptr<Node>> node = Find(path);
+  if (node.ok()) return StatOf(**node);
+  if (IsDir(path)) {
+    FileStat dir;
+    dir.regular = false;
+    dir.directory = true;
+    return dir;
+  }
+  return node.status();
+}
+
+bool MemEnv::IsDir(const std::string& path) {
+  std::string dir = path;
+  while (dir.size() > 1 && absl::EndsWith(dir, "/")) dir.pop_back();
+  absl::MutexLock lock(&mu_);
+  if (dirs_.count(dir) > 0) return true;
+  auto it = files_.lower_bound(dir + "/");
+  return it != files_.end() && absl::StartsWith(it->first, dir + "/");
+}
+
+absl::StatusOr<int64_t> MemEnv::FilesystemType(const std::string& path) {
+  absl::StatusOr<std::shared_ptr<Node>> node = Find(path);
   if (!node.ok()) return node.status();
-  absl::MutexLock lock(&(*node)->mu);
-  FileStat st;
-  st.size = (*node)->bytes.size();
-  st.modified = (*node)->modified;
-  st.inode = (*node)->inode;
-  return st;
+  return kTmpfsMagic;
 }
 
 absl::StatusOr<std::vector<std::string>> MemEnv::List(const std::string& dir) {
   const std::string prefix = absl::EndsWith(dir, "/") ? dir : dir + "/";
-  std::vector<std::string> names;
+  if (!IsDir(dir)) return absl::NotFoundError(absl::StrCat(dir, ": no such directory"));
+  std::set<std::string> names;
   absl::MutexLock lock(&mu_);
   for (auto it = files_.lower_bound(prefix); it != files_.end(); ++it) {
     if (!absl::StartsWith(it->first, prefix)) break;
-    std::string rest = it->first.substr(prefix.size());
-    rest = rest.substr(0, rest.find('/'));  // a file, or the subdirectory it is in
-    if (names.empty() || names.back() != rest) names.push_back(std::move(rest));
+    const std::string rest = it->first.substr(prefix.size());
+    names.insert(rest.substr(0, rest.find('/')));  // a file, or the subdirectory it is in
   }
-  if (names.empty()) return absl::NotFoundError(absl::StrCat(dir, ": no such directory"));
-  return names;
+  for (auto it = dirs_.lower_bound(prefix); it != dirs_.end(); ++it) {
+    if (!absl::StartsWith(*it, prefix)) break;
+    const std::string rest = it->substr(prefix.size());
+    names.insert(rest.substr(0, rest.find('/')));
+  }
+  return std::vector<std::string>(names.begin(), names.end());
 }
 
 absl::Status MemEnv::Rename(const std::string& from, const std::string& to) {
@@ -124,6 +188,33 @@ absl::Status MemEnv::Rename(const std::string& from, const std::string& to) {
   std::shared_ptr<Node> node = std::move(it->second);
   files_.erase(it);
   files_[to] = std::move(node);
+  return absl::OkStatus();
+}
+
+absl::Status MemEnv::RenameNoReplace(const std::string& from, const std::string& to) {
+  absl::MutexLock lock(&mu_);
+  auto it = files_.find(from);
+  if (it == files_.end()) return absl::NotFoundError(absl::StrCat(from, ": no such file"));
+  if (files_.count(to) > 0) return absl::AlreadyExistsError(absl::StrCat(to, " exists"));
+  std::shared_ptr<Node> node = std::move(it->second);
+  files_.erase(it);
+  files_[to] = std::move(node);
+  return absl::OkStatus();
+}
+
+absl::Status MemEnv::CreateDir(const std::string& dir) {
+  absl::MutexLock lock(&mu_);
+  dirs_.insert(dir);
+  return absl::OkStatus();
+}
+
+absl::Status MemEnv::RemoveDir(const std::string& dir) {
+  absl::MutexLock lock(&mu_);
+  auto it = files_.lower_bound(dir + "/");
+  if (it != files_.end() && absl::StartsWith(it->first, dir + "/")) {
+    return absl::FailedPreconditionError(absl::StrCat(dir, ": remove the directory: not empty"));
+  }
+  if (dirs_.erase(dir) == 0) return absl::NotFoundError(absl::StrCat(dir, ": no such directory"));
   return absl::OkStatus();
 }
 
