@@ -1,12 +1,6 @@
 #include "server/catalog/catalog_store.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 #include <memory>
 
@@ -77,48 +71,6 @@ class Reader {
   size_t pos_ = 0;
 };
 
-// A saved catalog mapped read-only (the page cache's pages, no copy), unmapped when it
-// goes.
-class MappedFile {
- public:
-  static absl::StatusOr<std::shared_ptr<MappedFile>> Open(const std::string& path) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-      return errno == ENOENT
-                 ? absl::NotFoundError(absl::StrCat(path, ": no catalog"))
-                 : absl::UnavailableError(absl::StrCat(path, ": ", std::strerror(errno)));
-    }
-    struct stat st;
-    if (::fstat(fd, &st) != 0) {
-      ::close(fd);
-      return absl::UnavailableError(absl::StrCat(path, ": ", std::strerror(errno)));
-    }
-    auto f = std::shared_ptr<MappedFile>(new MappedFile());
-    f->size_ = static_cast<size_t>(st.st_size);
-    if (f->size_ > 0) {
-      // Populated at once: one call maps every page, instead of a fault per page.
-      void* m = ::mmap(nullptr, f->size_, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
-      if (m == MAP_FAILED) {
-        ::close(fd);
-        return absl::UnavailableError(absl::StrCat(path, ": mmap: ", std::strerror(errno)));
-      }
-      f->data_ = static_cast<const char*>(m);
-    }
-    ::close(fd);
-    return f;
-  }
-  ~MappedFile() {
-    if (data_ != nullptr) ::munmap(const_cast<char*>(data_), size_);
-  }
-  const char* data() const { return data_; }
-  size_t size() const { return size_; }
-
- private:
-  MappedFile() = default;
-  const char* data_ = nullptr;
-  size_t size_ = 0;
-};
-
 }  // namespace
 
 absl::StatusOr<CatalogSource> DescribeSource(absl::Span<const io::TraceFile* const> files,
@@ -144,7 +96,7 @@ absl::StatusOr<CatalogSource> DescribeSource(absl::Span<const io::TraceFile* con
 }
 
 absl::Status SaveCatalog(const std::string& path, const CatalogSource& source,
-                         const Catalog& catalog) {
+                         const Catalog& catalog, env::Env* env) {
   Writer w;
   w.Bytes(kMagic, sizeof(kMagic));
   w.Pod<uint32_t>(kCatalogVersion);
@@ -176,51 +128,32 @@ absl::Status SaveCatalog(const std::string& path, const CatalogSource& source,
        catalog.source_positions().size() * sizeof(SourcePosition)},
   };
 
-  // Write beside, then rename: a reader never sees half a catalog.
-  const std::string tmp = absl::StrCat(path, ".tmp.", ::getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    return absl::UnavailableError(absl::StrCat(tmp, ": cannot write catalog: ",
-                                               std::strerror(errno)));
-  }
-  auto write_all = [&](const void* p, size_t size) -> absl::Status {
-    const char* bytes = static_cast<const char*>(p);
-    for (size_t done = 0; done < size;) {
-      const ssize_t n = ::write(fd, bytes + done, size - done);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        return absl::UnavailableError(absl::StrCat(tmp, ": write failed: ", std::strerror(errno)));
-      }
-      done += static_cast<size_t>(n);
+  // Written beside, synced, then renamed: a reader never sees half a catalog.
+  if (env == nullptr) env = env::Env::Default();
+  return env::WriteFileAtomically(env, path, [&](env::WritableFile& file) -> absl::Status {
+    uint32_t crc = 0;
+    for (const auto& [p, size] : parts) {
+      if (size == 0) continue;
+      crc = Crc32(crc, p, size);
+      SS_RETURN_IF_ERROR(file.Append(absl::string_view(static_cast<const char*>(p), size)));
     }
-    return absl::OkStatus();
-  };
-  uint32_t crc = 0;
-  absl::Status written;
-  for (const auto& [p, size] : parts) {
-    if (size == 0) continue;
-    crc = Crc32(crc, p, size);
-    written = write_all(p, size);
-    if (!written.ok()) break;
-  }
-  if (written.ok()) written = write_all(&crc, sizeof(crc));
-  if (!written.ok()) {
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    return written;
-  }
-  if (::close(fd) != 0 || ::rename(tmp.c_str(), path.c_str()) != 0) {
-    ::unlink(tmp.c_str());
-    return absl::UnavailableError(absl::StrCat(path, ": cannot save catalog: ",
-                                               std::strerror(errno)));
-  }
-  return absl::OkStatus();
+    return file.Append(absl::string_view(reinterpret_cast<const char*>(&crc), sizeof(crc)));
+  });
 }
 
-absl::StatusOr<Catalog> LoadCatalog(const std::string& path, const CatalogSource& expected) {
-  SS_ASSIGN_OR_RETURN(std::shared_ptr<MappedFile> file, MappedFile::Open(path));
-  const char* const data = file->data();
-  const size_t size = file->size();
+absl::StatusOr<Catalog> LoadCatalog(const std::string& path, const CatalogSource& expected,
+                                     env::Env* env) {
+  if (env == nullptr) env = env::Env::Default();
+  // Mapped read-only and populated in one call (the page cache's pages, no copy); the
+  // columns are copied once, but the trace list is read in place and keeps `file`.
+  absl::StatusOr<std::unique_ptr<env::RandomAccessFile>> opened = env->OpenMapped(path, true);
+  if (absl::IsNotFound(opened.status())) {
+    return absl::NotFoundError(absl::StrCat(path, ": no catalog"));
+  }
+  if (!opened.ok()) return opened.status();
+  const std::shared_ptr<const env::RandomAccessFile> file = *std::move(opened);
+  const char* const data = reinterpret_cast<const char*>(file->mapping().data());
+  const size_t size = file->mapping().size();
   auto corrupt = [&](absl::string_view why) {
     return absl::DataLossError(absl::StrCat(path, ": corrupt catalog: ", why));
   };

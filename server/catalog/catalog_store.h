@@ -11,7 +11,8 @@
 // only), and a CRC-32 of everything before it. Loading is one read and one copy of each
 // column: no trace header is read, no per-trace record built.
 //
-// Thread-compatible: pure functions over files.
+// Thread-compatible: pure functions over files, reached through an env::Env (the
+// process's POSIX one when null).
 #ifndef SHOTSTREAM_SERVER_CATALOG_CATALOG_STORE_H_
 #define SHOTSTREAM_SERVER_CATALOG_CATALOG_STORE_H_
 
@@ -22,6 +23,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "server/catalog/catalog.h"
+#include "server/env/env.h"
 #include "server/io/trace_file.h"
 
 namespace shotstream::catalog {
@@ -49,12 +51,15 @@ struct CatalogSource {
 absl::StatusOr<CatalogSource> DescribeSource(absl::Span<const io::TraceFile* const> files,
                                              const std::string& shot_key);
 
+// Writes the catalog atomically (a temporary of its own, synced, renamed over `path`).
+// Errors name the file: RESOURCE_EXHAUSTED for a full disk, UNAVAILABLE for I/O errors.
 absl::Status SaveCatalog(const std::string& path, const CatalogSource& source,
-                         const Catalog& catalog);
+                         const Catalog& catalog, env::Env* env = nullptr);
 
 // The saved catalog, or: NOT_FOUND (no file), DATA_LOSS (corrupt: bad magic, version,
 // checksum or size), FAILED_PRECONDITION (stale: the message says which file changed).
-absl::StatusOr<Catalog> LoadCatalog(const std::string& path, const CatalogSource& expected);
+absl::StatusOr<Catalog> LoadCatalog(const std::string& path, const CatalogSource& expected,
+                                     env::Env* env = nullptr);
 
 }  // namespace shotstream::catalog
 

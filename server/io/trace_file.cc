@@ -1,42 +1,41 @@
 #include "server/io/trace_file.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <sys/vfs.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "common/status_macros.h"
 #include "server/common/mapping_guard.h"
 
 namespace shotstream::io {
 namespace {
 
-// An open(2) error as a status naming the file: NOT_FOUND, PERMISSION_DENIED, or
-// UNAVAILABLE when the process is out of descriptors (transient: the cache frees some).
-absl::Status OpenError(const std::string& path, int err) {
-  std::string msg = absl::StrCat(path, ": cannot open: ", std::strerror(err));
-  if (err == ENOENT) return absl::NotFoundError(msg);
-  if (err == EMFILE || err == ENFILE) {
-    return absl::UnavailableError(absl::StrCat(
-        msg, " (the server keeps at most ", OpenFileCache::Default().capacity(),
-        " data files open: lower open_files or raise the limit, ulimit -n)"));
-  }
-  return absl::PermissionDeniedError(msg);
+// What an Env's error says after the path it names (our messages name the file once).
+absl::string_view Reason(const absl::Status& s, const std::string& path) {
+  absl::string_view why = s.message();
+  absl::ConsumePrefix(&why, absl::StrCat(path, ": "));
+  return why;
 }
 
-absl::StatusOr<const uint8_t*> Map(const std::string& path, int fd, uint64_t size) {
-  void* m = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
-  if (m == MAP_FAILED) {
-    return absl::UnavailableError(absl::StrCat(path, ": mmap failed: ", std::strerror(errno)));
+// An open's error naming the file, its code the Env's (NOT_FOUND, FAILED_PRECONDITION for
+// no permission, UNAVAILABLE when transient); out of descriptors also says what to change.
+absl::Status OpenError(const std::string& path, const absl::Status& s) {
+  std::string msg = absl::StrCat(path, ": cannot open: ", Reason(s, path));
+  if (absl::StrContains(s.message(), "no file descriptor left")) {
+    absl::StrAppend(&msg, " (the server keeps at most ", OpenFileCache::Default().capacity(),
+                    " data files open: lower open_files or raise the limit, ulimit -n)");
   }
-  return static_cast<const uint8_t*>(m);
+  return absl::Status(s.code(), msg);
+}
+
+// Opens `path` through `env`, mapped whole or for positioned reads.
+absl::StatusOr<std::unique_ptr<env::RandomAccessFile>> OpenIn(env::Env* env,
+                                                             const std::string& path,
+                                                             bool map) {
+  return map ? env->OpenMapped(path, /*populate=*/false) : env->OpenRead(path);
 }
 
 }  // namespace
@@ -44,33 +43,30 @@ absl::StatusOr<const uint8_t*> Map(const std::string& path, int fd, uint64_t siz
 absl::StatusOr<std::unique_ptr<TraceFile>> TraceFile::Open(const std::string& path, IoMode io,
                                                            size_t head_bytes,
                                                            const LayoutParser& parse,
-                                                           OpenFileCache* cache) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return OpenError(path, errno);
-  struct stat st;
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return absl::InvalidArgumentError(absl::StrCat(path, ": not a regular file"));
+                                                           OpenFileCache* cache,
+                                                           env::Env* env) {
+  if (env == nullptr) env = env::Env::Default();
+  absl::StatusOr<env::FileStat> named = env->Stat(path);
+  if (!named.ok()) return OpenError(path, named.status());
+  if (!named->regular) return absl::InvalidArgumentError(absl::StrCat(path, ": not a regular file"));
+  bool map = io == IoMode::kMmap;
+  if (io == IoMode::kAuto) {
+    const absl::StatusOr<int64_t> fs = env->FilesystemType(path);
+    map = fs.ok() && IsLocalFilesystem(*fs);
   }
-  std::unique_ptr<TraceFile> file(
-      new TraceFile(path, FileIdentity::Of(st), cache != nullptr ? cache : &OpenFileCache::Default()));
-  std::shared_ptr<Handle> handle(new Handle(file.get(), fd));
+  absl::StatusOr<std::unique_ptr<env::RandomAccessFile>> opened = OpenIn(env, path, map);
+  if (!opened.ok()) return OpenError(path, opened.status());
+  SS_ASSIGN_OR_RETURN(const env::FileStat st, (*opened)->Stat());
+  std::unique_ptr<TraceFile> file(new TraceFile(
+      path, FileIdentity::Of(st), cache != nullptr ? cache : &OpenFileCache::Default(), env));
+  std::shared_ptr<Handle> handle(new Handle(file.get(), *std::move(opened)));
   std::vector<uint8_t> head(std::min<uint64_t>(file->size(), head_bytes));
   SS_RETURN_IF_ERROR(handle->ReadAt(0, head.size(), head.data()));
   const ReadFn read_at = [h = handle.get()](uint64_t off, uint64_t len, uint8_t* dst) {
     return h->ReadAt(off, len, dst);
   };
   SS_ASSIGN_OR_RETURN(file->layout_, parse(path, head.data(), head.size(), file->size(), read_at));
-  bool map = io == IoMode::kMmap;
-  if (io == IoMode::kAuto) {
-    struct statfs fs;
-    map = ::fstatfs(fd, &fs) == 0 && IsLocalFilesystem(static_cast<int64_t>(fs.f_type));
-  }
-  file->mapped_ = map && file->size() > 0;
-  if (file->mapped_) {
-    SS_ASSIGN_OR_RETURN(handle->map_, Map(path, fd, file->size()));
-    handle->map_size_ = file->size();
-  }
+  file->mapped_ = handle->map_ != nullptr;
   {
     absl::MutexLock lock(&file->mu_);
     file->open_ = std::move(handle);
@@ -81,33 +77,30 @@ absl::StatusOr<std::unique_ptr<TraceFile>> TraceFile::Open(const std::string& pa
 
 TraceFile::~TraceFile() { cache_->Forget(this); }
 
-TraceFile::Handle::~Handle() {
-  if (map_ != nullptr) ::munmap(const_cast<uint8_t*>(map_), map_size_);
-  ::close(fd_);
+TraceFile::Handle::Handle(const TraceFile* file, std::unique_ptr<env::RandomAccessFile> open)
+    : file_(file), open_(std::move(open)) {
+  const absl::Span<const uint8_t> m = open_->mapping();
+  if (!m.empty()) {
+    map_ = m.data();
+    map_size_ = m.size();
+  }
 }
 
+TraceFile::Handle::~Handle() = default;
+
 absl::StatusOr<std::shared_ptr<TraceFile::Handle>> TraceFile::Reopen() const {
-  const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    const int err = errno;
-    if (err == ENOENT) {
+  absl::StatusOr<std::unique_ptr<env::RandomAccessFile>> opened = OpenIn(env_, path_, mapped_);
+  if (!opened.ok()) {
+    if (absl::IsNotFound(opened.status())) {
       return absl::DataLossError(absl::StrCat(path_, ": gone since its catalog was built (",
-                                              std::strerror(err), ")"));
+                                              Reason(opened.status(), path_), ")"));
     }
-    return OpenError(path_, err);
+    return OpenError(path_, opened.status());
   }
-  std::shared_ptr<Handle> handle(new Handle(this, fd));
-  struct stat st;
-  if (::fstat(fd, &st) != 0) {
-    return absl::UnavailableError(absl::StrCat(path_, ": fstat failed: ", std::strerror(errno)));
-  }
+  SS_ASSIGN_OR_RETURN(const env::FileStat st, (*opened)->Stat());
   // Closed by the cache and opened again: still the file the catalog describes?
   SS_RETURN_IF_ERROR(identity_.Matches(FileIdentity::Of(st), path_));
-  if (mapped_) {
-    SS_ASSIGN_OR_RETURN(handle->map_, Map(path_, fd, size()));
-    handle->map_size_ = size();
-  }
-  return handle;
+  return std::shared_ptr<Handle>(new Handle(this, *std::move(opened)));
 }
 
 absl::StatusOr<std::shared_ptr<const TraceFile::Handle>> TraceFile::Acquire() const {
@@ -165,8 +158,8 @@ absl::Status TraceFile::Handle::ReadMapped(uint64_t offset, uint64_t length,
   const std::string& path = file_->path();
   if (map_ == nullptr) return absl::InternalError(absl::StrCat(path, ": not mapped"));
   file_->read_calls_.fetch_add(1, std::memory_order_relaxed);
-  struct stat st;
-  const uint64_t now = ::fstat(fd_, &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
+  const absl::StatusOr<env::FileStat> st = open_->Stat();
+  const uint64_t now = st.ok() ? st->size : 0;
   if (offset + length > std::min(now, map_size_)) {
     return absl::DataLossError(absl::StrCat(
         path, ": file is now ", now, " bytes but ", length, " bytes were expected at byte "
@@ -188,22 +181,17 @@ absl::Status TraceFile::Handle::ReadAt(uint64_t offset, uint64_t length, uint8_t
   }
   const std::string& path = file_->path();
   file_->read_calls_.fetch_add(1, std::memory_order_relaxed);
-  uint64_t done = 0;
-  while (done < length) {
-    const ssize_t n = ::pread(fd_, dst + done, length - done, offset + done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return absl::UnavailableError(absl::StrCat(path, ": read of ", length,
-                                                 " bytes at byte offset ", offset,
-                                                 " failed: ", std::strerror(errno)));
-    }
-    if (n == 0) {
-      return absl::DataLossError(absl::StrCat(
-          path, ": file ends at byte ", offset + done, " but ", length,
-          " bytes were expected at byte offset ", offset,
-          " (file truncated or replaced while serving)"));
-    }
-    done += static_cast<uint64_t>(n);
+  const absl::StatusOr<size_t> n = open_->Read(offset, length, reinterpret_cast<char*>(dst));
+  if (!n.ok()) {
+    return absl::Status(n.status().code(),
+                        absl::StrCat(path, ": read of ", length, " bytes at byte offset ",
+                                     offset, " failed: ", Reason(n.status(), path)));
+  }
+  if (*n < length) {
+    return absl::DataLossError(absl::StrCat(
+        path, ": file ends at byte ", offset + *n, " but ", length,
+        " bytes were expected at byte offset ", offset,
+        " (file truncated or replaced while serving)"));
   }
   return absl::OkStatus();
 }

@@ -3,8 +3,9 @@
 // memory map. SEG-Y/SU (server/segy) and NumPy .npy (server/npy) files are TraceFiles; the
 // coalescing reader reads them all alike.
 //
-// Thread-safe after Open: reads use pread on a read-only descriptor, or the mapping, held
-// open by the process's OpenFileCache (closed when it evicts them, reopened on use).
+// Thread-safe after Open: reads use positioned reads of a file opened read-only, or its
+// mapping, through an env::Env (the process's POSIX one unless given another), held open
+// by the process's OpenFileCache (closed when it evicts them, reopened on use).
 #ifndef SHOTSTREAM_SERVER_IO_TRACE_FILE_H_
 #define SHOTSTREAM_SERVER_IO_TRACE_FILE_H_
 
@@ -23,6 +24,7 @@
 #include "absl/synchronization/mutex.h"
 #include "segy/sample_format.h"
 #include "server/common/file_identity.h"
+#include "server/env/env.h"
 #include "server/io/io_mode.h"
 #include "server/io/open_file_cache.h"
 
@@ -60,7 +62,7 @@ using LayoutParser = std::function<absl::StatusOr<TraceLayout>(
 
 class TraceFile final : public CachedFile {
  public:
-  // An open descriptor of the file (and its mapping, for mapped files). Reads through a
+  // The file open (and its mapping, for mapped files). Reads through a
   // handle stay valid while it is held, even after the cache closed the file for others:
   // zero-copy traces hold the handles of the files they point into. Thread-safe.
   class Handle {
@@ -77,22 +79,24 @@ class TraceFile final : public CachedFile {
 
    private:
     friend class TraceFile;
-    Handle(const TraceFile* file, int fd) : file_(file), fd_(fd) {}
+    Handle(const TraceFile* file, std::unique_ptr<env::RandomAccessFile> open);
     const TraceFile* file_;
-    int fd_;
+    const std::unique_ptr<env::RandomAccessFile> open_;
     const uint8_t* map_ = nullptr;  // whole file, when mapped
     uint64_t map_size_ = 0;
   };
 
-  // Opens `path` read-only, reads its first `head_bytes` bytes, parses them with `parse`
-  // and maps the file when `io` says so; the file then stays open until `cache` (the
-  // process's by default) closes it, and reopens when next read. NOT_FOUND for a missing
-  // file, PERMISSION_DENIED for one that cannot be opened, INVALID_ARGUMENT for one that
-  // is not a regular file or does not parse.
+  // Opens `path` read-only through `env` (the process's POSIX Env when null), mapped when
+  // `io` says so, reads its first `head_bytes` bytes and parses them with `parse`; the
+  // file then stays open until `cache` (the process's by default) closes it, and reopens
+  // when next read. NOT_FOUND for a missing file, FAILED_PRECONDITION for one that cannot
+  // be opened (no permission), UNAVAILABLE when no descriptor is left, INVALID_ARGUMENT
+  // for one that is not a regular file or does not parse.
   static absl::StatusOr<std::unique_ptr<TraceFile>> Open(const std::string& path, IoMode io,
                                                          size_t head_bytes,
                                                          const LayoutParser& parse,
-                                                         OpenFileCache* cache = nullptr);
+                                                         OpenFileCache* cache = nullptr,
+                                                         env::Env* env = nullptr);
   ~TraceFile() override;
   TraceFile(const TraceFile&) = delete;
   TraceFile& operator=(const TraceFile&) = delete;
@@ -104,8 +108,8 @@ class TraceFile final : public CachedFile {
 
   // OK while the file at path() is the one opened, as it was: same device and inode,
   // size and mtime. Otherwise DATA_LOSS naming the file and what changed (rewritten in
-  // place, replaced, truncated, removed). One stat(2).
-  absl::Status CheckUnchanged() const { return identity_.CheckUnchanged(path_); }
+  // place, replaced, truncated, removed). One stat.
+  absl::Status CheckUnchanged() const { return identity_.CheckUnchanged(path_, env_); }
 
   // The file open, for reads that must hold it (the same handle while the cache keeps the
   // file open). Reopening a closed file checks that it is the one opened first, unchanged:
@@ -137,14 +141,15 @@ class TraceFile final : public CachedFile {
   void Close() override ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
-  TraceFile(std::string path, FileIdentity identity, OpenFileCache* cache)
-      : path_(std::move(path)), identity_(identity), cache_(cache) {}
+  TraceFile(std::string path, FileIdentity identity, OpenFileCache* cache, env::Env* env)
+      : path_(std::move(path)), identity_(identity), cache_(cache), env_(env) {}
   // Opens path() again, checks its identity and maps it.
   absl::StatusOr<std::shared_ptr<Handle>> Reopen() const;
 
   const std::string path_;
   const FileIdentity identity_;
   OpenFileCache* const cache_;
+  env::Env* const env_;
   TraceLayout layout_;
   bool mapped_ = false;
   mutable std::atomic<uint64_t> read_calls_{0};

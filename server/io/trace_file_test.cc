@@ -16,6 +16,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "server/env/fault_env.h"
+#include "server/env/mem_env.h"
 
 namespace shotstream::io {
 namespace {
@@ -28,10 +30,15 @@ std::string TempPath(const std::string& name) {
 constexpr uint64_t kFileHeader = 16, kTraceHeader = 8, kTraceBytes = kTraceHeader + 16;
 
 // `n` traces; byte i of the file is i % 251.
-std::string WriteFile(const std::string& name, int n) {
-  const std::string path = TempPath(name);
+std::string FileBytes(int n) {
   std::string bytes(kFileHeader + n * kTraceBytes, '\0');
   for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>(i % 251);
+  return bytes;
+}
+
+std::string WriteFile(const std::string& name, int n) {
+  const std::string path = TempPath(name);
+  const std::string bytes = FileBytes(n);
   std::FILE* f = std::fopen(path.c_str(), "wb");
   std::fwrite(bytes.data(), 1, bytes.size(), f);
   std::fclose(f);
@@ -201,6 +208,103 @@ TEST(TraceFileTest, AHeldHandleOutlivesEvictionAndAFileChangedWhileClosedIsDataL
   s = (*fa)->ReadAt(kFileHeader, 4, buf);
   EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << s;
   EXPECT_NE(s.message().find("gone"), absl::string_view::npos) << s;
+}
+
+// The same file in memory (MemEnv): read by positioned reads and through a mapping alike,
+// and a file replaced under its path is noticed, as on disk.
+TEST(TraceFileEnvTest, ReadsAFileInMemoryByPreadAndMmapAlike) {
+  env::MemEnv mem;
+  mem.Put("/survey/a.bin", FileBytes(6));
+  OpenFileCache cache(4);
+  auto p = TraceFile::Open("/survey/a.bin", IoMode::kPread, 64, Parse, &cache, &mem);
+  auto m = TraceFile::Open("/survey/a.bin", IoMode::kAuto, 64, Parse, &cache, &mem);
+  ASSERT_TRUE(p.ok() && m.ok()) << p.status() << m.status();
+  EXPECT_FALSE((*p)->mapped());
+  EXPECT_TRUE((*m)->mapped());  // memory is a local filesystem
+  EXPECT_EQ((*p)->layout().n_traces, 6u);
+  std::vector<uint8_t> x(48), y(48);
+  ASSERT_TRUE((*p)->ReadAt(kFileHeader + kTraceBytes, 48, x.data()).ok());
+  ASSERT_TRUE((*m)->ReadAt(kFileHeader + kTraceBytes, 48, y.data()).ok());
+  EXPECT_EQ(x, y);
+  EXPECT_EQ(x[0], kFileHeader + kTraceBytes);
+  EXPECT_TRUE((*p)->CheckUnchanged().ok());
+  mem.Put("/survey/a.bin", FileBytes(6));  // the same bytes, another file
+  const absl::Status s = (*p)->CheckUnchanged();
+  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(s.message().find("replaced"), absl::string_view::npos) << s;
+  EXPECT_EQ(TraceFile::Open("/survey/none.bin", IoMode::kPread, 64, Parse, &cache, &mem)
+                .status()
+                .code(),
+            absl::StatusCode::kNotFound);
+}
+
+// Each fault a disk can give, and what a read says of it: an I/O error is UNAVAILABLE (a
+// retry may pass), a file that ends early or shrinks under a read is DATA_LOSS, each
+// naming the file and the byte offset.
+TEST(TraceFileEnvTest, FaultsAreUnavailableOrDataLossNamingTheFileAndOffset) {
+  env::MemEnv mem;
+  env::FaultEnv env(&mem);
+  mem.Put("/survey/f.bin", FileBytes(8));
+  OpenFileCache cache(4);
+  auto f = TraceFile::Open("/survey/f.bin", IoMode::kPread, 64, Parse, &cache, &env);
+  ASSERT_TRUE(f.ok()) << f.status();
+  uint8_t buf[kTraceBytes];
+  const uint64_t third = kFileHeader + 2 * kTraceBytes;
+
+  env.Inject(env::Fault::kReadError, "f.bin", 0, 1);
+  absl::Status s = (*f)->ReadAt(third, kTraceBytes, buf);
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+  EXPECT_NE(s.message().find(absl::StrCat("/survey/f.bin: read of 24 bytes at byte offset ",
+                                          third, " failed")),
+            absl::string_view::npos)
+      << s;
+  EXPECT_TRUE((*f)->ReadAt(third, kTraceBytes, buf).ok());  // the retry passes
+
+  env.Inject(env::Fault::kShortRead, "f.bin", 0, 1);
+  s = (*f)->ReadAt(third, kTraceBytes, buf);
+  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << s;
+  EXPECT_NE(s.message().find(absl::StrCat("expected at byte offset ", third)),
+            absl::string_view::npos)
+      << s;
+
+  env.Inject(env::Fault::kChangedUnderRead, "f.bin", 0, 1,
+             [&] { ASSERT_TRUE(mem.Truncate("/survey/f.bin", third).ok()); });
+  s = (*f)->ReadAt(third, kTraceBytes, buf);
+  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << s;
+  EXPECT_NE(s.message().find("truncated or replaced while serving"), absl::string_view::npos);
+  EXPECT_EQ((*f)->CheckUnchanged().code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(env.fired(), 3);
+}
+
+TEST(TraceFileEnvTest, AMappedFileTruncatedUnderItIsDataLossAndAFailedReopenIsTransient) {
+  env::MemEnv mem;
+  env::FaultEnv env(&mem);
+  mem.Put("/survey/a.bin", FileBytes(4));
+  mem.Put("/survey/b.bin", FileBytes(4));
+  OpenFileCache cache(1);
+  auto a = TraceFile::Open("/survey/a.bin", IoMode::kMmap, 64, Parse, &cache, &env);
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_TRUE((*a)->mapped());
+  ASSERT_TRUE(mem.Truncate("/survey/a.bin", kFileHeader + kTraceBytes).ok());
+  uint8_t buf[kTraceBytes];
+  absl::Status s = (*a)->ReadAt(kFileHeader + 2 * kTraceBytes, kTraceBytes, buf);
+  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << s;
+  EXPECT_NE(s.message().find("/survey/a.bin: file is now 40 bytes"), absl::string_view::npos)
+      << s;
+  ASSERT_TRUE((*a)->ReadAt(kFileHeader, kTraceBytes, buf).ok());  // what is left reads
+
+  auto b = TraceFile::Open("/survey/b.bin", IoMode::kMmap, 64, Parse, &cache, &env);
+  ASSERT_TRUE(b.ok());
+  ASSERT_TRUE((*b)->ReadAt(kFileHeader, kTraceBytes, buf).ok());
+  auto c = TraceFile::Open("/survey/a.bin", IoMode::kMmap, 64, Parse, &cache, &env);
+  ASSERT_TRUE(c.ok());  // evicts b
+  ASSERT_FALSE((*b)->is_open());
+  env.Inject(env::Fault::kOpenError, "b.bin", 0, 1);
+  s = (*b)->ReadAt(kFileHeader, kTraceBytes, buf);
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+  EXPECT_NE(s.message().find("/survey/b.bin: cannot open"), absl::string_view::npos) << s;
+  EXPECT_TRUE((*b)->ReadAt(kFileHeader, kTraceBytes, buf).ok());
+  EXPECT_EQ(buf[0], kFileHeader);
 }
 
 }  // namespace

@@ -45,7 +45,7 @@ absl::StatusOr<io::TraceLayout> ParseNpyLayout(const std::string& path, const ui
 }
 
 absl::StatusOr<NpyFile> OpenNpyFile(const std::string& path, io::IoMode io,
-                                    double sample_interval_us) {
+                                    double sample_interval_us, env::Env* env) {
   NpyFile out;
   SS_ASSIGN_OR_RETURN(
       out.file,
@@ -54,7 +54,8 @@ absl::StatusOr<NpyFile> OpenNpyFile(const std::string& path, io::IoMode io,
                               uint64_t file_size, const io::ReadFn&) {
                             return ParseNpyLayout(p, head, head_size, file_size,
                                                   sample_interval_us, &out.shape);
-                          }));
+                          },
+                          /*cache=*/nullptr, env));
   return out;
 }
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "server/env/env.h"
 #include "server/io/trace_file.h"
 
 namespace shotstream::npy {
@@ -30,8 +31,9 @@ absl::StatusOr<io::TraceLayout> ParseNpyLayout(const std::string& path, const ui
                                                double sample_interval_us,
                                                std::vector<uint64_t>* shape);
 
+// Opens the .npy file at `path` through `env` (the process's POSIX Env when null).
 absl::StatusOr<NpyFile> OpenNpyFile(const std::string& path, io::IoMode io,
-                                    double sample_interval_us);
+                                    double sample_interval_us, env::Env* env = nullptr);
 
 }  // namespace shotstream::npy
 

@@ -50,7 +50,7 @@ class NpySource final : public source::TraceFileSource {
     std::vector<std::unique_ptr<io::TraceFile>> files;
     std::vector<std::vector<uint64_t>> shapes;
     for (const std::string& path : spec.paths) {
-      SS_ASSIGN_OR_RETURN(NpyFile f, OpenNpyFile(path, spec.io, spec.sample_interval_us));
+      SS_ASSIGN_OR_RETURN(NpyFile f, OpenNpyFile(path, spec.io, spec.sample_interval_us, spec.env));
       if (!shapes.empty() && f.shape.size() != shapes[0].size()) {
         return absl::InvalidArgumentError(absl::StrCat(
             path, " is a ", f.shape.size(), "D array but ", spec.paths[0], " is ",
@@ -116,8 +116,8 @@ const source::Format& NpyFormat() {
       &NpySource::CheckKey,
       &NpySource::Open,
       /*check_file=*/
-      [](const source::SourceSpec&, const std::string& path) {
-        return OpenNpyFile(path, io::IoMode::kPread, 1).status();
+      [](const source::SourceSpec& spec, const std::string& path) {
+        return OpenNpyFile(path, io::IoMode::kPread, 1, spec.env).status();
       },
   };
   return format;

@@ -10,6 +10,8 @@
 
 #include "gtest/gtest.h"
 #include "npy/npy_header.h"
+#include "server/env/fault_env.h"
+#include "server/env/mem_env.h"
 
 namespace shotstream::npy {
 namespace {
@@ -103,6 +105,41 @@ TEST(NpySourceTest, IntegersAreStoredFormsAndOneShotAFileFor2D) {
   ASSERT_TRUE(form.has_value());
   EXPECT_EQ(form->format, segy::SampleFormat::kInt16);
   EXPECT_EQ(form->byte_order, segy::ByteOrder::kBigEndian);
+}
+
+// The same arrays in memory (MemEnv), mapped, and a file shortened under a read.
+TEST(NpySourceTest, ArraysInAnEnvInMemoryAndAFileCutUnderARead) {
+  env::MemEnv mem;
+  env::FaultEnv env(&mem);
+  mem.Put("/arrays/a.npy", *env::ReadFileToString(env::Env::Default(),
+                                                  WriteNpy<float>("ma.npy", "<f4", {2, 3, 4})));
+  source::SourceSpec spec;
+  spec.dataset = "npy";
+  spec.paths = {"/arrays/a.npy"};
+  spec.io = io::IoMode::kPread;
+  spec.sample_interval_us = 500;
+  spec.env = &env;
+  auto s = NpyFormat().open(spec);
+  ASSERT_TRUE(s.ok()) << s.status();
+  const std::vector<io::TraceRef> traces = (*s)->catalog().TracesOf(*(*s)->catalog().Find(2));
+  std::vector<float> out(3 * 4);
+  std::vector<uint8_t*> dst = {reinterpret_cast<uint8_t*>(out.data()),
+                               reinterpret_cast<uint8_t*>(out.data() + 4),
+                               reinterpret_cast<uint8_t*>(out.data() + 8)};
+  std::vector<uint32_t> crc(3);
+  source::TraceRead read;
+  read.shot_id = 2;
+  read.traces = traces;
+  read.range = {0, 4};
+  read.dst = dst.data();
+  read.trace_crc = crc.data();
+  ASSERT_TRUE((*s)->Read(read).ok());
+  for (int i = 0; i < 12; ++i) ASSERT_EQ(out[i], 12 + i);
+  env.Inject(env::Fault::kChangedUnderRead, "a.npy", 0, 1,
+             [&] { ASSERT_TRUE(mem.Truncate("/arrays/a.npy", 200).ok()); });
+  const absl::Status cut = (*s)->Read(read).status();
+  EXPECT_EQ(cut.code(), absl::StatusCode::kDataLoss) << cut;
+  EXPECT_NE(cut.message().find("/arrays/a.npy"), std::string::npos) << cut;
 }
 
 TEST(NpySourceTest, ErrorsNameTheFileAndTheReason) {

@@ -389,7 +389,8 @@ absl::StatusOr<std::unique_ptr<io::TraceFile>> OpenSegyFile(const std::string& p
         SS_ASSIGN_OR_RETURN(SegyLayout l,
                             ParseLayoutImpl(p, head, head_size, file_size, options, read_at));
         return io::TraceLayout(std::move(l));
-      });
+      },
+      /*cache=*/nullptr, options.env);
 }
 
 }  // namespace shotstream::segy

@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "segy/sample_format.h"
+#include "server/env/env.h"
 #include "server/io/trace_file.h"
 
 namespace shotstream::segy {
@@ -36,6 +37,7 @@ struct OpenOptions {
   // Force a byte order instead of detecting it.
   std::optional<ByteOrder> byte_order;
   io::IoMode io = io::IoMode::kPread;
+  env::Env* env = nullptr;  // where the file is read (null: the process's POSIX Env)
 };
 
 // Opens a SEG-Y file (a Seismic Unix file when its name ends in .su): parses the file

@@ -41,6 +41,7 @@ class SegySource final : public source::TraceFileSource {
     OpenOptions options;
     options.byte_order = spec.byte_order;
     options.io = spec.io;
+    options.env = spec.env;
     std::vector<std::unique_ptr<io::TraceFile>> files;
     for (const std::string& path : spec.paths) {
       SS_ASSIGN_OR_RETURN(std::unique_ptr<io::TraceFile> f, OpenSegyFile(path, options));
@@ -84,7 +85,7 @@ class SegySource final : public source::TraceFileSource {
       SS_ASSIGN_OR_RETURN(described, catalog::DescribeSource(file_ptrs_, key_.name));
       auto loaded = spec.ignore_saved_catalog
                         ? absl::FailedPreconditionError("a read found the files changed")
-                        : catalog::LoadCatalog(spec.catalog_path, described);
+                        : catalog::LoadCatalog(spec.catalog_path, described, spec.env);
       if (loaded.ok()) {
         catalog_ = *std::move(loaded);
         info_.catalog_origin = absl::StrCat("reused (", spec.catalog_path, ")");
@@ -109,7 +110,7 @@ class SegySource final : public source::TraceFileSource {
     }
     info_.catalog_origin = why;
     if (!spec.catalog_path.empty()) {
-      const absl::Status saved = catalog::SaveCatalog(spec.catalog_path, described, catalog_);
+      const absl::Status saved = catalog::SaveCatalog(spec.catalog_path, described, catalog_, spec.env);
       absl::StrAppend(&info_.catalog_origin,
                       saved.ok() ? absl::StrCat(", saved to ", spec.catalog_path)
                                  : absl::StrCat(" (not saved: ", saved.message(), ")"));
@@ -140,6 +141,7 @@ const source::Format& SegyFormat() {
       [](const source::SourceSpec& spec, const std::string& path) {
         OpenOptions options;
         options.byte_order = spec.byte_order;
+        options.env = spec.env;
         return OpenSegyFile(path, options).status();
       },
   };

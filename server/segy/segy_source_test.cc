@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "server/env/fault_env.h"
+#include "server/env/mem_env.h"
 #include "server/segy/test_writer.h"
 #include "server/source/trace_file_source.h"
 
@@ -171,6 +173,72 @@ TEST(SegySourceTest, ACorruptCatalogIsRebuiltNeverTrusted) {
   EXPECT_NE((*again)->info().catalog_origin.find("corrupt catalog"), std::string::npos)
       << (*again)->info().catalog_origin;
   EXPECT_EQ((*again)->catalog().shots().size(), 3u);
+}
+
+// The whole source in memory: its files, read and mapped, and its catalog, saved and
+// reused, all through a MemEnv; then the faults of a disk through a FaultEnv over it.
+TEST(SegySourceTest, FilesAndCatalogThroughAnEnvInMemoryAndItsFaults) {
+  env::MemEnv mem;
+  env::FaultEnv env(&mem);
+  std::vector<std::string> paths;
+  for (const std::string& written : WriteSurvey("mem", 5)) {
+    paths.push_back("/survey" + written.substr(written.rfind('/')));
+    mem.Put(paths.back(), *env::ReadFileToString(env::Env::Default(), written));
+  }
+  source::SourceSpec spec;
+  spec.dataset = "test";
+  spec.paths = paths;
+  spec.catalog_path = "/catalogs/mem.catalog";
+  spec.io = io::IoMode::kAuto;
+  spec.env = &env;
+  auto first = SegyFormat().open(spec);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ((*first)->info().read_by, "mmap");
+  EXPECT_EQ((*first)->info().catalog_origin, "built, saved to /catalogs/mem.catalog");
+  EXPECT_TRUE(mem.Stat("/catalogs/mem.catalog").ok());
+  auto second = SegyFormat().open(spec);
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ((*second)->info().catalog_origin, "reused (/catalogs/mem.catalog)");
+
+  spec.io = io::IoMode::kPread;
+  auto s = SegyFormat().open(spec);
+  ASSERT_TRUE(s.ok()) << s.status();
+  const auto traces = (*s)->catalog().TracesOf(*(*s)->catalog().Find(2));
+  std::vector<float> out(8 * 5);
+  std::vector<uint8_t*> dst(8);
+  for (int i = 0; i < 8; ++i) dst[i] = reinterpret_cast<uint8_t*>(out.data() + 5 * i);
+  std::vector<uint32_t> crc(8);
+  source::TraceRead read;
+  read.shot_id = 2;
+  read.traces = traces;
+  read.range = {0, 5};
+  read.dst = dst.data();
+  read.trace_crc = crc.data();
+  auto r = (*s)->Read(read);
+  ASSERT_TRUE(r.ok()) << r.status();
+  for (int t = 0; t < 8; ++t) {
+    for (int k = 0; k < 5; ++k) ASSERT_EQ(out[5 * t + k], 2000 + t * 10 + k);
+  }
+  env.Inject(env::Fault::kReadError, "mem1.sgy", 0, 1);
+  const absl::Status failed = (*s)->Read(read).status();
+  EXPECT_EQ(failed.code(), absl::StatusCode::kUnavailable) << failed;
+  EXPECT_NE(failed.message().find("/survey/mem1.sgy: read of"), std::string::npos) << failed;
+  EXPECT_TRUE((*s)->Read(read).ok());
+
+  // A catalog that cannot be saved: the source serves, and says why it was not saved.
+  spec.ignore_saved_catalog = true;
+  env.Inject(env::Fault::kNoSpace, "mem.catalog", 0, 1);
+  auto unsaved = SegyFormat().open(spec);
+  ASSERT_TRUE(unsaved.ok()) << unsaved.status();
+  EXPECT_NE((*unsaved)->info().catalog_origin.find("(not saved: "), std::string::npos)
+      << (*unsaved)->info().catalog_origin;
+  EXPECT_NE((*unsaved)->info().catalog_origin.find("No space left"), std::string::npos);
+
+  // A file replaced under its path (the same bytes, another file).
+  mem.Put(paths[0], *env::ReadFileToString(&mem, paths[0]));
+  const absl::Status changed = (*s)->CheckUnchanged(0);
+  EXPECT_EQ(changed.code(), absl::StatusCode::kDataLoss) << changed;
+  EXPECT_NE(changed.message().find("/survey/mem0.sgy"), std::string::npos) << changed;
 }
 
 TEST(SegySourceTest, TheFormatClaimsWhatNoOtherDoesAndChecksItsShotKeys) {

@@ -25,6 +25,7 @@
 #include "absl/types/span.h"
 #include "segy/trace_header.h"
 #include "server/catalog/catalog.h"
+#include "server/env/env.h"
 #include "server/io/coalescing_reader.h"
 #include "server/io/stored_traces.h"
 #include "server/io/trace_file.h"
@@ -51,6 +52,9 @@ struct SourceSpec {
   std::string catalog_path;
   bool ignore_saved_catalog = false;
   catalog::ScanProgress progress;  // may be empty
+  // Where the files (and the catalog) are read and written: the process's POSIX Env when
+  // null; a test's MemEnv or FaultEnv. libhdf5 opens its own files (docs/design.md).
+  env::Env* env = nullptr;
 };
 
 // What a source is, once open.
