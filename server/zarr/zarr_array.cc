@@ -1,15 +1,8 @@
 #include "server/zarr/zarr_array.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <atomic>
-#include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <optional>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -21,21 +14,10 @@ namespace {
 
 using json = nlohmann::json;
 
-bool Exists(const std::string& path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0;
-}
+bool Exists(env::Env* env, const std::string& path) { return env->Stat(path).ok(); }
 
-absl::StatusOr<std::string> Slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-absl::StatusOr<json> ReadJson(const std::string& path) {
-  SS_ASSIGN_OR_RETURN(const std::string text, Slurp(path));
+absl::StatusOr<json> ReadJson(env::Env* env, const std::string& path) {
+  SS_ASSIGN_OR_RETURN(const std::string text, env::ReadFileToString(env, path));
   json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) {
     return absl::FailedPreconditionError(absl::StrCat(path, ": not a JSON object"));
@@ -55,27 +37,15 @@ absl::StatusOr<std::vector<uint64_t>> Dims(const json& j, const std::string& wha
   return out;
 }
 
-// An open file, closed when it goes.
-struct OpenFile {
-  int fd = -1;
-  struct stat st {};
-  ~OpenFile() {
-    if (fd >= 0) ::close(fd);
-  }
-};
-
-absl::Status PreadAll(int fd, uint8_t* dst, uint64_t size, uint64_t offset,
-                      const std::string& path) {
-  while (size > 0) {
-    const ssize_t n = ::pread(fd, dst, size, static_cast<off_t>(offset));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      return absl::DataLossError(absl::StrCat(path, ": cannot read ", size, " bytes at byte ",
-                                              offset, n < 0 ? std::strerror(errno) : " (end of file)"));
-    }
-    dst += n;
-    size -= n;
-    offset += n;
+// Reads exactly `size` bytes at `offset`, or DATA_LOSS (the file ends first) or the Env's
+// error, naming the file and the byte.
+absl::Status ReadExactly(const env::RandomAccessFile& file, uint8_t* dst, uint64_t size,
+                         uint64_t offset, const std::string& path) {
+  absl::StatusOr<size_t> n = file.Read(offset, size, reinterpret_cast<char*>(dst));
+  if (!n.ok()) return n.status();
+  if (*n < size) {
+    return absl::DataLossError(absl::StrCat(path, ": cannot read ", size, " bytes at byte ",
+                                            offset, " (end of file)"));
   }
   return absl::OkStatus();
 }
@@ -84,12 +54,15 @@ std::atomic<uint64_t> next_array_id{1};
 
 }  // namespace
 
-bool IsZarrNode(const std::string& dir) {
-  return Exists(dir + "/zarr.json") || Exists(dir + "/.zarray") || Exists(dir + "/.zgroup");
+bool IsZarrNode(const std::string& dir, env::Env* env) {
+  if (env == nullptr) env = env::Env::Default();
+  return Exists(env, dir + "/zarr.json") || Exists(env, dir + "/.zarray") ||
+         Exists(env, dir + "/.zgroup");
 }
 
-absl::StatusOr<std::unique_ptr<ZarrArray>> ZarrArray::Open(const std::string& dir) {
-  std::unique_ptr<ZarrArray> a(new ZarrArray());
+absl::StatusOr<std::unique_ptr<ZarrArray>> ZarrArray::Open(const std::string& dir,
+                                                           env::Env* env) {
+  std::unique_ptr<ZarrArray> a(new ZarrArray(env != nullptr ? env : env::Env::Default()));
   a->dir_ = dir;
   a->id_ = next_array_id.fetch_add(1);
   SS_RETURN_IF_ERROR(a->Load());
@@ -98,18 +71,19 @@ absl::StatusOr<std::unique_ptr<ZarrArray>> ZarrArray::Open(const std::string& di
 
 absl::Status ZarrArray::Load() {
   std::string meta_path = dir_ + "/zarr.json";
-  const bool v3 = Exists(meta_path);
+  const bool v3 = Exists(env_, meta_path);
   if (!v3) meta_path = dir_ + "/.zarray";
-  if (!Exists(meta_path)) {
+  if (!Exists(env_, meta_path)) {
     return absl::NotFoundError(absl::StrCat(dir_, ": no Zarr array here (no zarr.json or .zarray)"));
   }
-  SS_ASSIGN_OR_RETURN(const json m, ReadJson(meta_path));
+  SS_ASSIGN_OR_RETURN(const json m, ReadJson(env_, meta_path));
   auto refuse = [&](const absl::Status& s) {
     return absl::FailedPreconditionError(absl::StrCat(meta_path, ": ", s.message()));
   };
   auto record = [&](const std::string& path) {
-    struct stat st;
-    if (::stat(path.c_str(), &st) == 0) metadata_.push_back({path, FileIdentity::Of(st)});
+    if (absl::StatusOr<env::FileStat> st = env_->Stat(path); st.ok()) {
+      metadata_.push_back({path, FileIdentity::Of(*st)});
+    }
   };
   record(meta_path);
   if (v3) {
@@ -256,8 +230,8 @@ absl::Status ZarrArray::Load() {
       if (compressed) codecs_.push_back(compressor);
     }
     const std::string attrs_path = dir_ + "/.zattrs";
-    if (Exists(attrs_path)) {
-      SS_ASSIGN_OR_RETURN(const json attrs, ReadJson(attrs_path));
+    if (Exists(env_, attrs_path)) {
+      SS_ASSIGN_OR_RETURN(const json attrs, ReadJson(env_, attrs_path));
       attributes_ = attrs.dump();
       record(attrs_path);
       if (attrs.contains("_ARRAY_DIMENSIONS") && attrs["_ARRAY_DIMENSIONS"].is_array()) {
@@ -315,17 +289,14 @@ absl::StatusOr<std::shared_ptr<const ChunkData>> ZarrArray::Decode(
     }
   }
   const std::string path = KeyPath(outer);
-  OpenFile f;
-  f.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (f.fd < 0 && errno != ENOENT) {
-    return absl::UnavailableError(absl::StrCat(path, ": cannot open: ", std::strerror(errno)));
-  }
+  absl::StatusOr<std::unique_ptr<env::RandomAccessFile>> f = env_->OpenRead(path);
+  if (!f.ok() && !absl::IsNotFound(f.status())) return f.status();
   std::optional<FileIdentity> identity;
-  if (f.fd >= 0) {
-    if (::fstat(f.fd, &f.st) != 0) {
-      return absl::UnavailableError(absl::StrCat(path, ": cannot stat: ", std::strerror(errno)));
-    }
-    identity = FileIdentity::Of(f.st);
+  uint64_t file_size = 0;
+  if (f.ok()) {
+    SS_ASSIGN_OR_RETURN(const env::FileStat st, (*f)->Stat());
+    identity = FileIdentity::Of(st);
+    file_size = st.size;
   }
   {
     // A chunk file is the one first read, or the array changed under the server.
@@ -345,10 +316,9 @@ absl::StatusOr<std::shared_ptr<const ChunkData>> ZarrArray::Decode(
   if (!identity.has_value()) return Filled();  // a chunk never written: the fill value
 
   ChunkBytes stored;
-  const uint64_t file_size = static_cast<uint64_t>(f.st.st_size);
   if (!sharded_) {
     stored.resize(file_size);
-    SS_RETURN_IF_ERROR(PreadAll(f.fd, stored.data(), stored.size(), 0, path));
+    SS_RETURN_IF_ERROR(ReadExactly(**f, stored.data(), stored.size(), 0, path));
   } else {
     // The shard's index: (offset, size) little-endian uint64 pairs, one per inner chunk,
     // then a CRC-32C where index_codecs say so.
@@ -360,7 +330,7 @@ absl::StatusOr<std::shared_ptr<const ChunkData>> ZarrArray::Decode(
     }
     std::vector<uint8_t> index(index_bytes);
     const uint64_t index_at = index_at_start_ ? 0 : file_size - index_bytes;
-    SS_RETURN_IF_ERROR(PreadAll(f.fd, index.data(), index.size(), index_at, path));
+    SS_RETURN_IF_ERROR(ReadExactly(**f, index.data(), index.size(), index_at, path));
     if (crc) {
       uint32_t want;
       std::memcpy(&want, index.data() + n_inner * 16, 4);
@@ -383,7 +353,7 @@ absl::StatusOr<std::shared_ptr<const ChunkData>> ZarrArray::Decode(
                                               file_size));
     }
     stored.resize(size);
-    SS_RETURN_IF_ERROR(PreadAll(f.fd, stored.data(), size, at, path));
+    SS_RETURN_IF_ERROR(ReadExactly(**f, stored.data(), size, at, path));
   }
   if (stats != nullptr) {
     ++stats->reads;
@@ -417,11 +387,11 @@ absl::StatusOr<std::shared_ptr<const ChunkData>> ZarrArray::Chunk(
         for (size_t d = 0; d < coords.size(); ++d) outer[d] = coords[d] / (chunk_[d] / read_chunk_[d]);
       }
       const std::string path = KeyPath(outer);
-      struct stat st;
-      const bool exists = ::stat(path.c_str(), &st) == 0;
+      const absl::StatusOr<env::FileStat> st = env_->Stat(path);
+      const bool exists = st.ok();
       bool same = exists == hit->file.has_value();
       if (same && exists) {
-        const FileIdentity now = FileIdentity::Of(st);
+        const FileIdentity now = FileIdentity::Of(*st);
         same = now.inode == hit->file->inode && now.size == hit->file->size &&
                now.mtime_ns == hit->file->mtime_ns && now.ctime_ns == hit->file->ctime_ns;
       }
@@ -480,7 +450,7 @@ absl::StatusOr<std::vector<uint8_t>> ZarrArray::ReadAll() const {
 
 absl::Status ZarrArray::CheckUnchanged() const {
   for (const auto& [path, identity] : metadata_) {
-    SS_RETURN_IF_ERROR(identity.CheckUnchanged(path));
+    SS_RETURN_IF_ERROR(identity.CheckUnchanged(path, env_));
   }
   absl::MutexLock lock(&mu_);
   if (!changed_.empty()) return absl::DataLossError(changed_);

@@ -3,7 +3,8 @@
 // zarr_codecs.h; for a sharded v3 array, one inner chunk located through its shard's
 // index). What a read decodes is the read chunk: the chunk, or the inner chunk of a shard.
 //
-// Thread-safe after Open: chunks are read with pread(2) on files opened per read; the
+// Thread-safe after Open: chunks are read through an env::Env (the process's POSIX one
+// unless given another) from files opened per read; the
 // first-seen identity of every chunk file read is kept under a lock, so that a chunk
 // rewritten under the server is found (CheckUnchanged then says so until the array is
 // opened again).
@@ -23,6 +24,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
 #include "server/common/file_identity.h"
+#include "server/env/env.h"
 #include "server/io/coalescing_reader.h"
 #include "server/zarr/chunk_cache.h"
 #include "server/zarr/zarr_codecs.h"
@@ -33,8 +35,10 @@ class ZarrArray {
  public:
   // Opens the array whose metadata is in directory `dir`. FAILED_PRECONDITION naming the
   // metadata file and the field for what cannot be read (an unknown codec, data type,
-  // chunk grid or key encoding); NOT_FOUND when `dir` holds no array.
-  static absl::StatusOr<std::unique_ptr<ZarrArray>> Open(const std::string& dir);
+  // chunk grid or key encoding); NOT_FOUND when `dir` holds no array. Its files are read
+  // through `env` (the process's POSIX Env when null), which outlives the array.
+  static absl::StatusOr<std::unique_ptr<ZarrArray>> Open(const std::string& dir,
+                                                         env::Env* env = nullptr);
 
   const std::string& dir() const { return dir_; }
   int zarr_format() const { return zarr_format_; }
@@ -65,7 +69,7 @@ class ZarrArray {
   absl::Status CheckUnchanged() const;
 
  private:
-  ZarrArray() = default;
+  explicit ZarrArray(env::Env* env) : env_(env) {}
   absl::Status Load();
   // The path of the stored chunk (or shard) at `coords` of the stored grid.
   std::string KeyPath(absl::Span<const uint64_t> coords) const;
@@ -73,6 +77,7 @@ class ZarrArray {
                                                           io::ReadStats* stats) const;
   std::shared_ptr<const ChunkData> Filled() const;
 
+  env::Env* const env_;
   std::string dir_;
   int zarr_format_ = 2;
   std::vector<uint64_t> shape_;
@@ -98,7 +103,7 @@ class ZarrArray {
 };
 
 // Whether `dir` holds a Zarr array or group (.zarray, .zgroup or zarr.json).
-bool IsZarrNode(const std::string& dir);
+bool IsZarrNode(const std::string& dir, env::Env* env = nullptr);
 
 }  // namespace shotstream::zarr
 

@@ -14,6 +14,8 @@
 #include <thread>
 
 #include "gtest/gtest.h"
+#include "server/env/fault_env.h"
+#include "server/env/mem_env.h"
 
 namespace shotstream::zarr {
 namespace {
@@ -175,6 +177,53 @@ TEST(ZarrArray, AChunkRewrittenUnderTheReaderIsFound) {
   const absl::Status s = (*a)->CheckUnchanged();
   EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);
   EXPECT_NE(s.message().find("changed"), std::string::npos) << s;
+}
+
+// The same reads through an Env in memory (MemEnv) and its faults (FaultEnv): a missing
+// chunk is the fill value, an I/O error is UNAVAILABLE and passes on retry, a chunk file
+// shorter than its index says is DATA_LOSS, a chunk replaced under the reader is found.
+TEST(ZarrArray, ChunksThroughAnEnvInMemoryAndTheirFaults) {
+  env::MemEnv mem;
+  env::FaultEnv env(&mem);
+  mem.Put("/store/a/.zarray", R"({"zarr_format": 2, "shape": [3, 4], "chunks": [2, 2],
+      "dtype": "<f4", "compressor": null, "fill_value": -1.0, "order": "C", "filters": null})");
+  mem.Put("/store/a/.zattrs", R"({"_ARRAY_DIMENSIONS": ["trace", "time"]})");
+  auto put = [&](const std::string& key, const std::vector<float>& v) {
+    const std::vector<uint8_t> b = Raw(v);
+    mem.Put("/store/a/" + key, std::string(b.begin(), b.end()));
+  };
+  put("0.0", {0, 1, 10, 11});
+  put("1.0", {20, 21, 30, 31});
+  put("1.1", {22, 23, 32, 33});
+  EXPECT_TRUE(IsZarrNode("/store/a", &env));
+  EXPECT_FALSE(IsZarrNode("/store/b", &env));
+  auto a = ZarrArray::Open("/store/a", &env);
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ((*a)->dimension_names(), (std::vector<std::string>{"trace", "time"}));
+  auto all = (*a)->ReadAll();
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_EQ(Floats(*all), (std::vector<float>{0, 1, -1, -1, 10, 11, -1, -1, 20, 21, 22, 23}));
+
+  const uint64_t c10[] = {1, 0};
+  env.Inject(env::Fault::kReadError, "/store/a/1.0", 0, 1);
+  auto failed = (*a)->Chunk(c10, nullptr, nullptr);
+  EXPECT_EQ(failed.status().code(), absl::StatusCode::kUnavailable) << failed.status();
+  EXPECT_NE(failed.status().message().find("/store/a/1.0"), std::string::npos);
+  EXPECT_TRUE((*a)->Chunk(c10, nullptr, nullptr).ok());
+  env.Inject(env::Fault::kShortRead, "/store/a/1.0", 0, 1);
+  auto short_read = (*a)->Chunk(c10, nullptr, nullptr);
+  EXPECT_EQ(short_read.status().code(), absl::StatusCode::kDataLoss) << short_read.status();
+  EXPECT_TRUE((*a)->CheckUnchanged().ok());
+
+  put("1.0", {40, 41, 50, 51});  // another file under the same key
+  EXPECT_EQ((*a)->Chunk(c10, nullptr, nullptr).status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ((*a)->CheckUnchanged().code(), absl::StatusCode::kDataLoss);
+  mem.Put("/store/a/.zattrs", "{}");  // metadata replaced: found too, by the Env's Stat
+  auto b = ZarrArray::Open("/store/a", &env);
+  ASSERT_TRUE(b.ok());
+  EXPECT_TRUE((*b)->CheckUnchanged().ok());
+  mem.Put("/store/a/.zarray", "{}");
+  EXPECT_EQ((*b)->CheckUnchanged().code(), absl::StatusCode::kDataLoss);
 }
 
 }  // namespace

@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <optional>
 #include <memory>
 #include <numeric>
@@ -125,10 +123,11 @@ struct Store {
   std::vector<std::string> notes;
 };
 
-absl::StatusOr<std::unique_ptr<ZarrArray>> OpenIn(const std::string& store, const std::string& name) {
+absl::StatusOr<std::unique_ptr<ZarrArray>> OpenIn(env::Env* env, const std::string& store,
+                                                  const std::string& name) {
   const std::string dir = name.empty() ? store : store + "/" + name;
-  if (!IsZarrNode(dir)) return absl::NotFoundError(absl::StrCat(dir, ": no such array"));
-  return ZarrArray::Open(dir);
+  if (!IsZarrNode(dir, env)) return absl::NotFoundError(absl::StrCat(dir, ": no such array"));
+  return ZarrArray::Open(dir, env);
 }
 
 // Every element of `a` as a double (a scalar array).
@@ -151,18 +150,23 @@ std::vector<double> PerTrace(const std::vector<double>& v, const Store& s) {
   return out;
 }
 
-bool IsArray(const std::string& dir) {
-  if (std::ifstream(dir + "/.zarray")) return true;
-  std::ifstream in(dir + "/zarr.json");
-  if (!in) return false;
-  const json j = json::parse(in, nullptr, false);
-  return j.is_object() && j.value("node_type", "") == "array";
+// The JSON in the file at `path`, or nullopt where there is no such file.
+std::optional<json> ReadJsonIfAny(env::Env* env, const std::string& path) {
+  absl::StatusOr<std::string> text = env::ReadFileToString(env, path);
+  if (!text.ok()) return std::nullopt;
+  return json::parse(*text, nullptr, /*allow_exceptions=*/false);
 }
 
-absl::StatusOr<std::string> ArrayNameOf(const std::string& store, const json& attrs,
-                                        const std::string& asked) {
+bool IsArray(env::Env* env, const std::string& dir) {
+  if (env->Stat(dir + "/.zarray").ok()) return true;
+  const std::optional<json> j = ReadJsonIfAny(env, dir + "/zarr.json");
+  return j.has_value() && j->is_object() && j->value("node_type", "") == "array";
+}
+
+absl::StatusOr<std::string> ArrayNameOf(env::Env* env, const std::string& store,
+                                        const json& attrs, const std::string& asked) {
   if (!asked.empty()) return std::string(absl::StripPrefix(asked, "/"));
-  if (IsArray(store)) return std::string();  // the store is the array
+  if (IsArray(env, store)) return std::string();  // the store is the array
   std::vector<std::string> tried;
   if (attrs.contains("attributes") && attrs["attributes"].is_object() &&
       attrs["attributes"].contains("defaultVariableName")) {
@@ -171,7 +175,7 @@ absl::StatusOr<std::string> ArrayNameOf(const std::string& store, const json& at
   tried.push_back("amplitude");
   tried.push_back("data");
   for (const std::string& name : tried) {
-    if (IsZarrNode(store + "/" + name)) return name;
+    if (IsZarrNode(store + "/" + name, env)) return name;
   }
   return absl::FailedPreconditionError(absl::StrCat(
       store, ": a Zarr group without a samples array (tried ", absl::StrJoin(tried, ", "),
@@ -179,23 +183,31 @@ absl::StatusOr<std::string> ArrayNameOf(const std::string& store, const json& at
 }
 
 // The attributes of the node (array or group) at `dir`, whatever its data type.
-json NodeAttrs(const std::string& dir) {
-  std::ifstream v3(dir + "/zarr.json");
-  if (v3) {
-    const json j = json::parse(v3, nullptr, false);
-    return j.is_object() && j.contains("attributes") ? j["attributes"] : json::object();
+json NodeAttrs(env::Env* env, const std::string& dir) {
+  if (const std::optional<json> j = ReadJsonIfAny(env, dir + "/zarr.json")) {
+    return j->is_object() && j->contains("attributes") ? (*j)["attributes"] : json::object();
   }
-  std::ifstream v2(dir + "/.zattrs");
-  if (!v2) return json::object();
-  const json j = json::parse(v2, nullptr, false);
-  return j.is_object() ? j : json::object();
+  const std::optional<json> j = ReadJsonIfAny(env, dir + "/.zattrs");
+  return j.has_value() && j->is_object() ? *j : json::object();
 }
 
-absl::StatusOr<json> GroupAttrs(const std::string& store) {
+// The names in `dir` that are Zarr arrays or groups, sorted (none where `dir` is not).
+std::vector<std::string> ZarrNodesIn(env::Env* env, const std::string& dir) {
+  std::vector<std::string> nodes;
+  absl::StatusOr<std::vector<std::string>> names = env->List(dir);
+  if (!names.ok()) return nodes;
+  const std::string prefix = absl::EndsWith(dir, "/") ? dir : dir + "/";
+  for (std::string& name : *names) {
+    if (IsZarrNode(prefix + name, env)) nodes.push_back(std::move(name));
+  }
+  return nodes;
+}
+
+absl::StatusOr<json> GroupAttrs(env::Env* env, const std::string& store) {
   for (const char* name : {"/zarr.json", "/.zattrs"}) {
-    std::ifstream in(store + name);
-    if (!in) continue;
-    json j = json::parse(in, nullptr, false);
+    std::optional<json> read = ReadJsonIfAny(env, store + name);
+    if (!read.has_value()) continue;
+    json j = *std::move(read);
     if (!j.is_object()) {
       return absl::FailedPreconditionError(absl::StrCat(store, name, ": not a JSON object"));
     }
@@ -205,15 +217,16 @@ absl::StatusOr<json> GroupAttrs(const std::string& store) {
 }
 
 absl::StatusOr<Store> OpenStore(const source::SourceSpec& spec, const std::string& path) {
+  env::Env* const env = spec.env != nullptr ? spec.env : env::Env::Default();
   Store s;
   s.path = path;
-  if (!IsZarrNode(path)) {
+  if (!IsZarrNode(path, env)) {
     return absl::FailedPreconditionError(absl::StrCat(
         path, ": not a Zarr store (no .zarray, .zgroup or zarr.json in it)"));
   }
-  SS_ASSIGN_OR_RETURN(const json attrs, GroupAttrs(path));
-  SS_ASSIGN_OR_RETURN(s.data_name, ArrayNameOf(path, attrs, spec.array_path));
-  SS_ASSIGN_OR_RETURN(s.data, OpenIn(path, s.data_name));
+  SS_ASSIGN_OR_RETURN(const json attrs, GroupAttrs(env, path));
+  SS_ASSIGN_OR_RETURN(s.data_name, ArrayNameOf(env, path, attrs, spec.array_path));
+  SS_ASSIGN_OR_RETURN(s.data, OpenIn(env, path, s.data_name));
   const ZarrArray& d = *s.data;
   const std::string what = absl::StrCat(path, s.data_name.empty() ? "" : "/", s.data_name);
   if (!d.dtype().fields.empty()) {
@@ -237,7 +250,7 @@ absl::StatusOr<Store> OpenStore(const source::SourceSpec& spec, const std::strin
     if (s.data_name.empty() || name.empty()) return absl::NotFoundError("none");
     const size_t slash = s.data_name.rfind('/');
     const std::string parent = slash == std::string::npos ? "" : s.data_name.substr(0, slash + 1);
-    return OpenIn(path, parent + name);
+    return OpenIn(env, path, parent + name);
   };
   auto shape_is = [](const ZarrArray& a, const std::vector<uint64_t>& shape) {
     return a.shape() == shape;
@@ -305,18 +318,10 @@ absl::StatusOr<Store> OpenStore(const source::SourceSpec& spec, const std::strin
     const std::string group = path + "/" +
                               (slash == std::string::npos ? "" : s.data_name.substr(0, slash + 1)) +
                               "headers";
-    std::vector<std::string> names;
-    if (IsZarrNode(group)) {
-      std::error_code ec;
-      for (const auto& entry : std::filesystem::directory_iterator(group, ec)) {
-        if (entry.is_directory() && IsZarrNode(entry.path().string())) {
-          names.push_back(entry.path().filename().string());
-        }
-      }
-      std::sort(names.begin(), names.end());
-    }
+    const std::vector<std::string> names =
+        IsZarrNode(group, env) ? ZarrNodesIn(env, group) : std::vector<std::string>();
     for (const std::string& name : names) {
-      SS_ASSIGN_OR_RETURN(std::unique_ptr<ZarrArray> a, ZarrArray::Open(group + "/" + name));
+      SS_ASSIGN_OR_RETURN(std::unique_ptr<ZarrArray> a, ZarrArray::Open(group + "/" + name, env));
       const bool per_trace = shape_is(*a, s.spatial) || shape_is(*a, {s.n_flat});
       const bool per_shot = s.spatial.size() >= 2 && shape_is(*a, {s.spatial[0]});
       if (!per_trace && !per_shot) {
@@ -335,19 +340,10 @@ absl::StatusOr<Store> OpenStore(const source::SourceSpec& spec, const std::strin
     const std::string parent_dir = path + "/" + (s.data_name.rfind('/') == std::string::npos
                                                      ? ""
                                                      : s.data_name.substr(0, s.data_name.rfind('/') + 1));
-    std::vector<std::string> names;
-    std::error_code ec;
-    for (const auto& entry : std::filesystem::directory_iterator(parent_dir, ec)) {
-      const std::string name = entry.path().filename().string();
-      if (entry.is_directory() && IsZarrNode(entry.path().string()) && name != s.data_name &&
-          name != "trace_mask" && name != "headers") {
-        names.push_back(name);
-      }
-    }
-    std::sort(names.begin(), names.end());
-    for (const std::string& name : names) {
+    for (const std::string& name : ZarrNodesIn(env, parent_dir)) {
+      if (name == s.data_name || name == "trace_mask" || name == "headers") continue;
       if (std::find(dims.begin(), dims.end(), name) != dims.end()) continue;  // a dimension's
-      auto a = ZarrArray::Open(parent_dir + name);
+      auto a = ZarrArray::Open(parent_dir + name, env);
       if (!a.ok() || !(*a)->dtype().fields.empty() || (*a)->shape().empty()) continue;
       const std::vector<std::string>& adims = (*a)->dimension_names();
       if (adims.empty() || adims.size() > s.spatial.size()) continue;
@@ -383,8 +379,8 @@ absl::StatusOr<Store> OpenStore(const source::SourceSpec& spec, const std::strin
     const std::string fh = path + "/" +
                            (slash == std::string::npos ? "" : s.data_name.substr(0, slash + 1)) +
                            "segy_file_header";
-    if (!s.data_name.empty() && IsZarrNode(fh)) {
-      const json a = NodeAttrs(fh);
+    if (!s.data_name.empty() && IsZarrNode(fh, env)) {
+      const json a = NodeAttrs(env, fh);
       if (a.contains("binaryHeader") && a["binaryHeader"].is_object()) {
         if (double v = number(a["binaryHeader"], "sample_interval"); v > 0) {
           s.sample_interval_us = v;
