@@ -1,18 +1,16 @@
 #include "server/write/dataset_writer.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cmath>
-#include <cerrno>
 #include <cstdio>
 #include <cstring>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/crc32.h"
@@ -119,35 +117,39 @@ absl::StatusOr<std::unique_ptr<DatasetWriter>> DatasetWriter::Create(const Write
   }
   std::unique_ptr<DatasetWriter> w(new DatasetWriter(spec));
   w->final_ = WrittenPath(spec.dir, spec.name);
-  if (!spec.replace && ::access(w->final_.c_str(), F_OK) == 0) {
+  if (!spec.replace && spec.env->Stat(w->final_).ok()) {
     return absl::AlreadyExistsError(absl::StrCat(w->final_, " exists"));
   }
   static std::atomic<uint64_t> counter{0};
   w->temp_ = absl::StrCat(spec.dir, "/.", spec.name, kPartial, ::getpid(), "-",
                           counter.fetch_add(1));
-  w->fd_ = ::open(w->temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (w->fd_ < 0) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "write_dir ", spec.dir, ": cannot create ", w->temp_, ": ", std::strerror(errno)));
+  absl::StatusOr<std::unique_ptr<env::WritableFile>> file =
+      spec.env->OpenWrite(w->temp_, env::WriteMode::kCreateNew);
+  if (!file.ok()) {
+    absl::string_view why = file.status().message();
+    absl::ConsumePrefix(&why, w->temp_ + ": ");
+    return absl::FailedPreconditionError(
+        absl::StrCat("write_dir ", spec.dir, ": cannot create ", w->temp_, ": ", why));
   }
+  w->file_ = *std::move(file);
   DatasetWriter* self = w.get();
   w->appender_ = std::make_unique<FileAppender>(
-      w->fd_, spec.buffer_bytes,
-      [self](const char* what, int err) { return self->WriteError(what, err); });
+      w->file_.get(), spec.buffer_bytes,
+      [self](const absl::Status& s) { return self->WriteError(s); });
   return w;
 }
 
 DatasetWriter::~DatasetWriter() {
-  appender_.reset();  // its thread stops before the descriptor closes
-  if (fd_ >= 0) ::close(fd_);
-  if (!committed_ && !temp_.empty()) ::unlink(temp_.c_str());
+  appender_.reset();  // its thread stops before the file closes
+  file_.reset();
+  if (!committed_ && !temp_.empty()) spec_.env->Remove(temp_).IgnoreError();
 }
 
-absl::Status DatasetWriter::WriteError(const char* what, int err) const {
-  const std::string msg = absl::StrCat("writing dataset '", spec_.name, "' (", temp_, "): ",
-                                       what, ": ", std::strerror(err));
-  if (err == ENOSPC || err == EDQUOT || err == EFBIG) return absl::ResourceExhaustedError(msg);
-  return absl::UnavailableError(msg);
+absl::Status DatasetWriter::WriteError(const absl::Status& s) const {
+  absl::string_view why = s.message();
+  absl::ConsumePrefix(&why, temp_ + ": ");
+  return absl::Status(s.code(), absl::StrCat("writing dataset '", spec_.name, "' (", temp_,
+                                             "): ", why));
 }
 
 absl::Status DatasetWriter::Append(const void* data, size_t n) {
@@ -278,27 +280,17 @@ absl::StatusOr<std::string> DatasetWriter::Commit() {
       segy::FileHeader(WrittenTextLines(spec_.name, spec_.writer, shots_, traces_, n_samples_,
                                         spec_.sample_interval_us, spec_.format),
                        n_samples_, spec_.sample_interval_us, spec_.format);
-  if (::pwrite(fd_, head.data(), head.size(), 0) != static_cast<ssize_t>(head.size())) {
-    return WriteError("write of the file header", errno);
-  }
-  if (::fsync(fd_) != 0) return WriteError("fsync", errno);
-  if (::close(fd_) != 0) {
-    fd_ = -1;
-    return WriteError("close", errno);
-  }
-  fd_ = -1;
-  if (::renameat2(AT_FDCWD, temp_.c_str(), AT_FDCWD, final_.c_str(),
-                  spec_.replace ? 0 : RENAME_NOREPLACE) != 0) {
-    const int err = errno;
-    if (err == EEXIST) return absl::AlreadyExistsError(absl::StrCat(final_, " exists"));
-    return WriteError("rename into place", err);
-  }
+  if (absl::Status s = file_->WriteAt(0, head); !s.ok()) return WriteError(s);
+  if (absl::Status s = file_->Sync(); !s.ok()) return WriteError(s);
+  const absl::Status closed = file_->Close();
+  file_.reset();
+  if (!closed.ok()) return WriteError(closed);
+  const absl::Status renamed = spec_.replace ? spec_.env->Rename(temp_, final_)
+                                             : spec_.env->RenameNoReplace(temp_, final_);
+  if (absl::IsAlreadyExists(renamed)) return renamed;
+  if (!renamed.ok()) return WriteError(renamed);
   committed_ = true;
-  const int dir = ::open(spec_.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir >= 0) {
-    ::fsync(dir);
-    ::close(dir);
-  }
+  spec_.env->SyncDir(spec_.dir).IgnoreError();  // the file is whole; its name may follow
   return final_;
 }
 

@@ -58,6 +58,7 @@ struct WriteSpec {
   size_t buffer_bytes = 4 << 20;  // encoded traces gathered before each write(2), which
                                   // runs on the writer's own thread
   bool replace = false;  // a part of a multi-part write: Commit replaces an existing file
+  env::Env* env = env::Env::Default();  // where the file is written
 };
 
 // The textual header's lines of a written dataset (who, when, what, its format).
@@ -103,7 +104,8 @@ class DatasetWriter {
  private:
   explicit DatasetWriter(WriteSpec spec) : spec_(std::move(spec)) {}
   absl::Status Append(const void* data, size_t n);
-  absl::Status WriteError(const char* what, int err) const;
+  // `s` (an Env's error) as the write's: its code, naming the dataset and the temporary.
+  absl::Status WriteError(const absl::Status& s) const;
 
   struct OpenShot {
     int64_t id;
@@ -115,7 +117,7 @@ class DatasetWriter {
   WriteSpec spec_;
   std::string temp_;
   std::string final_;
-  int fd_ = -1;
+  std::unique_ptr<env::WritableFile> file_;  // the temporary, until Commit closes it
   bool committed_ = false;
   std::unique_ptr<FileAppender> appender_;  // writes on its own thread
   size_t encoded_trace_bytes_ = 0;  // header and samples of one trace in the file

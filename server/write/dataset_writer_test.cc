@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <string>
 
@@ -55,6 +56,59 @@ TEST(DatasetWriterTest, WritesShotsThatReadBackAsSegy) {
   EXPECT_EQ(f->get()->layout().sample_interval_us, 2000);
   EXPECT_EQ((*w)->shots(), 2u);
   EXPECT_EQ((*w)->max_error(), 0);
+}
+
+// The writer's own file through an Env, in memory: written, read back as SEG-Y through
+// the same Env, never renamed over an existing dataset; a full disk (on the appender's
+// thread) and a failed sync come back from Commit naming the dataset, and the temporary
+// goes with the writer.
+TEST(DatasetWriterTest, WritesThroughAnEnvAndAFailedWriteLeavesNothing) {
+  env::MemEnv mem;
+  env::FaultEnv faults(&mem);
+  ASSERT_TRUE(mem.CreateDir("/w").ok());
+  auto write = [&](const std::string& name) -> absl::StatusOr<std::string> {
+    WriteSpec spec{"/w", name, 2000, 5, "alice"};
+    spec.env = &faults;
+    spec.buffer_bytes = 256;  // several appends
+    auto w = DatasetWriter::Create(spec);
+    if (!w.ok()) return w.status();
+    for (int64_t id : {3, 4}) {
+      std::vector<float> samples(4 * 8);
+      for (size_t i = 0; i < samples.size(); ++i) samples[i] = id * 100 + i;
+      if (absl::Status s = (*w)->BeginShot(id, 4, 8, {}); !s.ok()) return s;
+      if (absl::Status s = (*w)->AddSamples(Bytes(samples)); !s.ok()) return s;
+      if (absl::Status s = (*w)->EndShot(Crc32(0, samples.data(), samples.size() * 4));
+          !s.ok()) {
+        return s;
+      }
+    }
+    return (*w)->Commit();
+  };
+  auto path = write("line");
+  ASSERT_TRUE(path.ok()) << path.status();
+  EXPECT_EQ(*path, "/w/line.sgy");
+  segy::OpenOptions read;
+  read.env = &mem;
+  auto f = segy::OpenSegyFile(*path, read);
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_EQ(f->get()->layout().n_traces, 8u);
+  uint8_t b[4];  // the last sample of shot 4, big-endian IEEE: 4 * 100 + 31
+  ASSERT_TRUE(f->get()->ReadAt(f->get()->size() - 4, 4, b).ok());
+  const uint32_t bits = (uint32_t{b[0]} << 24) | (b[1] << 16) | (b[2] << 8) | b[3];
+  float last;
+  std::memcpy(&last, &bits, 4);
+  EXPECT_EQ(last, 431.0f);
+  EXPECT_EQ(write("line").status().code(), absl::StatusCode::kAlreadyExists);
+
+  faults.Inject(env::Fault::kNoSpace, "/w/.full.sgy.partial-", /*skip=*/1, /*count=*/1);
+  const absl::Status full = write("full").status();
+  EXPECT_EQ(full.code(), absl::StatusCode::kResourceExhausted) << full;
+  EXPECT_NE(full.message().find("writing dataset 'full'"), std::string::npos) << full;
+  EXPECT_NE(full.message().find("No space left on device"), std::string::npos) << full;
+  faults.Inject(env::Fault::kSyncError, "/w/.synced", 0, 1);
+  EXPECT_EQ(write("synced").status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(*mem.List("/w"), std::vector<std::string>{"line.sgy"});  // no temporary left
+  EXPECT_EQ(faults.fired(), 2);
 }
 
 // Found again at a restart: the datasets this writer committed, and nothing else of the

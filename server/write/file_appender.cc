@@ -1,9 +1,6 @@
 #include "server/write/file_appender.h"
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 #include <utility>
 
@@ -17,9 +14,9 @@ void FileAppender::Buffer::Reserve(size_t n) {
   capacity = n;
 }
 
-FileAppender::FileAppender(int fd, size_t buffer_bytes,
-                           std::function<absl::Status(const char*, int)> error)
-    : fd_(fd), buffer_bytes_(buffer_bytes), error_fn_(std::move(error)) {
+FileAppender::FileAppender(env::WritableFile* file, size_t buffer_bytes,
+                           std::function<absl::Status(const absl::Status&)> error)
+    : file_(file), buffer_bytes_(buffer_bytes), error_fn_(std::move(error)) {
   filling_.Reserve(buffer_bytes_);
   thread_ = std::thread([this] { Run(); });
 }
@@ -43,17 +40,9 @@ void FileAppender::Run() {
       if (!has_work_) return;  // stopped
       std::swap(local, writing_);
     }
-    absl::Status status;
-    size_t done = 0;
-    while (done < local.size) {
-      const ssize_t n = ::write(fd_, local.data.get() + done, local.size - done);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        status = error_fn_("write", errno);
-        break;
-      }
-      done += static_cast<size_t>(n);
-    }
+    absl::Status status = file_->Append(
+        absl::string_view(reinterpret_cast<const char*>(local.data.get()), local.size));
+    if (!status.ok()) status = error_fn_(status);
     local.size = 0;
     absl::MutexLock lock(&mu_);
     std::swap(local, writing_);  // the memory goes back for the next buffer

@@ -1,4 +1,4 @@
-// FileAppender: appends bytes to a file descriptor from its own thread, so that the caller
+// FileAppender: appends bytes to a file (an env::WritableFile) from its own thread, so that the caller
 // fills the next buffer while the last one is written (receiving and writing a dataset
 // then use two cores). At most two buffers of `buffer_bytes` (plus one append) exist: the
 // one being filled and the one being written.
@@ -17,14 +17,16 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
+#include "server/env/env.h"
 
 namespace shotstream::write {
 
 class FileAppender {
  public:
-  // `error(what, errno)` turns a failed write(2) into the status Append and Finish return.
-  FileAppender(int fd, size_t buffer_bytes,
-               std::function<absl::Status(const char* what, int err)> error);
+  // Appends to `file` (which outlives it). `error` turns a failed append's status into the
+  // one Append and Finish return (adding what was being written).
+  FileAppender(env::WritableFile* file, size_t buffer_bytes,
+               std::function<absl::Status(const absl::Status&)> error);
   ~FileAppender();  // stops the thread; what was not written by Finish is dropped
   FileAppender(const FileAppender&) = delete;
   FileAppender& operator=(const FileAppender&) = delete;
@@ -49,9 +51,9 @@ class FileAppender {
   absl::Status Handoff() ABSL_LOCKS_EXCLUDED(mu_);
   void Run() ABSL_LOCKS_EXCLUDED(mu_);
 
-  const int fd_;
+  env::WritableFile* const file_;
   const size_t buffer_bytes_;
-  const std::function<absl::Status(const char*, int)> error_fn_;
+  const std::function<absl::Status(const absl::Status&)> error_fn_;
   Buffer filling_;  // the producer's
   absl::Mutex mu_;
   Buffer writing_ ABSL_GUARDED_BY(mu_);

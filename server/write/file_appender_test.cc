@@ -2,35 +2,27 @@
 // order across many buffer hand-offs; a write error comes back from the next call.
 #include "server/write/file_appender.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cstdlib>
-#include <fstream>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "server/env/fault_env.h"
+#include "server/env/mem_env.h"
 
 namespace shotstream::write {
 namespace {
 
-std::string Path(const std::string& name) {
-  const char* d = std::getenv("TEST_TMPDIR");
-  return std::string(d ? d : "/tmp") + "/" + name;
-}
-
-absl::Status Error(const char* what, int err) {
-  return absl::ResourceExhaustedError(absl::StrCat(what, ": ", std::strerror(err)));
+absl::Status Error(const absl::Status& s) {
+  return absl::Status(s.code(), absl::StrCat("writing the test's file: ", s.message()));
 }
 
 TEST(FileAppenderTest, AppendsAndExtendsInOrderAcrossBuffers) {
-  const std::string path = Path("appended.bin");
-  const int fd = ::open(path.c_str(), O_CREAT | O_TRUNC | O_WRONLY, 0644);
-  ASSERT_GE(fd, 0);
+  env::MemEnv mem;
+  auto file = mem.OpenWrite("/w/appended.bin", env::WriteMode::kCreateNew);
+  ASSERT_TRUE(file.ok());
   std::string want;
   {
-    FileAppender a(fd, /*buffer_bytes=*/64, Error);  // many hand-offs
+    FileAppender a(file->get(), /*buffer_bytes=*/64, Error);  // many hand-offs
     for (int i = 0; i < 200; ++i) {
       const std::string piece = absl::StrCat("piece ", i, ";");
       ASSERT_TRUE(a.Append(piece.data(), piece.size()).ok());
@@ -48,21 +40,26 @@ TEST(FileAppenderTest, AppendsAndExtendsInOrderAcrossBuffers) {
     want += big;
     ASSERT_TRUE(a.Finish().ok());
   }
-  ::close(fd);
-  std::ifstream in(path, std::ios::binary);
-  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), want);
+  EXPECT_EQ(*env::ReadFileToString(&mem, "/w/appended.bin"), want);
 }
 
-TEST(FileAppenderTest, AWriteErrorComesBackFromFinish) {
-  const int fd = ::open(Path("readonly.bin").c_str(), O_CREAT | O_TRUNC | O_RDONLY, 0644);
-  ASSERT_GE(fd, 0);
-  FileAppender a(fd, 16, Error);  // write(2) on a read-only descriptor: EBADF
+TEST(FileAppenderTest, AWriteErrorComesBackFromTheNextCallOrFinish) {
+  env::MemEnv mem;
+  env::FaultEnv env(&mem);
+  env.Inject(env::Fault::kNoSpace, "full.bin", /*skip=*/2, /*count=*/1);
+  auto file = env.OpenWrite("/w/full.bin", env::WriteMode::kCreateNew);
+  ASSERT_TRUE(file.ok());
+  FileAppender a(file->get(), 16, Error);
   absl::Status s;
-  for (int i = 0; i < 10 && s.ok(); ++i) s = a.Append("0123456789", 10);
+  int calls = 0;
+  for (; calls < 10 && s.ok(); ++calls) s = a.Append("0123456789", 10);
   if (s.ok()) s = a.Finish();
   EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
-  EXPECT_NE(s.message().find("Bad file descriptor"), absl::string_view::npos) << s;
-  ::close(fd);
+  EXPECT_NE(s.message().find("writing the test's file: /w/full.bin: write: No space left"),
+            absl::string_view::npos)
+      << s;
+  EXPECT_EQ(a.Finish().code(), absl::StatusCode::kResourceExhausted);  // it stays
+  EXPECT_EQ(env.fired(), 1);
 }
 
 }  // namespace

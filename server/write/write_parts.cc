@@ -1,20 +1,17 @@
 #include "server/write/write_parts.h"
 
-#include <dirent.h>
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
-#include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <map>
+#include <memory>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 #include "common/status_macros.h"
 #include "segy/segy_writer.h"
 #include "segy/trace_header.h"
@@ -27,72 +24,29 @@ constexpr absl::string_view kPartsInfix = ".parts-";
 constexpr size_t kFileHeaderBytes = 3600;
 constexpr size_t kBinaryHeaderAt = 3200;
 
-absl::Status IoError(const std::string& what, const std::string& path, int err) {
-  const std::string msg = absl::StrCat(what, " ", path, ": ", std::strerror(err));
-  if (err == ENOSPC || err == EDQUOT || err == EFBIG) return absl::ResourceExhaustedError(msg);
-  return absl::UnavailableError(msg);
+// An Env's error saying what was being done: "WHAT PATH: reason", its code kept
+// (RESOURCE_EXHAUSTED for a full disk, UNAVAILABLE for an I/O error).
+absl::Status IoError(const std::string& what, const std::string& path, const absl::Status& s) {
+  absl::string_view why = s.message();
+  absl::ConsumePrefix(&why, path + ": ");
+  return absl::Status(s.code(), absl::StrCat(what, " ", path, ": ", why));
 }
 
 uint16_t BigEndian16(const char* p) {
   return static_cast<uint16_t>((static_cast<uint8_t>(p[0]) << 8) | static_cast<uint8_t>(p[1]));
 }
 
-void FsyncDir(const std::string& dir) {
-  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd >= 0) {
-    ::fsync(fd);
-    ::close(fd);
+// Removes `dir` and the files in it.
+void RemoveTree(env::Env* env, const std::string& dir) {
+  if (absl::StatusOr<std::vector<std::string>> names = env->List(dir); names.ok()) {
+    for (const std::string& n : *names) env->Remove(absl::StrCat(dir, "/", n)).IgnoreError();
   }
-}
-
-void RemoveTree(const std::string& dir) {
-  if (DIR* d = ::opendir(dir.c_str())) {
-    while (const dirent* e = ::readdir(d)) {
-      const absl::string_view n = e->d_name;
-      if (n != "." && n != "..") ::unlink(absl::StrCat(dir, "/", n).c_str());
-    }
-    ::closedir(d);
-  }
-  ::rmdir(dir.c_str());
-}
-
-// Copies [from, from + n) of `in` to the end of `out`: copy_file_range (no bytes through
-// user space), else read/write.
-absl::Status CopyRange(int in, off_t from, uint64_t n, int out, const std::string& in_path,
-                       const std::string& out_path) {
-  off_t at = from;
-  while (n > 0) {
-    const ssize_t k = ::copy_file_range(in, &at, out, nullptr, n, 0);
-    if (k > 0) {
-      n -= static_cast<uint64_t>(k);
-      continue;
-    }
-    if (k == 0) return absl::DataLossError(absl::StrCat(in_path, ": shorter than its stat"));
-    if (errno == EINTR) continue;
-    if (errno != EXDEV && errno != ENOSYS && errno != EINVAL && errno != EOPNOTSUPP) {
-      return IoError("copying into", out_path, errno);
-    }
-    std::vector<char> buf(1 << 20);
-    while (n > 0) {
-      const ssize_t r = ::pread(in, buf.data(), std::min<uint64_t>(n, buf.size()), at);
-      if (r < 0 && errno == EINTR) continue;
-      if (r <= 0) return IoError("reading", in_path, r < 0 ? errno : EIO);
-      for (ssize_t w = 0; w < r;) {
-        const ssize_t k2 = ::write(out, buf.data() + w, static_cast<size_t>(r - w));
-        if (k2 < 0 && errno == EINTR) continue;
-        if (k2 < 0) return IoError("writing", out_path, errno);
-        w += k2;
-      }
-      at += r;
-      n -= static_cast<uint64_t>(r);
-    }
-  }
-  return absl::OkStatus();
+  env->RemoveDir(dir).IgnoreError();
 }
 
 struct Part {
   std::string path;
-  int fd = -1;
+  std::unique_ptr<env::RandomAccessFile> file;
   uint64_t size = 0;
 };
 
@@ -105,9 +59,9 @@ std::string PartsDir(const std::string& dir, const std::string& name,
 
 std::string PartName(uint32_t index) { return absl::StrFormat("part-%06u", index); }
 
-absl::Status MakePartsDir(const std::string& parts_dir) {
-  if (::mkdir(parts_dir.c_str(), 0755) != 0 && errno != EEXIST) {
-    return IoError("cannot create", parts_dir, errno);
+absl::Status MakePartsDir(const std::string& parts_dir, env::Env* env) {
+  if (absl::Status s = env->CreateDir(parts_dir); !s.ok()) {
+    return IoError("cannot create", parts_dir, s);
   }
   return absl::OkStatus();
 }
@@ -134,14 +88,14 @@ absl::StatusOr<std::vector<int64_t>> ReadPartIds(const std::string& parts_dir, u
 }
 
 absl::StatusOr<JoinedParts> JoinParts(const JoinSpec& spec) {
+  env::Env* const env = spec.env;
   const std::string parts_dir = PartsDir(spec.dir, spec.name, spec.write_id);
   const std::string what =
       absl::StrCat("dataset '", spec.name, "', multi-part write '", spec.write_id, "'");
   std::vector<uint32_t> missing;
   for (uint32_t i = 0; i < spec.count; ++i) {
     const std::string p = absl::StrCat(parts_dir, "/", PartName(i));
-    if (::access(absl::StrCat(p, ".sgy").c_str(), F_OK) != 0 ||
-        ::access(absl::StrCat(p, ".ids").c_str(), F_OK) != 0) {
+    if (!env->Stat(absl::StrCat(p, ".sgy")).ok() || !env->Stat(absl::StrCat(p, ".ids")).ok()) {
       missing.push_back(i);
     }
   }
@@ -172,10 +126,7 @@ absl::StatusOr<JoinedParts> JoinParts(const JoinSpec& spec) {
   // The parts: one binary file header (sample count, interval, format), whole traces.
   std::vector<Part> parts(spec.count);
   auto close_all = [&parts] {
-    for (Part& p : parts) {
-      if (p.fd >= 0) ::close(p.fd);
-      p.fd = -1;
-    }
+    for (Part& p : parts) p.file.reset();
   };
   uint32_t n_samples = 0;
   std::string binary0;
@@ -183,16 +134,22 @@ absl::StatusOr<JoinedParts> JoinParts(const JoinSpec& spec) {
   for (uint32_t i = 0; i < spec.count; ++i) {
     Part& p = parts[i];
     p.path = absl::StrCat(parts_dir, "/", PartName(i), ".sgy");
-    p.fd = ::open(p.path.c_str(), O_RDONLY | O_CLOEXEC);
-    struct stat st;
-    char head[kFileHeaderBytes];
-    if (p.fd < 0 || ::fstat(p.fd, &st) != 0) {
-      const int err = errno;
+    absl::StatusOr<std::unique_ptr<env::RandomAccessFile>> opened = env->OpenRead(p.path);
+    absl::StatusOr<env::FileStat> st =
+        opened.ok() ? (*opened)->Stat() : absl::StatusOr<env::FileStat>(opened.status());
+    if (!st.ok()) {
       close_all();
-      return IoError("cannot open", p.path, err);
+      return IoError("cannot open", p.path, st.status());
     }
-    p.size = static_cast<uint64_t>(st.st_size);
-    if (::pread(p.fd, head, sizeof(head), 0) != static_cast<ssize_t>(sizeof(head))) {
+    p.file = *std::move(opened);
+    p.size = st->size;
+    char head[kFileHeaderBytes];
+    const absl::StatusOr<size_t> got = p.file->Read(0, sizeof(head), head);
+    if (!got.ok()) {
+      close_all();
+      return IoError("reading", p.path, got.status());
+    }
+    if (*got != sizeof(head)) {
       close_all();
       return absl::DataLossError(absl::StrCat(p.path, ": shorter than a SEG-Y file header"));
     }
@@ -235,15 +192,15 @@ absl::StatusOr<JoinedParts> JoinParts(const JoinSpec& spec) {
   const std::string temp = absl::StrCat(spec.dir, "/.", spec.name, ".sgy.partial-", ::getpid(),
                                         "-join-", counter.fetch_add(1));
   out.path = WrittenPath(spec.dir, spec.name);
-  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    const int err = errno;
+  absl::StatusOr<std::unique_ptr<env::WritableFile>> file =
+      env->OpenWrite(temp, env::WriteMode::kCreateNew);
+  if (!file.ok()) {
     close_all();
-    return IoError("cannot create", temp, err);
+    return IoError("cannot create", temp, file.status());
   }
   auto fail = [&](absl::Status s) {
-    ::close(fd);
-    ::unlink(temp.c_str());
+    file->reset();
+    env->Remove(temp).IgnoreError();
     close_all();
     return s;
   };
@@ -251,51 +208,42 @@ absl::StatusOr<JoinedParts> JoinParts(const JoinSpec& spec) {
       WrittenTextLines(spec.name, spec.writer, out.shots, out.traces, n_samples,
                        spec.sample_interval_us, spec.format),
       n_samples, spec.sample_interval_us, spec.format);
-  if (::write(fd, head.data(), head.size()) != static_cast<ssize_t>(head.size())) {
-    return fail(IoError("writing", temp, errno));
-  }
+  if (absl::Status s = (*file)->Append(head); !s.ok()) return fail(IoError("writing", temp, s));
   for (const Part& p : parts) {
-    if (absl::Status s = CopyRange(p.fd, kFileHeaderBytes, p.size - kFileHeaderBytes, fd,
-                                   p.path, temp);
+    // copy_file_range where the filesystem can: no bytes through user space.
+    if (absl::Status s = (*file)->AppendFrom(*p.file, kFileHeaderBytes, p.size - kFileHeaderBytes);
         !s.ok()) {
-      return fail(s);
+      return fail(absl::IsDataLoss(s) ? absl::DataLossError(absl::StrCat(
+                                            p.path, ": shorter than its stat (", s.message(), ")"))
+                                      : IoError("copying into", temp, s));
     }
   }
-  if (::fsync(fd) != 0) return fail(IoError("fsync of", temp, errno));
+  if (absl::Status s = (*file)->Sync(); !s.ok()) return fail(IoError("fsync of", temp, s));
   close_all();
-  if (::close(fd) != 0) {
-    const int err = errno;
-    ::unlink(temp.c_str());
-    return IoError("close of", temp, err);
+  if (absl::Status s = (*file)->Close(); !s.ok()) return fail(IoError("close of", temp, s));
+  file->reset();
+  if (absl::Status s = env->RenameNoReplace(temp, out.path); !s.ok()) {
+    env->Remove(temp).IgnoreError();
+    if (absl::IsAlreadyExists(s)) return s;
+    return IoError("rename into place of", out.path, s);
   }
-  if (::renameat2(AT_FDCWD, temp.c_str(), AT_FDCWD, out.path.c_str(), RENAME_NOREPLACE) != 0) {
-    const int err = errno;
-    ::unlink(temp.c_str());
-    if (err == EEXIST) return absl::AlreadyExistsError(absl::StrCat(out.path, " exists"));
-    return IoError("rename into place of", out.path, err);
-  }
-  FsyncDir(spec.dir);
-  RemoveTree(parts_dir);
+  env->SyncDir(spec.dir).IgnoreError();
+  RemoveTree(env, parts_dir);
   return out;
 }
 
-std::vector<std::string> RemoveParts(const std::string& dir) {
+std::vector<std::string> RemoveParts(const std::string& dir, env::Env* env) {
   std::vector<std::string> removed;
-  std::vector<std::string> names;
-  if (DIR* d = ::opendir(dir.c_str())) {
-    while (const dirent* e = ::readdir(d)) {
-      const absl::string_view n = e->d_name;
-      struct stat st;
-      if (n.size() > 1 && n[0] == '.' && absl::StrContains(n, kPartsInfix) &&
-          ::stat(absl::StrCat(dir, "/", n).c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
-        names.emplace_back(n);
-      }
+  absl::StatusOr<std::vector<std::string>> names = env->List(dir);
+  if (!names.ok()) return removed;
+  for (const std::string& n : *names) {
+    const std::string path = absl::StrCat(dir, "/", n);
+    const absl::StatusOr<env::FileStat> st = env->Stat(path);
+    if (n.size() > 1 && n[0] == '.' && absl::StrContains(n, kPartsInfix) && st.ok() &&
+        st->directory) {
+      RemoveTree(env, path);
+      removed.push_back(n);
     }
-    ::closedir(d);
-  }
-  for (const std::string& n : names) {
-    RemoveTree(absl::StrCat(dir, "/", n));
-    removed.push_back(n);
   }
   return removed;
 }

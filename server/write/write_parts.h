@@ -27,7 +27,7 @@ std::string PartsDir(const std::string& dir, const std::string& name,
 std::string PartName(uint32_t index);  // "part-000012" (the DatasetWriter's name)
 
 // Creates the parts directory (an existing one is fine).
-absl::Status MakePartsDir(const std::string& parts_dir);
+absl::Status MakePartsDir(const std::string& parts_dir, env::Env* env = env::Env::Default());
 
 // Writes part `index`'s shot ids beside it (temporary, fsync, rename: through `env`).
 absl::Status WritePartIds(const std::string& parts_dir, uint32_t index,
@@ -44,7 +44,7 @@ struct JoinSpec {
   double sample_interval_us = 0;
   int format = 5;
   std::string writer;    // who asked, for the textual header
-  env::Env* env = env::Env::Default();  // the parts' id files are read through it
+  env::Env* env = env::Env::Default();  // where the parts are read and the file written
 };
 
 struct JoinedParts {
@@ -63,7 +63,8 @@ absl::StatusOr<JoinedParts> JoinParts(const JoinSpec& spec);
 
 // Removes the parts directories in `dir` (writes a restarted server cannot finish: their
 // commit then names the parts missing); returns their names.
-std::vector<std::string> RemoveParts(const std::string& dir);
+std::vector<std::string> RemoveParts(const std::string& dir,
+                                     env::Env* env = env::Env::Default());
 
 }  // namespace shotstream::write
 

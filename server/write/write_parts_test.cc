@@ -30,11 +30,13 @@ bool Exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0;
 // Writes part `index` of write "w1" of dataset "line" with `ids` (3 traces of 10 samples
 // each, sample value = id * 100 + i) as WriteSession does: the ids, then the part.
 void WritePart(const std::string& dir, uint32_t index, std::vector<int64_t> ids,
-               int format = 5, double interval = 2000, uint32_t n_samples = 10) {
+               int format = 5, double interval = 2000, uint32_t n_samples = 10,
+               env::Env* env = env::Env::Default()) {
   const std::string parts = PartsDir(dir, "line", "w1");
-  ASSERT_TRUE(MakePartsDir(parts).ok());
+  ASSERT_TRUE(MakePartsDir(parts, env).ok());
   WriteSpec spec{parts, PartName(index), interval, format, "bob"};
   spec.replace = true;
+  spec.env = env;
   auto w = DatasetWriter::Create(spec);
   ASSERT_TRUE(w.ok()) << w.status();
   for (int64_t id : ids) {
@@ -45,7 +47,7 @@ void WritePart(const std::string& dir, uint32_t index, std::vector<int64_t> ids,
                                                    s.size() * 4)).ok());
     ASSERT_TRUE((*w)->EndShot(Crc32(0, s.data(), s.size() * 4)).ok());
   }
-  ASSERT_TRUE(WritePartIds(parts, index, (*w)->shot_ids()).ok());
+  ASSERT_TRUE(WritePartIds(parts, index, (*w)->shot_ids(), env).ok());
   ASSERT_TRUE((*w)->Commit().ok());
 }
 
@@ -122,6 +124,43 @@ TEST(WritePartsTest, RefusesAShotInTwoPartsAndPartsThatDiffer) {
   for (const std::string& n : {std::string(".line.sgy.partial-1-join-0")}) {
     EXPECT_FALSE(Exists(dir + "/" + n));
   }
+}
+
+// The same join through an Env, in memory: the parts copied into one file read back
+// through it; a full disk during the copy is RESOURCE_EXHAUSTED, the parts stay for a
+// retry and no temporary is left; a restart removes the parts directories.
+TEST(WritePartsTest, JoinsPartsThroughAnEnvAndAFullDiskKeepsTheParts) {
+  env::MemEnv mem;
+  env::FaultEnv faults(&mem);
+  ASSERT_TRUE(mem.CreateDir("/w").ok());
+  WritePart("/w", 0, {10, 20}, 5, 2000, 10, &faults);
+  WritePart("/w", 1, {30}, 5, 2000, 10, &faults);
+  JoinSpec spec = Spec("/w", 2);
+  spec.env = &faults;
+  faults.Inject(env::Fault::kNoSpace, "-join-", /*skip=*/1, /*count=*/1);  // the 2nd part
+  const absl::Status full = JoinParts(spec).status();
+  EXPECT_EQ(full.code(), absl::StatusCode::kResourceExhausted) << full;
+  EXPECT_NE(full.message().find("copying into /w/.line.sgy.partial-"), std::string::npos)
+      << full;
+  EXPECT_EQ(*mem.List("/w"), std::vector<std::string>{".line.parts-w1"});
+  auto joined = JoinParts(spec);
+  ASSERT_TRUE(joined.ok()) << joined.status();
+  EXPECT_EQ(joined->traces, 9u);
+  segy::OpenOptions read;
+  read.env = &mem;
+  auto f = segy::OpenSegyFile(joined->path, read);
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_EQ(f->get()->layout().n_traces, 9u);
+  uint8_t b[4];  // trace 6, the first of shot 30: its first sample, big-endian 3000.0
+  ASSERT_TRUE(f->get()->ReadAt(3600 + 6 * (240 + 40) + 240, 4, b).ok());
+  const uint32_t bits = (uint32_t{b[0]} << 24) | (b[1] << 16) | (b[2] << 8) | b[3];
+  float v;
+  std::memcpy(&v, &bits, 4);
+  EXPECT_EQ(v, 3000.0f);
+  EXPECT_EQ(*mem.List("/w"), std::vector<std::string>{"line.sgy"});  // the parts are gone
+  WritePart("/w", 0, {1}, 5, 2000, 10, &faults);
+  EXPECT_EQ(RemoveParts("/w", &faults), std::vector<std::string>{".line.parts-w1"});
+  EXPECT_EQ(*mem.List("/w"), std::vector<std::string>{"line.sgy"});
 }
 
 TEST(WritePartsTest, ARestartRemovesPartsDirectories) {

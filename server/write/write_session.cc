@@ -1,7 +1,5 @@
 #include "server/write/write_session.h"
 
-#include <unistd.h>
-
 #include <cmath>
 #include <utility>
 #include <vector>
@@ -47,6 +45,7 @@ absl::Status WriteSession::Start(const v1::WriteStart& first) {
   spec.sample_interval_us = sample_interval_us_;
   spec.format = format_;
   spec.writer = context_.who;
+  spec.env = context_.env;
   if (first.has_parts()) {
     parts_ = first.parts();
     SS_RETURN_IF_ERROR(StartParts(&spec));
@@ -80,11 +79,11 @@ absl::Status WriteSession::StartParts(WriteSpec* spec) {
     return absl::OkStatus();
   }
   if (context_.datasets->Find(name_) != nullptr ||
-      ::access(WrittenPath(context_.write_dir, name_).c_str(), F_OK) == 0) {
+      context_.env->Stat(WrittenPath(context_.write_dir, name_)).ok()) {
     return absl::AlreadyExistsError(absl::StrCat("dataset '", name_, "' exists"));
   }
   parts_dir_ = PartsDir(context_.write_dir, name_, parts_.write_id());
-  SS_RETURN_IF_ERROR(MakePartsDir(parts_dir_));
+  SS_RETURN_IF_ERROR(MakePartsDir(parts_dir_, context_.env));
   spec->dir = parts_dir_;
   spec->name = PartName(parts_.index());
   spec->replace = true;
@@ -142,13 +141,14 @@ absl::StatusOr<const dataset::DatasetEntry*> WriteSession::Commit() {
   if (writer_ != nullptr) {
     if (writes_part()) {
       // The ids first: a part's .sgy present always has them (write_parts.h).
-      SS_RETURN_IF_ERROR(WritePartIds(parts_dir_, parts_.index(), writer_->shot_ids()));
+      SS_RETURN_IF_ERROR(
+          WritePartIds(parts_dir_, parts_.index(), writer_->shot_ids(), context_.env));
     }
     SS_ASSIGN_OR_RETURN(path, writer_->Commit());
     if (writes_part()) return nullptr;
   } else {
-    JoinSpec join{context_.write_dir, name_, parts_.write_id(), parts_.count(),
-                  sample_interval_us_, format_, context_.who};
+    JoinSpec join{context_.write_dir, name_,        parts_.write_id(), parts_.count(),
+                  sample_interval_us_, format_, context_.who, context_.env};
     SS_ASSIGN_OR_RETURN(JoinedParts joined, JoinParts(join));
     joined_shots_ = joined.shots;
     joined_bytes_ = joined.sample_bytes;

@@ -34,6 +34,7 @@ struct SessionContext {
   std::function<void(dataset::DatasetEntry* entry, const std::string& path)> load;
   // Told once the new entry is visible (e.g. to update health); may be empty.
   std::function<void(const dataset::DatasetEntry& entry)> published;
+  env::Env* env = env::Env::Default();  // where files are written (a test's MemEnv)
 };
 
 class WriteSession {
