@@ -137,22 +137,24 @@ class StartupAndShutdownTest(harness.SmallSurveyTest):
                              NOT_SERVING)
 
     def test_it_listens_while_its_datasets_load_and_says_they_are_loading(self):
-        # A dataset whose file is a FIFO: its load blocks in open() until a writer opens
-        # it, so the server is caught loading, deterministically. The datasets load one
-        # after another, so the one after it is LOADING too.
-        fifo = os.path.join(self.tmp, "slow.sgy")
-        if not os.path.exists(fifo):
-            os.mkfifo(fifo)
+        # A dataset whose saved catalog is a FIFO: its load blocks in open() until a
+        # writer opens it, so the server is caught loading, deterministically (a data file
+        # that is a FIFO is refused before any open: not a regular file). The datasets
+        # load one after another, so the one after it is LOADING too.
+        catalogs = os.path.join(self.tmp, "loading_catalogs")
+        os.makedirs(catalogs, exist_ok=True)
+        fifo = os.path.join(catalogs, "slow.catalog")
+        if os.path.exists(fifo):
+            os.remove(fifo)
+        os.mkfifo(fifo)
         cfg = self.write("loading.yaml", f"""
+catalog_dir: {catalogs}
 datasets:
-  - {{name: slow, files: {fifo}, format: segy}}
+  - {{name: slow, files: "{self.data}/*.sgy"}}
   - {{name: good, files: "{self.data}/*.sgy"}}
 """)
-        released = threading.Event()
-
-        def release():  # each open for writing returns once the server opens it to read
-            while not released.is_set():
-                os.close(os.open(fifo, os.O_WRONLY))
+        def release():  # the open for writing returns once the server opens it to read
+            os.close(os.open(fifo, os.O_WRONLY))
         server = harness.Server([f"--config={cfg}"], loaded=False)
         try:
             for native in harness.client_paths():
@@ -173,18 +175,17 @@ datasets:
             wait_for(lambda: any("still loading" in l for l in server.stderr_lines),
                      what="the SIGHUP line")
             threading.Thread(target=release, daemon=True).start()
-            self.assertEqual(server.loaded_line(),
-                             "shotstream datasets loaded: 1 READY, 1 FAILED")
-            released.set()
+            # The FIFO is no catalog: the slow one is built again, saved over it.
+            self.assertEqual(server.loaded_line(), "shotstream datasets loaded: 2 READY, 0 FAILED")
             with shotstream.Client(server.target) as c:
                 infos = {d.name: d for d in c.list_datasets()}
                 self.assertEqual((infos["slow"].state, infos["good"].state),
-                                 ("FAILED", "READY"))
-                self.assertIn("not a regular file", infos["slow"].error)
+                                 ("READY", "READY"))
+                self.assertEqual(len(list(c.stream("slow", [1, 2]))), 2)
                 self.assertEqual(len(list(c.stream("good", [1, 2]))), 2)
+            self.assertTrue(os.path.isfile(fifo))
             self.assertEqual(health(server.target), SERVING)
         finally:
-            released.set()
             if server.proc.poll() is None and server._loaded is None:
                 threading.Thread(target=release, daemon=True).start()
             server.stop()
