@@ -18,6 +18,7 @@ import json
 import os
 import re
 import resource
+import shutil
 import signal
 import subprocess
 import sys
@@ -143,8 +144,9 @@ def profile_case(link, cli_bin, name, dataset, flags, repeat, work):
         "server_ms": [(s1[i] - s0[i]) / shots * 1e3 for i in (0, 1)],
         "client_ms": [(c1[i] - c0[i]) / shots * 1e3 for i in (0, 1)],
     }
-    server_data = os.path.join(work, f"server-{link.name}-{dataset}-{len(flags)}.data")
-    client_data = os.path.join(work, f"client-{link.name}-{dataset}-{len(flags)}.data")
+    slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+    server_data = os.path.join(work, f"server-{link.name}-{slug}.data")
+    client_data = os.path.join(work, f"client-{link.name}-{slug}.data")
     server_perf = subprocess.Popen(["perf", "record", "-q", "-e", "cpu-clock", "-F", "1999",
                                     "-o", server_data, "-p", str(link.server.pid)],
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -241,6 +243,9 @@ def main():
             results["links"][name] = rows
         finally:
             link.close()
+    shutil.rmtree(b_dir)
+    shutil.rmtree(ibm_dir)
+    print(f"perf's samples: {work}/{{server,client}}-LINK-CASE.data (perf report -i FILE)")
     ws = os.environ.get("BUILD_WORKSPACE_DIRECTORY", ".")
     commit = subprocess.run(["git", "-C", ws, "rev-parse", "--short", "HEAD"],
                             capture_output=True, text=True).stdout.strip() or "not recorded"
