@@ -106,23 +106,24 @@ bool FaultEnv::Fires(Fault fault, const std::string& path, std::function<void()>
   return false;
 }
 
-absl::StatusOr<std::unique_ptr<RandomAccessFile>> FaultEnv::OpenRead(const std::string& path) {
+absl::StatusOr<std::unique_ptr<RandomAccessFile>> FaultEnv::OpenReadThrough(
+    const std::string& path,
+    absl::FunctionRef<absl::StatusOr<std::unique_ptr<RandomAccessFile>>()> open) {
   if (Fires(Fault::kOpenError, path)) {
     return absl::UnavailableError(absl::StrCat(path, ": open: Input/output error"));
   }
-  absl::StatusOr<std::unique_ptr<RandomAccessFile>> base = base_->OpenRead(path);
+  absl::StatusOr<std::unique_ptr<RandomAccessFile>> base = open();
   if (!base.ok()) return base.status();
   return std::unique_ptr<RandomAccessFile>(new FaultReadFile(*std::move(base), path, this));
 }
 
+absl::StatusOr<std::unique_ptr<RandomAccessFile>> FaultEnv::OpenRead(const std::string& path) {
+  return OpenReadThrough(path, [&] { return base_->OpenRead(path); });
+}
+
 absl::StatusOr<std::unique_ptr<RandomAccessFile>> FaultEnv::OpenMapped(const std::string& path,
                                                                        bool populate) {
-  if (Fires(Fault::kOpenError, path)) {
-    return absl::UnavailableError(absl::StrCat(path, ": open: Input/output error"));
-  }
-  absl::StatusOr<std::unique_ptr<RandomAccessFile>> base = base_->OpenMapped(path, populate);
-  if (!base.ok()) return base.status();
-  return std::unique_ptr<RandomAccessFile>(new FaultReadFile(*std::move(base), path, this));
+  return OpenReadThrough(path, [&] { return base_->OpenMapped(path, populate); });
 }
 
 absl::StatusOr<std::unique_ptr<WritableFile>> FaultEnv::OpenWrite(const std::string& path,

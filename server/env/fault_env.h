@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/functional/function_ref.h"
 #include "absl/synchronization/mutex.h"
 #include "server/env/env.h"
 
@@ -77,6 +78,11 @@ class FaultEnv final : public Env {
       ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
+  // `open` (the base's), unless an open error fires; the file it opens, with its faults.
+  absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenReadThrough(
+      const std::string& path,
+      absl::FunctionRef<absl::StatusOr<std::unique_ptr<RandomAccessFile>>()> open);
+
   struct Rule {
     Fault fault;
     std::string path_contains;

@@ -12,6 +12,7 @@
 #include "npy/npy_header.h"
 #include "server/env/fault_env.h"
 #include "server/env/mem_env.h"
+#include "server/source/float_read.h"
 
 namespace shotstream::npy {
 namespace {
@@ -62,22 +63,12 @@ TEST(NpySourceTest, ShotsByPositionAcrossFilesWithPositionHeaders) {
   const auto third = (*s)->catalog().TracesOf(*(*s)->catalog().Find(3));
   ASSERT_EQ(third.size(), 3u);
   EXPECT_EQ(third[0].file_id, 1u);
-  std::vector<float> out(3 * 4);
-  std::vector<uint8_t*> dst = {reinterpret_cast<uint8_t*>(out.data()),
-                               reinterpret_cast<uint8_t*>(out.data() + 4),
-                               reinterpret_cast<uint8_t*>(out.data() + 8)};
-  std::vector<uint32_t> crc(3);
-  source::TraceRead read;
-  read.shot_id = 2;
-  const std::vector<io::TraceRef> traces = (*s)->catalog().TracesOf(*(*s)->catalog().Find(2));
-  read.traces = traces;
-  read.range = {0, 4};
-  read.dst = dst.data();
-  read.trace_crc = crc.data();
+  source::FloatRead f(2, (*s)->catalog().TracesOf(*(*s)->catalog().Find(2)), 0, 4);
+  const source::TraceRead& read = f.read;
   auto r = (*s)->Read(read);
   ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_EQ(out[0], 12);  // shot 2 of a.npy starts at value 12
-  EXPECT_EQ(out[11], 23);
+  EXPECT_EQ(f.out[0], 12);  // shot 2 of a.npy starts at value 12
+  EXPECT_EQ(f.out[11], 23);
   segy::HeaderSelector fr, tn;
   fr.name = "field_record";
   tn.name = "trace_number";
@@ -121,20 +112,10 @@ TEST(NpySourceTest, ArraysInAnEnvInMemoryAndAFileCutUnderARead) {
   spec.env = &env;
   auto s = NpyFormat().open(spec);
   ASSERT_TRUE(s.ok()) << s.status();
-  const std::vector<io::TraceRef> traces = (*s)->catalog().TracesOf(*(*s)->catalog().Find(2));
-  std::vector<float> out(3 * 4);
-  std::vector<uint8_t*> dst = {reinterpret_cast<uint8_t*>(out.data()),
-                               reinterpret_cast<uint8_t*>(out.data() + 4),
-                               reinterpret_cast<uint8_t*>(out.data() + 8)};
-  std::vector<uint32_t> crc(3);
-  source::TraceRead read;
-  read.shot_id = 2;
-  read.traces = traces;
-  read.range = {0, 4};
-  read.dst = dst.data();
-  read.trace_crc = crc.data();
+  source::FloatRead f(2, (*s)->catalog().TracesOf(*(*s)->catalog().Find(2)), 0, 4);
+  const source::TraceRead& read = f.read;
   ASSERT_TRUE((*s)->Read(read).ok());
-  for (int i = 0; i < 12; ++i) ASSERT_EQ(out[i], 12 + i);
+  for (int i = 0; i < 12; ++i) ASSERT_EQ(f.out[i], 12 + i);
   env.Inject(env::Fault::kChangedUnderRead, "a.npy", 0, 1,
              [&] { ASSERT_TRUE(mem.Truncate("/arrays/a.npy", 200).ok()); });
   const absl::Status cut = (*s)->Read(read).status();

@@ -13,6 +13,7 @@
 #include "server/env/fault_env.h"
 #include "server/env/mem_env.h"
 #include "server/segy/test_writer.h"
+#include "server/source/float_read.h"
 #include "server/source/trace_file_source.h"
 
 namespace shotstream::segy {
@@ -94,21 +95,13 @@ TEST(SegySourceTest, CatalogInfoAndTheShotKeyReadsCheck) {
 TEST(SegySourceTest, ReadsDecodedStoredAndLocatedWithTheStoredHeaders) {
   auto s = Open(WriteSurvey("read", 5, ByteOrder::kLittleEndian));
   ASSERT_TRUE(s.ok()) << s.status();
-  const auto traces = (*s)->catalog().TracesOf(*(*s)->catalog().Find(3));
-  std::vector<float> out(8 * 3);
-  std::vector<uint8_t*> dst(8);
-  for (int i = 0; i < 8; ++i) dst[i] = reinterpret_cast<uint8_t*>(out.data() + 3 * i);
-  std::vector<uint32_t> crc(8);
-  source::TraceRead read;
-  read.shot_id = 3;
-  read.traces = traces;
-  read.range = {1, 3};
-  read.dst = dst.data();
-  read.trace_crc = crc.data();
+  source::FloatRead f(3, (*s)->catalog().TracesOf(*(*s)->catalog().Find(3)), 1, 3);
+  source::TraceRead& read = f.read;
+  const std::vector<io::TraceRef>& traces = f.traces;
   auto r = (*s)->Read(read);
   ASSERT_TRUE(r.ok()) << r.status();
   for (int t = 0; t < 8; ++t) {
-    for (int k = 0; k < 3; ++k) ASSERT_EQ(out[3 * t + k], 3000 + t * 10 + k + 1);
+    for (int k = 0; k < 3; ++k) ASSERT_EQ(f.out[3 * t + k], 3000 + t * 10 + k + 1);
   }
   auto group_x = ResolveHeader("group_x");
   EXPECT_DOUBLE_EQ(r->headers->Value(5, *group_x), 500.0);  // 5000 / 10
@@ -203,21 +196,12 @@ TEST(SegySourceTest, FilesAndCatalogThroughAnEnvInMemoryAndItsFaults) {
   spec.io = io::IoMode::kPread;
   auto s = SegyFormat().open(spec);
   ASSERT_TRUE(s.ok()) << s.status();
-  const auto traces = (*s)->catalog().TracesOf(*(*s)->catalog().Find(2));
-  std::vector<float> out(8 * 5);
-  std::vector<uint8_t*> dst(8);
-  for (int i = 0; i < 8; ++i) dst[i] = reinterpret_cast<uint8_t*>(out.data() + 5 * i);
-  std::vector<uint32_t> crc(8);
-  source::TraceRead read;
-  read.shot_id = 2;
-  read.traces = traces;
-  read.range = {0, 5};
-  read.dst = dst.data();
-  read.trace_crc = crc.data();
+  source::FloatRead f(2, (*s)->catalog().TracesOf(*(*s)->catalog().Find(2)), 0, 5);
+  const source::TraceRead& read = f.read;
   auto r = (*s)->Read(read);
   ASSERT_TRUE(r.ok()) << r.status();
   for (int t = 0; t < 8; ++t) {
-    for (int k = 0; k < 5; ++k) ASSERT_EQ(out[5 * t + k], 2000 + t * 10 + k);
+    for (int k = 0; k < 5; ++k) ASSERT_EQ(f.out[5 * t + k], 2000 + t * 10 + k);
   }
   env.Inject(env::Fault::kReadError, "mem1.sgy", 0, 1);
   const absl::Status failed = (*s)->Read(read).status();
