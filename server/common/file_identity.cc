@@ -1,7 +1,6 @@
 #include "server/common/file_identity.h"
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/strip.h"
 
 namespace shotstream {
 
@@ -28,10 +27,8 @@ FileIdentity FileIdentity::Of(const env::FileStat& st) {
 absl::Status FileIdentity::CheckUnchanged(const std::string& path, env::Env* env) const {
   absl::StatusOr<env::FileStat> st = (env != nullptr ? env : env::Env::Default())->Stat(path);
   if (!st.ok()) {
-    absl::string_view why = st.status().message();
-    absl::ConsumePrefix(&why, absl::StrCat(path, ": "));
-    return absl::DataLossError(
-        absl::StrCat(path, ": gone since its catalog was built (", why, ")"));
+    return absl::DataLossError(absl::StrCat(path, ": gone since its catalog was built (",
+                                            env::WithoutPath(st.status(), path), ")"));
   }
   return Matches(Of(*st), path);
 }

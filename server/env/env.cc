@@ -1,8 +1,8 @@
 #include "server/env/env.h"
 
 #include <dirent.h>
-#include <stdio.h>
 #include <fcntl.h>
+#include <stdio.h>  // renameat2
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
@@ -14,6 +14,7 @@
 #include <cstring>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 
@@ -282,6 +283,14 @@ absl::Status WritableFile::AppendFrom(const RandomAccessFile& in, uint64_t offse
 Env* Env::Default() {
   static Env* const env = new PosixEnv();
   return env;
+}
+
+absl::string_view WithoutPath(const absl::Status& s, absl::string_view path) {
+  const absl::string_view why = s.message();
+  if (absl::StartsWith(why, path) && absl::StartsWith(why.substr(path.size()), ": ")) {
+    return why.substr(path.size() + 2);
+  }
+  return why;
 }
 
 absl::StatusOr<std::string> ReadFileToString(Env* env, const std::string& path) {

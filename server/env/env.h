@@ -119,6 +119,10 @@ class Env {
   virtual absl::Time Now() = 0;
 };
 
+// What an Env's error says after the path it begins with ("PATH: open: No such file..."
+// -> "open: No such file..."), for a message that names the file once itself.
+absl::string_view WithoutPath(const absl::Status& s, absl::string_view path);
+
 // The whole file at `path`, read through `env`.
 absl::StatusOr<std::string> ReadFileToString(Env* env, const std::string& path);
 // Its first `n` bytes (fewer where the file is shorter).

@@ -137,6 +137,13 @@ TEST_P(EnvContractTest, MissingFilesAreNotFoundNamingThePath) {
 INSTANTIATE_TEST_SUITE_P(PosixAndMemory, EnvContractTest, ::testing::Bool(),
                          [](const auto& info) { return info.param ? "Posix" : "Memory"; });
 
+TEST(EnvTest, WithoutPathLeavesWhatFollowsTheFilesName) {
+  const absl::Status s = absl::UnavailableError("/d/a.sgy: read at byte 0: Input/output error");
+  EXPECT_EQ(WithoutPath(s, "/d/a.sgy"), "read at byte 0: Input/output error");
+  EXPECT_EQ(WithoutPath(s, "/d/a"), s.message());  // another file's name: left whole
+  EXPECT_EQ(WithoutPath(s, "/d/b.sgy"), s.message());
+}
+
 TEST(MemEnvTest, TheClockMovesOnlyWhenTold) {
   MemEnv env;
   const absl::Time t0 = env.Now();

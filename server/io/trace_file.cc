@@ -6,24 +6,16 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/strip.h"
 #include "common/status_macros.h"
 #include "server/common/mapping_guard.h"
 
 namespace shotstream::io {
 namespace {
 
-// What an Env's error says after the path it names (our messages name the file once).
-absl::string_view Reason(const absl::Status& s, const std::string& path) {
-  absl::string_view why = s.message();
-  absl::ConsumePrefix(&why, absl::StrCat(path, ": "));
-  return why;
-}
-
 // An open's error naming the file, its code the Env's (NOT_FOUND, FAILED_PRECONDITION for
 // no permission, UNAVAILABLE when transient); out of descriptors also says what to change.
 absl::Status OpenError(const std::string& path, const absl::Status& s) {
-  std::string msg = absl::StrCat(path, ": cannot open: ", Reason(s, path));
+  std::string msg = absl::StrCat(path, ": cannot open: ", env::WithoutPath(s, path));
   if (absl::StrContains(s.message(), "no file descriptor left")) {
     absl::StrAppend(&msg, " (the server keeps at most ", OpenFileCache::Default().capacity(),
                     " data files open: lower open_files or raise the limit, ulimit -n)");
@@ -66,7 +58,7 @@ absl::StatusOr<std::unique_ptr<TraceFile>> TraceFile::Open(const std::string& pa
     return h->ReadAt(off, len, dst);
   };
   SS_ASSIGN_OR_RETURN(file->layout_, parse(path, head.data(), head.size(), file->size(), read_at));
-  file->mapped_ = handle->map_ != nullptr;
+  file->mapped_ = !handle->open_->mapping().empty();
   {
     absl::MutexLock lock(&file->mu_);
     file->open_ = std::move(handle);
@@ -77,15 +69,6 @@ absl::StatusOr<std::unique_ptr<TraceFile>> TraceFile::Open(const std::string& pa
 
 TraceFile::~TraceFile() { cache_->Forget(this); }
 
-TraceFile::Handle::Handle(const TraceFile* file, std::unique_ptr<env::RandomAccessFile> open)
-    : file_(file), open_(std::move(open)) {
-  const absl::Span<const uint8_t> m = open_->mapping();
-  if (!m.empty()) {
-    map_ = m.data();
-    map_size_ = m.size();
-  }
-}
-
 TraceFile::Handle::~Handle() = default;
 
 absl::StatusOr<std::shared_ptr<TraceFile::Handle>> TraceFile::Reopen() const {
@@ -93,7 +76,7 @@ absl::StatusOr<std::shared_ptr<TraceFile::Handle>> TraceFile::Reopen() const {
   if (!opened.ok()) {
     if (absl::IsNotFound(opened.status())) {
       return absl::DataLossError(absl::StrCat(path_, ": gone since its catalog was built (",
-                                              Reason(opened.status(), path_), ")"));
+                                              env::WithoutPath(opened.status(), path_), ")"));
     }
     return OpenError(path_, opened.status());
   }
@@ -156,16 +139,17 @@ absl::Status TraceFile::ReadMapped(uint64_t offset, uint64_t length,
 absl::Status TraceFile::Handle::ReadMapped(uint64_t offset, uint64_t length,
                                            absl::FunctionRef<void(const uint8_t*)> use) const {
   const std::string& path = file_->path();
-  if (map_ == nullptr) return absl::InternalError(absl::StrCat(path, ": not mapped"));
+  const absl::Span<const uint8_t> map = open_->mapping();
+  if (map.empty()) return absl::InternalError(absl::StrCat(path, ": not mapped"));
   file_->read_calls_.fetch_add(1, std::memory_order_relaxed);
   const absl::StatusOr<env::FileStat> st = open_->Stat();
   const uint64_t now = st.ok() ? st->size : 0;
-  if (offset + length > std::min(now, map_size_)) {
+  if (offset + length > std::min<uint64_t>(now, map.size())) {
     return absl::DataLossError(absl::StrCat(
         path, ": file is now ", now, " bytes but ", length, " bytes were expected at byte "
         "offset ", offset, " (file truncated or replaced while serving)"));
   }
-  const uint8_t* bytes = map_ + offset;
+  const uint8_t* bytes = map.data() + offset;
   if (!RunGuardingMapping(bytes, length, [&] { use(bytes); })) {
     return absl::DataLossError(absl::StrCat(
         path, ": ", length, " bytes at byte offset ", offset,
@@ -175,7 +159,7 @@ absl::Status TraceFile::Handle::ReadMapped(uint64_t offset, uint64_t length,
 }
 
 absl::Status TraceFile::Handle::ReadAt(uint64_t offset, uint64_t length, uint8_t* dst) const {
-  if (map_ != nullptr) {
+  if (!open_->mapping().empty()) {
     return ReadMapped(offset, length,
                       [&](const uint8_t* bytes) { std::memcpy(dst, bytes, length); });
   }
@@ -185,7 +169,7 @@ absl::Status TraceFile::Handle::ReadAt(uint64_t offset, uint64_t length, uint8_t
   if (!n.ok()) {
     return absl::Status(n.status().code(),
                         absl::StrCat(path, ": read of ", length, " bytes at byte offset ",
-                                     offset, " failed: ", Reason(n.status(), path)));
+                                     offset, " failed: ", env::WithoutPath(n.status(), path)));
   }
   if (*n < length) {
     return absl::DataLossError(absl::StrCat(

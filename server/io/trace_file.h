@@ -75,15 +75,16 @@ class TraceFile final : public CachedFile {
     absl::Status ReadMapped(uint64_t offset, uint64_t length,
                             absl::FunctionRef<void(const uint8_t*)> use) const;
     // Mapped files only: the byte offset in the file of `p`, a pointer into the mapping.
-    uint64_t MappedOffset(const uint8_t* p) const { return static_cast<uint64_t>(p - map_); }
+    uint64_t MappedOffset(const uint8_t* p) const {
+      return static_cast<uint64_t>(p - open_->mapping().data());
+    }
 
    private:
     friend class TraceFile;
-    Handle(const TraceFile* file, std::unique_ptr<env::RandomAccessFile> open);
+    Handle(const TraceFile* file, std::unique_ptr<env::RandomAccessFile> open)
+        : file_(file), open_(std::move(open)) {}
     const TraceFile* file_;
-    const std::unique_ptr<env::RandomAccessFile> open_;
-    const uint8_t* map_ = nullptr;  // whole file, when mapped
-    uint64_t map_size_ = 0;
+    const std::unique_ptr<env::RandomAccessFile> open_;  // its mapping(): the whole file
   };
 
   // Opens `path` read-only through `env` (the process's POSIX Env when null), mapped when

@@ -10,7 +10,6 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/crc32.h"
@@ -126,10 +125,9 @@ absl::StatusOr<std::unique_ptr<DatasetWriter>> DatasetWriter::Create(const Write
   absl::StatusOr<std::unique_ptr<env::WritableFile>> file =
       spec.env->OpenWrite(w->temp_, env::WriteMode::kCreateNew);
   if (!file.ok()) {
-    absl::string_view why = file.status().message();
-    absl::ConsumePrefix(&why, w->temp_ + ": ");
-    return absl::FailedPreconditionError(
-        absl::StrCat("write_dir ", spec.dir, ": cannot create ", w->temp_, ": ", why));
+    return absl::FailedPreconditionError(absl::StrCat("write_dir ", spec.dir, ": cannot create ",
+                                                      w->temp_, ": ",
+                                                      env::WithoutPath(file.status(), w->temp_)));
   }
   w->file_ = *std::move(file);
   DatasetWriter* self = w.get();
@@ -146,10 +144,8 @@ DatasetWriter::~DatasetWriter() {
 }
 
 absl::Status DatasetWriter::WriteError(const absl::Status& s) const {
-  absl::string_view why = s.message();
-  absl::ConsumePrefix(&why, temp_ + ": ");
   return absl::Status(s.code(), absl::StrCat("writing dataset '", spec_.name, "' (", temp_,
-                                             "): ", why));
+                                             "): ", env::WithoutPath(s, temp_)));
 }
 
 absl::Status DatasetWriter::Append(const void* data, size_t n) {

@@ -11,7 +11,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/strip.h"
 #include "common/status_macros.h"
 #include "segy/segy_writer.h"
 #include "segy/trace_header.h"
@@ -27,9 +26,7 @@ constexpr size_t kBinaryHeaderAt = 3200;
 // An Env's error saying what was being done: "WHAT PATH: reason", its code kept
 // (RESOURCE_EXHAUSTED for a full disk, UNAVAILABLE for an I/O error).
 absl::Status IoError(const std::string& what, const std::string& path, const absl::Status& s) {
-  absl::string_view why = s.message();
-  absl::ConsumePrefix(&why, path + ": ");
-  return absl::Status(s.code(), absl::StrCat(what, " ", path, ": ", why));
+  return absl::Status(s.code(), absl::StrCat(what, " ", path, ": ", env::WithoutPath(s, path)));
 }
 
 uint16_t BigEndian16(const char* p) {
@@ -237,10 +234,9 @@ std::vector<std::string> RemoveParts(const std::string& dir, env::Env* env) {
   absl::StatusOr<std::vector<std::string>> names = env->List(dir);
   if (!names.ok()) return removed;
   for (const std::string& n : *names) {
+    if (n.size() < 2 || n[0] != '.' || !absl::StrContains(n, kPartsInfix)) continue;
     const std::string path = absl::StrCat(dir, "/", n);
-    const absl::StatusOr<env::FileStat> st = env->Stat(path);
-    if (n.size() > 1 && n[0] == '.' && absl::StrContains(n, kPartsInfix) && st.ok() &&
-        st->directory) {
+    if (const absl::StatusOr<env::FileStat> st = env->Stat(path); st.ok() && st->directory) {
       RemoveTree(env, path);
       removed.push_back(n);
     }
