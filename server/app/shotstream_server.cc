@@ -30,6 +30,7 @@
 #include "server/common/listen_probe.h"
 #include "server/dataset/dataset.h"
 #include "server/io/open_file_cache.h"
+#include "server/io/trace_crcs.h"
 #include "server/metrics/metrics.h"
 #include "server/formats/formats.h"
 #include "server/service/shot_stream_service.h"
@@ -312,8 +313,9 @@ absl::Status CheckConfig(const ServerConfig& config) {
 }
 
 // Raises the descriptor limit to the hard one and sizes the open-file cache from it (or
-// from open_files), saying both on stderr.
+// from open_files), saying both on stderr; sets the budget of the trace CRC-32s kept.
 static void SetUpOpenFiles(const ServerConfig& cfg) {
+  io::TraceCrcBudget::Default().SetLimit(cfg.crc_cache_bytes);
   const FdLimit limit = RaiseFdLimit();
   const size_t open = cfg.open_files > 0 ? static_cast<size_t>(cfg.open_files)
                                          : io::OpenFileCache::DefaultCapacity();

@@ -108,7 +108,7 @@ absl::StatusOr<ServerConfig> ParseServerConfig(const std::string& yaml, const st
                      {"default_queue_depth", "max_queue_depth", "default_chunk_bytes",
                       "max_chunk_bytes",
                       "max_shots_per_request", "max_streams", "max_streams_per_peer", "max_writes",
-                      "max_inflight_bytes", "piece_bytes", "open_files"}));
+                      "max_inflight_bytes", "piece_bytes", "open_files", "crc_cache_bytes"}));
     SS_CFG(Get(l, "default_queue_depth", source, "limits", &c.default_queue_depth));
     SS_CFG(Get(l, "max_queue_depth", source, "limits", &c.max_queue_depth));
     SS_CFG(Get(l, "default_chunk_bytes", source, "limits", &c.default_chunk_bytes));
@@ -119,6 +119,7 @@ absl::StatusOr<ServerConfig> ParseServerConfig(const std::string& yaml, const st
     SS_CFG(Get(l, "max_writes", source, "limits", &c.max_writes));
     SS_CFG(Get(l, "max_inflight_bytes", source, "limits", &c.max_inflight_bytes));
     SS_CFG(Get(l, "open_files", source, "limits", &c.open_files));
+    SS_CFG(Get(l, "crc_cache_bytes", source, "limits", &c.crc_cache_bytes));
     SS_CFG(Get(l, "piece_bytes", source, "limits", &c.piece_bytes));
   }
   if (const YAML::Node t = root["tls"]) {
@@ -214,6 +215,7 @@ std::vector<std::string> SettingsThatDiffer(const ServerConfig& a, const ServerC
       {"limits.max_inflight_bytes", a.max_inflight_bytes != b.max_inflight_bytes},
       {"limits.piece_bytes", a.piece_bytes != b.piece_bytes},
       {"limits.open_files", a.open_files != b.open_files},
+      {"limits.crc_cache_bytes", a.crc_cache_bytes != b.crc_cache_bytes},
       {"grace_period", a.grace_period != b.grace_period},
       {"drain_delay", a.drain_delay != b.drain_delay},
       {"zero_copy", a.zero_copy != b.zero_copy},

@@ -65,6 +65,9 @@ struct ServerConfig {
   // Data files (SEG-Y, SU, .npy) held open at once, least recently used closed first;
   // 0: half the descriptor limit (raised to the hard limit at start), 16..32768.
   uint64_t open_files = 0;
+  // Bytes of the CRC-32s kept for traces sent as stored (8 a trace, server/io/trace_crcs.h):
+  // a file whose table does not fit has its CRCs computed on every send.
+  uint64_t crc_cache_bytes = uint64_t{256} << 20;
   absl::Duration grace_period = absl::Seconds(30);
   // On SIGTERM: how long health says NOT_SERVING (and new streams are refused) before
   // the listener closes, so that load balancers move on first.

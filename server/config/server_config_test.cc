@@ -19,6 +19,7 @@ limits:
   max_streams: 10
   max_streams_per_peer: 2
   max_writes: 3
+  crc_cache_bytes: 1048576
 tls: {cert: /etc/s.crt, key: /etc/s.key, client_ca: /etc/ca.crt}
 auth: {token_file: /etc/tokens, allow: {alice: [line1]}}
 datasets:
@@ -38,6 +39,7 @@ datasets:
   EXPECT_EQ(c->max_queue_depth, 8u);
   EXPECT_EQ(c->max_streams_per_peer, 2u);
   EXPECT_EQ(c->max_writes, 3u);
+  EXPECT_EQ(c->crc_cache_bytes, 1u << 20);
   EXPECT_EQ(c->tls_client_ca, "/etc/ca.crt");
   EXPECT_EQ(c->auth_token_file, "/etc/tokens");
   EXPECT_EQ(c->auth_allow.at("alice"), std::vector<std::string>{"line1"});

@@ -64,6 +64,8 @@ ABSL_FLAG(int64_t, piece_bytes, -1,
 ABSL_FLAG(int64_t, open_files, -1,
           "data files held open at once, least recently used closed first (0: half the "
           "descriptor limit)");
+ABSL_FLAG(int64_t, crc_cache_bytes, -1,
+          "bytes of CRC-32s kept for traces sent as stored, 8 a trace (256 MiB; 0: none)");
 ABSL_FLAG(std::string, grace_period, "", "on SIGTERM, how long running streams may take (30s)");
 ABSL_FLAG(std::string, on_bad_file, "", "a dataset with a file that does not open or scan: "
           "fail (the dataset is FAILED; the default) or skip (served without it, listed in "
@@ -157,6 +159,7 @@ absl::StatusOr<ServerConfig> BuildConfig(const std::vector<std::string>& dataset
   OverrideIfSet(absl::GetFlag(FLAGS_max_shots_per_request), &c.max_shots_per_request);
   OverrideIfSet(absl::GetFlag(FLAGS_max_inflight_bytes), &c.max_inflight_bytes);
   OverrideIfSet(absl::GetFlag(FLAGS_open_files), &c.open_files);
+  OverrideIfSet(absl::GetFlag(FLAGS_crc_cache_bytes), &c.crc_cache_bytes);
   OverrideIfSet(absl::GetFlag(FLAGS_piece_bytes), &c.piece_bytes);
   SS_RETURN_IF_ERROR(
       OverrideDuration("grace_period", absl::GetFlag(FLAGS_grace_period), &c.grace_period));

@@ -30,7 +30,7 @@ datasets: [{name: a, files: /x/*.sgy}, {name: b, files: /y/*.sgy}]
       "shotstream_server",      "--config=" + yaml,        "--zero_copy=true",
       "--drain_delay=0s",       "--keepalive_timeout=7s",  "--max_chunk_bytes=16777216",
       "--auth_default=deny",    "--auth_allow=alice:a+b,bob:b", "--testing_corrupt_shot=3",
-      "--stall_timeout=0s"};
+      "--stall_timeout=0s",     "--crc_cache_bytes=0"};
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   auto cl = ParseServerCommandLine(static_cast<int>(argv.size()), argv.data());
@@ -45,6 +45,7 @@ datasets: [{name: a, files: /x/*.sgy}, {name: b, files: /y/*.sgy}]
   EXPECT_EQ(c.keepalive_timeout, absl::Seconds(7));
   EXPECT_EQ(c.max_queue_depth, 8u);
   EXPECT_EQ(c.max_chunk_bytes, 16u << 20);
+  EXPECT_EQ(c.crc_cache_bytes, 0u);  // the flag's: no CRC-32 kept
   EXPECT_EQ(ResolvedDefaultChunkBytes(c), 262144u);
   EXPECT_TRUE(c.auth_default_deny);
   EXPECT_EQ(c.auth_allow.size(), 2u);  // the flag replaces the file's allow-list

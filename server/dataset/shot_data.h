@@ -53,7 +53,8 @@ struct ShotHead {
 // no decoding, located: `stored` says where each trace's samples are in a file mapping
 // (which lives as long as the source), sent without a copy, traces_per_chunk traces a
 // chunk, big-endian when `big_endian`; ReadShot leaves crc32 0 for them (the stream window
-// takes it chunk by chunk, as each is sent: StoredTraces::Crc).
+// takes it chunk by chunk, as each is sent: StoredTraces::Crc, kept per trace for whole
+// traces).
 struct ShotData {
   int64_t shot_id = 0;
   uint32_t n_traces = 0;

@@ -244,16 +244,20 @@ absl::Status LocateTraces(absl::Span<const TraceFile* const> files,
 }
 
 // Stored traces inside the mappings of TraceFiles; runs of traces that follow each other
-// in one file are touched and checksummed under one guard.
+// in one file are touched and checksummed under one guard. Whole traces (no window) have
+// their CRC-32s kept in their file's TraceCrcs: computed on first send, joined after.
 class MappedTraces final : public StoredTraces {
  public:
+  // trace_of[i]: trace i's index in its file, for whole traces; empty for a window.
   MappedTraces(absl::Span<const TraceFile* const> files, std::vector<const uint8_t*> traces,
-               std::vector<uint32_t> file_of, size_t trace_bytes, bool big_endian,
-               int64_t shot_id, Pins pins)
+               std::vector<uint32_t> file_of, std::vector<uint64_t> trace_of,
+               size_t trace_bytes, bool big_endian, int64_t shot_id, Pins pins)
       : StoredTraces(std::move(traces), trace_bytes, big_endian),
         files_(files.begin(), files.end()),
         pins_(std::move(pins)),
         file_of_(std::move(file_of)),
+        trace_of_(std::move(trace_of)),
+        join_(trace_bytes),
         shot_id_(shot_id) {}
 
   absl::Status Touch() const override {
@@ -273,18 +277,41 @@ class MappedTraces final : public StoredTraces {
     });
   }
 
+  absl::Status Visit(size_t first, size_t n,
+                     absl::FunctionRef<void(size_t, const uint8_t*)> use) const override {
+    return ForEachRun(first, n, [&](size_t from, size_t count, size_t) {
+      for (size_t k = from; k < from + count; ++k) use(k, traces_[k]);
+    });
+  }
+
   absl::StatusOr<uint32_t> Crc(size_t first, size_t n, uint32_t crc) const override {
-    SS_RETURN_IF_ERROR(ForEachRun(first, n, [&](size_t from, size_t count, size_t) {
-      for (size_t k = from; k < from + count; ++k) crc = Crc32(crc, traces_[k], trace_bytes());
-    }));
+    if (trace_of_.empty()) return StoredTraces::Crc(first, n, crc);  // a window: read
+    // Kept CRCs are joined; each run of traces not yet kept is read (under the guard),
+    // and what it gives is kept and joined.
+    for (size_t i = first; i < first + n;) {
+      uint32_t kept;
+      if (Kept(i, &kept)) {
+        crc = join_.Append(crc, kept);
+        ++i;
+        continue;
+      }
+      size_t j = i + 1;
+      while (j < first + n && !Kept(j, &kept)) ++j;
+      SS_RETURN_IF_ERROR(ForEachRun(i, j - i, [&](size_t from, size_t count, size_t) {
+        for (size_t k = from; k < from + count; ++k) {
+          const uint32_t c = Crc32(0, traces_[k], trace_bytes());
+          files_[file_of_[k]]->crcs().Store(trace_of_[k], c);
+          crc = join_.Append(crc, c);
+        }
+      }));
+      i = j;
+    }
     return crc;
   }
 
   void Keep(absl::Span<const size_t> kept) override {
-    std::vector<uint32_t> file_of;
-    file_of.reserve(kept.size());
-    for (size_t i : kept) file_of.push_back(file_of_[i]);
-    file_of_ = std::move(file_of);
+    file_of_ = Kept(file_of_, kept);
+    if (!trace_of_.empty()) trace_of_ = Kept(trace_of_, kept);
     StoredTraces::Keep(kept);
   }
 
@@ -314,9 +341,23 @@ class MappedTraces final : public StoredTraces {
     return absl::OkStatus();
   }
 
+  // Whether trace i's CRC-32 is kept in its file's table (then *crc is it).
+  bool Kept(size_t i, uint32_t* crc) const {
+    return files_[file_of_[i]]->crcs().Find(trace_of_[i], crc);
+  }
+  template <typename T>
+  static std::vector<T> Kept(const std::vector<T>& v, absl::Span<const size_t> kept) {
+    std::vector<T> out;
+    out.reserve(kept.size());
+    for (size_t i : kept) out.push_back(v[i]);
+    return out;
+  }
+
   const std::vector<const TraceFile*> files_;
   const Pins pins_;  // the mappings traces_ point into, open while this lives
   std::vector<uint32_t> file_of_;
+  std::vector<uint64_t> trace_of_;
+  const Crc32Joiner join_;  // appends one trace's CRC-32
   const int64_t shot_id_;
 };
 
@@ -335,9 +376,18 @@ absl::StatusOr<std::unique_ptr<StoredTraces>> LocateStoredTraces(
   const std::optional<StoredForm> form = FormOf(files, traces);
   const bool big_endian = form.has_value() && form->byte_order == segy::ByteOrder::kBigEndian;
   const uint32_t n = traces.empty() ? 0 : Count(range, files[traces[0].file_id]->layout());
+  // Whole traces: where each is in its file, for the CRC-32s kept there.
+  std::vector<uint64_t> trace_of;
+  if (!traces.empty() && n == files[traces[0].file_id]->layout().n_samples) {
+    trace_of.resize(traces.size());
+    for (size_t i = 0; i < traces.size(); ++i) {
+      const TraceLayout& l = files[traces[i].file_id]->layout();
+      trace_of[i] = (traces[i].offset - l.first_trace_offset) / l.trace_bytes;
+    }
+  }
   return std::make_unique<MappedTraces>(files, std::move(located), std::move(file_of),
-                                        size_t{n} * sizeof(float), big_endian, shot_id,
-                                        std::move(pins));
+                                        std::move(trace_of), size_t{n} * sizeof(float),
+                                        big_endian, shot_id, std::move(pins));
 }
 
 std::optional<StoredForm> FormOf(absl::Span<const TraceFile* const> files,

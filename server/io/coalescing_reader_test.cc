@@ -1,5 +1,7 @@
 #include "server/io/coalescing_reader.h"
 
+#include <fcntl.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <cstdlib>
@@ -176,6 +178,95 @@ TEST_F(ReadTracesTest, WindowReadsItsSamplesAndTheGapRuleDecidesWhatElse) {
   float first;
   std::memcpy(&first, raw_dst[1], 4);  // file 1 is IEEE little-endian
   EXPECT_EQ(first, Value(1, kTraces - 1, range.start));
+}
+
+// The CRC-32 of stored traces [first, first + n) read from their bytes now.
+uint32_t CrcNow(const StoredTraces& stored, size_t first, size_t n) {
+  uLong crc = 0;
+  for (size_t i = first; i < first + n; ++i) {
+    crc = ::crc32(crc, stored.traces()[i], static_cast<uInt>(stored.trace_bytes()));
+  }
+  return static_cast<uint32_t>(crc);
+}
+
+// The IEEE file (1) opened again, mapped, as zero-copy sends need it.
+class StoredTracesTest : public ReadTracesTest {
+ protected:
+  void SetUp() override {
+    ReadTracesTest::SetUp();
+    segy::OpenOptions mmap;
+    mmap.io = IoMode::kMmap;
+    auto file = segy::OpenSegyFile(files_[1]->path(), mmap);
+    ASSERT_TRUE(file.ok()) << file.status();
+    ASSERT_TRUE((*file)->mapped());
+    owned_.push_back(std::move(*file));
+    files_[1] = owned_.back().get();
+  }
+};
+
+TEST_F(StoredTracesTest, KeepTheirCrcsForTheFileAndWindowsDoNot) {
+  std::vector<TraceRef> traces;
+  for (int t : {3, 4, 5, 9, 0, 1}) traces.push_back({1, files_[1]->layout().TraceOffset(t)});
+  auto stored = LocateStoredTraces(files_, traces, CoalesceOptions{}, nullptr, nullptr, {}, 7);
+  ASSERT_TRUE(stored.ok()) << stored.status();
+  EXPECT_FALSE(files_[1]->crcs().held());
+  const uint32_t before = CrcNow(**stored, 0, traces.size());
+  // Computed on first use, in any split, each piece continuing the last.
+  absl::StatusOr<uint32_t> head = (*stored)->Crc(0, 2, 0);
+  ASSERT_TRUE(head.ok());
+  absl::StatusOr<uint32_t> whole = (*stored)->Crc(2, traces.size() - 2, *head);
+  ASSERT_TRUE(whole.ok());
+  EXPECT_EQ(*whole, before);
+  EXPECT_TRUE(files_[1]->crcs().held());
+  uint32_t kept;
+  EXPECT_TRUE(files_[1]->crcs().Find(3, &kept));
+  EXPECT_FALSE(files_[1]->crcs().Find(2, &kept));  // never sent
+
+  // A byte that changes in storage after the first send (bit rot, a write in place):
+  // the kept CRC still says what was there, so the client's check fails on it.
+  const uint64_t at = files_[1]->layout().TraceOffset(4) + 240 + 8;
+  {
+    const int fd = ::open(files_[1]->path().c_str(), O_WRONLY);
+    ASSERT_GE(fd, 0);
+    const uint8_t rot = 0x5A;
+    ASSERT_EQ(::pwrite(fd, &rot, 1, static_cast<off_t>(at)), 1);
+    ::close(fd);
+  }
+  auto again = LocateStoredTraces(files_, traces, CoalesceOptions{}, nullptr, nullptr, {}, 7);
+  ASSERT_TRUE(again.ok());
+  EXPECT_NE(CrcNow(**again, 0, traces.size()), before);
+  absl::StatusOr<uint32_t> sent = (*again)->Crc(0, traces.size(), 0);
+  ASSERT_TRUE(sent.ok());
+  EXPECT_EQ(*sent, before);
+
+  // A window reads its bytes every time, and keeps nothing.
+  const SampleRange range{1, 9};
+  auto window = LocateStoredTraces(files_, traces, CoalesceOptions{}, nullptr, nullptr, range, 7);
+  ASSERT_TRUE(window.ok());
+  absl::StatusOr<uint32_t> window_crc = (*window)->Crc(0, traces.size(), 0);
+  ASSERT_TRUE(window_crc.ok());
+  EXPECT_EQ(*window_crc, CrcNow(**window, 0, traces.size()));
+  EXPECT_FALSE(files_[1]->crcs().Find(2, &kept));
+  // Keep() keeps each trace's place in its file: trace 9 (index 3) first.
+  (*again)->Keep(std::vector<size_t>{3, 5});
+  absl::StatusOr<uint32_t> kept_two = (*again)->Crc(0, 2, 0);
+  ASSERT_TRUE(kept_two.ok());
+  EXPECT_EQ(*kept_two, CrcNow(**again, 0, 2));
+}
+
+TEST_F(StoredTracesTest, BeyondTheBudgetAreReadEveryTime) {
+  TraceCrcBudget& budget = TraceCrcBudget::Default();
+  const uint64_t limit = budget.limit();
+  budget.SetLimit(budget.used());  // no room for another table
+  std::vector<TraceRef> traces;
+  for (int t = 0; t < kTraces; ++t) traces.push_back({1, files_[1]->layout().TraceOffset(t)});
+  auto stored = LocateStoredTraces(files_, traces, CoalesceOptions{}, nullptr, nullptr, {}, 7);
+  ASSERT_TRUE(stored.ok());
+  absl::StatusOr<uint32_t> crc = (*stored)->Crc(0, traces.size(), 0);
+  budget.SetLimit(limit);
+  ASSERT_TRUE(crc.ok());
+  EXPECT_EQ(*crc, CrcNow(**stored, 0, traces.size()));
+  EXPECT_FALSE(files_[1]->crcs().held());
 }
 
 TEST_F(ReadTracesTest, TruncatedFileIsDataLossNamingFileAndOffset) {

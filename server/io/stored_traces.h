@@ -3,7 +3,8 @@
 // trace's samples are, and their first touch and CRC-32, each guarded against the memory
 // going away (a file truncated under its mapping).
 //
-// Thread-compatible: Touch and Crc only read; Keep changes the set (before it is shared).
+// Thread-compatible: Touch, Visit and Crc only read; Keep changes the set (before it is
+// shared).
 #ifndef SHOTSTREAM_SERVER_IO_STORED_TRACES_H_
 #define SHOTSTREAM_SERVER_IO_STORED_TRACES_H_
 
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 
@@ -30,9 +32,15 @@ class StoredTraces {
   // Reads one byte of every page of every trace: their first touch, where a page not in
   // memory is read from disk. DATA_LOSS naming the file and byte offset when it vanished.
   virtual absl::Status Touch() const = 0;
-  // The CRC-32 (zlib) of traces [first, first + n) continued from `crc`, under the same
-  // guard and with the same error.
-  virtual absl::StatusOr<uint32_t> Crc(size_t first, size_t n, uint32_t crc) const = 0;
+  // Calls use(i, samples) for traces i in [first, first + n), in order, under the same
+  // guard and with the same error as Touch: `use` may be left by a jump when the memory
+  // vanishes, so it must own nothing (write into memory held by its caller). The default
+  // is for memory that cannot vanish.
+  virtual absl::Status Visit(size_t first, size_t n,
+                             absl::FunctionRef<void(size_t, const uint8_t*)> use) const;
+  // The CRC-32 (zlib) of traces [first, first + n) continued from `crc` (by default read
+  // through Visit).
+  virtual absl::StatusOr<uint32_t> Crc(size_t first, size_t n, uint32_t crc) const;
   // Keeps only traces `kept` (ascending indices into the current set).
   virtual void Keep(absl::Span<const size_t> kept);
 

@@ -59,6 +59,7 @@ absl::StatusOr<std::unique_ptr<TraceFile>> TraceFile::Open(const std::string& pa
   };
   SS_ASSIGN_OR_RETURN(file->layout_, parse(path, head.data(), head.size(), file->size(), read_at));
   file->mapped_ = !handle->open_->mapping().empty();
+  file->crcs_ = std::make_unique<const TraceCrcs>(file->layout_.n_traces);
   {
     absl::MutexLock lock(&file->mu_);
     file->open_ = std::move(handle);

@@ -27,6 +27,7 @@
 #include "server/env/env.h"
 #include "server/io/io_mode.h"
 #include "server/io/open_file_cache.h"
+#include "server/io/trace_crcs.h"
 
 namespace shotstream::io {
 
@@ -132,6 +133,10 @@ class TraceFile final : public CachedFile {
   absl::Status ReadMapped(uint64_t offset, uint64_t length,
                           absl::FunctionRef<void(const uint8_t*)> use) const;
 
+  // Each trace's CRC-32 of its stored samples, as sent zero copy: kept for as long as
+  // this file (this identity) is served, within the process's TraceCrcBudget.
+  const TraceCrcs& crcs() const { return *crcs_; }
+
   // Whether the file is held open now (not closed by the cache).
   bool is_open() const ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -153,6 +158,7 @@ class TraceFile final : public CachedFile {
   env::Env* const env_;
   TraceLayout layout_;
   bool mapped_ = false;
+  std::unique_ptr<const TraceCrcs> crcs_;  // for layout_.n_traces, made with it
   mutable std::atomic<uint64_t> read_calls_{0};
   mutable absl::Mutex mu_;
   // The open file, while the cache keeps it; null once closed.

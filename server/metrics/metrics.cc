@@ -16,6 +16,7 @@
 #include "absl/time/time.h"
 #include "server/common/listen_probe.h"
 #include "server/io/open_file_cache.h"
+#include "server/io/trace_crcs.h"
 
 namespace shotstream::metrics {
 namespace {
@@ -225,6 +226,16 @@ std::string RenderPrometheus(const service::ServiceCounters& c,
   Metric(&out, "shotstream_file_evictions_total", "counter",
          "Data files closed by the open-file cache to make room.",
          static_cast<double>(files.evictions()));
+  const io::TraceCrcBudget& crcs = io::TraceCrcBudget::Default();
+  Metric(&out, "shotstream_crc_cache_bytes", "gauge",
+         "Bytes of the CRC-32s kept for traces sent as stored (8 a trace of a file sent).",
+         static_cast<double>(crcs.used()));
+  Metric(&out, "shotstream_crc_cache_limit_bytes", "gauge",
+         "Bytes those CRC-32s may take at most (crc_cache_bytes).",
+         static_cast<double>(crcs.limit()));
+  Metric(&out, "shotstream_crc_cache_refusals_total", "counter",
+         "Files whose CRC-32s did not fit the budget: computed on every send instead.",
+         static_cast<double>(crcs.refusals()));
   return out;
 }
 

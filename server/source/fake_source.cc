@@ -39,10 +39,6 @@ class FakeStoredTraces final : public io::StoredTraces {
   FakeStoredTraces(std::vector<const uint8_t*> traces, size_t trace_bytes, bool big_endian)
       : StoredTraces(std::move(traces), trace_bytes, big_endian) {}
   absl::Status Touch() const override { return absl::OkStatus(); }
-  absl::StatusOr<uint32_t> Crc(size_t first, size_t n, uint32_t crc) const override {
-    for (size_t k = first; k < first + n; ++k) crc = Crc32(crc, traces()[k], trace_bytes());
-    return crc;
-  }
 };
 
 }  // namespace

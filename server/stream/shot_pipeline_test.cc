@@ -28,10 +28,6 @@ class MemoryStored final : public io::StoredTraces {
     ++*touches_;
     return fail_ ? absl::DataLossError("file truncated before the touch") : absl::OkStatus();
   }
-  absl::StatusOr<uint32_t> Crc(size_t first, size_t n, uint32_t crc) const override {
-    for (size_t k = first; k < first + n; ++k) crc = Crc32(crc, traces()[k], trace_bytes());
-    return crc;
-  }
 
  private:
   std::atomic<int>* const touches_;
