@@ -53,31 +53,19 @@ absl::StatusOr<SampleBuffer> EncodeLossless(const float* samples, size_t n) {
   return out;
 }
 
-// Per trace: its peak (one read, which also finds NaN and infinity), then the scaled
-// samples, while the trace is still in cache.
+// Per trace (Int16Trace): its peak (one read, which also finds NaN and infinity), then the
+// scaled samples, while the trace is still in cache.
 absl::StatusOr<SampleBuffer> EncodeInt16(const float* samples, uint32_t n_traces,
                                          uint32_t n_samples) {
   SampleBuffer out(size_t{n_traces} * sizeof(float) + size_t{n_traces} * n_samples * 2);
   uint8_t* q = out.data() + size_t{n_traces} * sizeof(float);
   for (uint32_t t = 0; t < n_traces; ++t) {
-    const float* s = samples + size_t{t} * n_samples;
-    const uint32_t peak_bits = kernels::PeakBits(s, n_samples);
-    if (peak_bits >= kernels::kNonFiniteBits) {
+    float scale;
+    if (!Int16Trace(samples + size_t{t} * n_samples, n_samples, &scale,
+                    q + size_t{t} * n_samples * 2)) {
       return absl::FailedPreconditionError("int16 cannot carry NaN or infinite samples");
     }
-    float peak;
-    std::memcpy(&peak, &peak_bits, 4);
-    // A trace whose scale would be denormal (peak below 32767 x FLT_MIN, 3.8e-34) goes as
-    // zeros: 1 / scale would overflow.
-    float scale = peak / 32767.0f;
-    if (!(scale >= std::numeric_limits<float>::min())) scale = 0;
     std::memcpy(out.data() + size_t{t} * sizeof(float), &scale, sizeof(float));
-    uint8_t* dst = q + size_t{t} * n_samples * 2;
-    if (scale == 0) {
-      std::memset(dst, 0, size_t{n_samples} * 2);
-    } else {
-      kernels::ScaleToInt16(s, n_samples, 1.0f / scale, dst);
-    }
   }
   return out;
 }
@@ -257,6 +245,24 @@ float QuantizedStep(double accuracy, float peak) {
   // |q| stays below 2^21: float32 holds every integer there, and the kernels round it.
   if (!std::isnormal(s) || double{peak} / s >= 0x1p21) return 0;
   return s;
+}
+
+bool Int16Trace(const float* samples, uint32_t n, float* scale_out, uint8_t* dst) {
+  const uint32_t peak_bits = kernels::PeakBits(samples, n);
+  if (peak_bits >= kernels::kNonFiniteBits) return false;
+  float peak;
+  std::memcpy(&peak, &peak_bits, 4);
+  // A trace whose scale would be denormal (peak below 32767 x FLT_MIN, 3.8e-34) goes as
+  // zeros: 1 / scale would overflow.
+  float scale = peak / 32767.0f;
+  if (!(scale >= std::numeric_limits<float>::min())) scale = 0;
+  if (scale == 0) {
+    std::memset(dst, 0, size_t{n} * 2);
+  } else {
+    kernels::ScaleToInt16(samples, n, 1.0f / scale, dst);
+  }
+  *scale_out = scale;
+  return true;
 }
 
 absl::StatusOr<SampleBuffer> EncodeSamples(Encoding e, const float* samples, uint32_t n_traces,

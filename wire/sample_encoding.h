@@ -36,6 +36,12 @@ inline constexpr double kDefaultZfpTolerance = 1e-3;
 absl::StatusOr<SampleBuffer> EncodeSamples(Encoding e, const float* samples, uint32_t n_traces,
                                            uint32_t n_samples, double zfp_accuracy = 0);
 
+// INT16's chunk is n_traces float32 scales, then n_traces x n_samples little-endian int16.
+// Int16Trace writes one trace of it from its n float32 samples: *scale (max |x| / 32767,
+// 0 for a trace so small that 1 / scale would overflow) and n int16 at `dst`. False
+// (nothing written) where the trace holds NaN or infinity. Thread-safe.
+bool Int16Trace(const float* samples, uint32_t n, float* scale, uint8_t* dst);
+
 // Decodes a chunk's payload (its `size` bytes) to n_traces x n_samples float32 at `dst`.
 // kNative reads SEG-Y format `sample_format` in the given byte order; kFloat32 is a copy
 // (byte-swapped when big_endian). DATA_LOSS naming what is wrong for a payload that does

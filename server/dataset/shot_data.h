@@ -54,7 +54,7 @@ struct ShotHead {
 // (which lives as long as the source), sent without a copy, traces_per_chunk traces a
 // chunk, big-endian when `big_endian`; ReadShot leaves crc32 0 for them (the stream window
 // takes it chunk by chunk, as each is sent: StoredTraces::Crc, kept per trace for whole
-// traces).
+// traces), unless the stream's encoder makes INT16 chunks of them first.
 struct ShotData {
   int64_t shot_id = 0;
   uint32_t n_traces = 0;

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/crc32.h"
+#include "common/status_macros.h"
 #include "server/stream/spread.h"
 #include "wire/sample_encoding.h"
 #include "wire/sample_kernels.h"
@@ -62,6 +63,117 @@ bool Int16Within(float peak, double accuracy) {
   return double{peak} / 65534 * (1 + 0x1p-20) + double{peak} * 0x1p-22 <= accuracy;
 }
 
+// A stored (located) shot's traces made into chunks of traces_per_chunk traces:
+// fill(first, n, out) writes the chunk of traces [first, first + n) to `out`
+// (bytes_per_trace a trace) and returns its CRC-32, chunks at once on the executor's
+// threads. The first error in chunk order, if any.
+struct StoredChunks {
+  std::vector<SampleBuffer> chunks;
+  std::vector<uint32_t> traces;
+  std::vector<uint32_t> crc;
+};
+template <typename Fill>
+absl::StatusOr<StoredChunks> ChunksOfStored(const dataset::ShotData& shot,
+                                            size_t bytes_per_trace, Executor* executor,
+                                            const Fill& fill) {
+  const size_t n_traces = shot.stored->size();
+  const size_t per = std::max<uint32_t>(shot.traces_per_chunk, 1);
+  const size_t n = shot.n_chunks();
+  StoredChunks out;
+  out.chunks.resize(n);
+  std::vector<absl::StatusOr<uint32_t>> crc(n);
+  Spread(executor, n, [&](size_t c) {
+    const size_t first = c * per;
+    const size_t k = std::min(per, n_traces - first);
+    out.chunks[c] = SampleBuffer(k * bytes_per_trace);
+    crc[c] = fill(first, k, out.chunks[c].data());
+  });
+  for (size_t c = 0; c < n; ++c) {
+    if (!crc[c].ok()) return crc[c].status();
+    out.traces.push_back(static_cast<uint32_t>(std::min(per, n_traces - c * per)));
+    out.crc.push_back(*crc[c]);
+  }
+  return out;
+}
+
+// The shot's samples are now `chunks` (little-endian), no longer stored.
+void TakeChunks(StoredChunks chunks, dataset::ShotData* shot) {
+  shot->crc32 = 0;
+  for (size_t c = 0; c < chunks.chunks.size(); ++c) {
+    shot->crc32 = Crc32Combine(shot->crc32, chunks.crc[c], chunks.chunks[c].size());
+  }
+  shot->chunks = std::move(chunks.chunks);
+  shot->chunk_traces = std::move(chunks.traces);
+  shot->chunk_crc32 = std::move(chunks.crc);
+  shot->stored.reset();
+  shot->big_endian = false;
+}
+
+// Stored traces [first, first + n) decoded to float32 at `out`, and its CRC-32.
+absl::StatusOr<uint32_t> DecodeStored(const io::StoredTraces& stored, uint32_t n_samples,
+                                      size_t first, size_t n, uint8_t* out) {
+  const size_t bytes = size_t{n_samples} * sizeof(float);
+  SS_RETURN_IF_ERROR(stored.Visit(first, n, [&](size_t i, const uint8_t* p) {
+    (void)wire::DecodeSamples(wire::Encoding::kFloat32, 0, stored.big_endian(), p, bytes, 1,
+                              n_samples, reinterpret_cast<float*>(out + (i - first) * bytes));
+  }));
+  return Crc32(0, out, n * bytes);
+}
+
+// INT16's chunk of stored traces [first, first + n) at `out`, and its CRC-32, with no
+// float32 shot in between: each trace decoded into this thread's scratch (in L1), then its
+// peak, its scaled samples and their CRC-32 while they are in cache. NaN or infinity in a
+// trace: FAILED_PRECONDITION, as EncodeSamples says it.
+absl::StatusOr<uint32_t> Int16OfStored(const io::StoredTraces& stored, uint32_t n_samples,
+                                       size_t first, size_t n, uint8_t* out) {
+  thread_local std::vector<float> trace;
+  trace.resize(n_samples);  // before the visit, whose use must own nothing
+  float* scratch = trace.data();
+  uint8_t* q = out + n * sizeof(float);
+  const size_t q_bytes = size_t{n_samples} * 2;
+  uint32_t crc = 0;
+  bool finite = true;
+  SS_RETURN_IF_ERROR(stored.Visit(first, n, [&](size_t i, const uint8_t* p) {
+    if (!finite) return;
+    (void)wire::DecodeSamples(wire::Encoding::kFloat32, 0, stored.big_endian(), p,
+                              size_t{n_samples} * sizeof(float), 1, n_samples, scratch);
+    float scale;
+    uint8_t* dst = q + (i - first) * q_bytes;
+    finite = wire::Int16Trace(scratch, n_samples, &scale, dst);
+    std::memcpy(out + (i - first) * sizeof(float), &scale, sizeof(float));
+    crc = Crc32(crc, dst, q_bytes);
+  }));
+  if (!finite) return absl::FailedPreconditionError("int16 cannot carry NaN or infinite samples");
+  // The chunk is its scales, then its samples.
+  return Crc32Combine(Crc32(0, out, n * sizeof(float)), crc, n * q_bytes);
+}
+
+// A stored shot sent INT16 (the one encoding a stream reads stored traces for): encoded
+// from the mapping; where a trace holds NaN or infinity, decoded to float32 chunks instead
+// for the caller to send LOSSLESS (*encoding says which).
+absl::Status EncodeStored(dataset::ShotData* shot, Executor* executor, wire::Encoding* encoding) {
+  const io::StoredTraces& stored = *shot->stored;
+  const uint32_t ns = shot->n_samples;
+  absl::StatusOr<StoredChunks> int16 = ChunksOfStored(
+      *shot, sizeof(float) + size_t{ns} * 2, executor,
+      [&](size_t first, size_t n, uint8_t* out) { return Int16OfStored(stored, ns, first, n, out); });
+  if (int16.ok()) {
+    TakeChunks(*std::move(int16), shot);
+    *encoding = wire::Encoding::kInt16;
+    return absl::OkStatus();
+  }
+  if (!absl::IsFailedPrecondition(int16.status())) return int16.status();
+  SS_ASSIGN_OR_RETURN(
+      StoredChunks decoded,
+      ChunksOfStored(*shot, size_t{ns} * sizeof(float), executor,
+                     [&](size_t first, size_t n, uint8_t* out) {
+                       return DecodeStored(stored, ns, first, n, out);
+                     }));
+  TakeChunks(std::move(decoded), shot);
+  *encoding = wire::Encoding::kLossless;
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status EncodeShot(dataset::ShotData* shot, wire::Encoding encoding, double tolerance,
@@ -70,7 +182,18 @@ absl::Status EncodeShot(dataset::ShotData* shot, wire::Encoding encoding, double
       encoding != wire::Encoding::kZfp && encoding != wire::Encoding::kQuantized) {
     return absl::OkStatus();
   }
-  if (shot->is_stored() || shot->encoding != wire::Encoding::kFloat32) {
+  if (shot->is_stored()) {
+    if (encoding != wire::Encoding::kInt16 || bound_int16) {
+      return absl::InternalError(absl::StrCat("shot ", shot->shot_id, ": stored traces are "
+                                              "encoded INT16 only"));
+    }
+    SS_RETURN_IF_ERROR(EncodeStored(shot, executor, &encoding));
+    if (encoding == wire::Encoding::kInt16) {
+      shot->encoding = encoding;
+      return absl::OkStatus();
+    }
+    // else LOSSLESS, from the float32 chunks just decoded
+  } else if (shot->encoding != wire::Encoding::kFloat32) {
     return absl::InternalError(absl::StrCat("shot ", shot->shot_id, ": only decoded float32 "
                                             "samples are encoded"));
   }

@@ -14,8 +14,10 @@
 
 namespace shotstream::stream {
 
-// Encodes every chunk of `shot` (decoded float32: shot->encoding kFloat32, no stored
-// traces) as `encoding`, chunks at once on the calling thread and on `executor` (null:
+// Encodes every chunk of `shot` (decoded float32: shot->encoding kFloat32; or stored
+// float32 traces for plain INT16, encoded from the mapping in one pass, the float32 shot
+// never made, and decoded to float32 chunks for LOSSLESS where INT16 cannot carry them) as
+// `encoding`, chunks at once on the calling thread and on `executor` (null:
 // the calling thread alone; see Spread). ZFP's and QUANTIZED's bound is `tolerance` (0: the
 // default) times the RMS of the shot (of the piece, for a shot read in pieces), taken
 // first in one pass that also finds NaN and infinity. A shot the lossy encodings cannot

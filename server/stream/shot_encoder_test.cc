@@ -1,8 +1,11 @@
 #include "server/stream/shot_encoder.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
+#include <vector>
 
 #include "common/crc32.h"
 #include "gtest/gtest.h"
@@ -142,6 +145,92 @@ TEST_P(ShotEncoderPoolTest, QuantizedBelowFloatPrecisionGoesLossless) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Threads, ShotEncoderPoolTest, ::testing::Values(0, 2));
+
+// Stored traces in the test's memory (the default Visit: memory that cannot vanish).
+class MemoryTraces final : public io::StoredTraces {
+ public:
+  MemoryTraces(std::vector<const uint8_t*> traces, size_t trace_bytes, bool big_endian)
+      : StoredTraces(std::move(traces), trace_bytes, big_endian) {}
+  absl::Status Touch() const override { return absl::OkStatus(); }
+};
+
+// `decoded`'s traces as a read that located them would give them: stored in `memory`
+// (big-endian when asked), per_chunk traces a chunk.
+dataset::ShotData Stored(const dataset::ShotData& decoded, bool big_endian, uint32_t per_chunk,
+                         std::vector<uint8_t>* memory) {
+  const std::vector<float> samples = Decoded(decoded);
+  memory->resize(samples.size() * 4);
+  std::memcpy(memory->data(), samples.data(), memory->size());
+  if (big_endian) {
+    for (size_t i = 0; i < memory->size(); i += 4) std::reverse(&(*memory)[i], &(*memory)[i + 4]);
+  }
+  const size_t trace_bytes = size_t{decoded.n_samples} * 4;
+  std::vector<const uint8_t*> traces;
+  for (uint32_t t = 0; t < decoded.n_traces; ++t) traces.push_back(memory->data() + t * trace_bytes);
+  dataset::ShotData shot;
+  shot.shot_id = decoded.shot_id;
+  shot.n_traces = decoded.n_traces;
+  shot.n_samples = decoded.n_samples;
+  shot.total_bytes = decoded.total_bytes;
+  shot.stored = std::make_shared<MemoryTraces>(std::move(traces), trace_bytes, big_endian);
+  shot.traces_per_chunk = per_chunk;
+  shot.big_endian = big_endian;
+  return shot;
+}
+
+TEST_P(ShotEncoderPoolTest, Int16OfStoredTracesIsByteForByteThatOfTheDecodedShot) {
+  for (bool big_endian : {true, false}) {
+    dataset::ShotData decoded = Shot(10, 300, 3);
+    std::vector<uint8_t> memory;
+    dataset::ShotData stored = Stored(decoded, big_endian, 3, &memory);
+    ASSERT_TRUE(EncodeShot(&decoded, wire::Encoding::kInt16, 0, executor()).ok());
+    ASSERT_TRUE(EncodeShot(&stored, wire::Encoding::kInt16, 0, executor()).ok());
+    EXPECT_FALSE(stored.is_stored());
+    EXPECT_FALSE(stored.big_endian);
+    EXPECT_EQ(stored.encoding, wire::Encoding::kInt16);
+    EXPECT_EQ(stored.chunk_traces, decoded.chunk_traces);
+    ASSERT_EQ(stored.chunks.size(), decoded.chunks.size());
+    for (size_t c = 0; c < stored.chunks.size(); ++c) {
+      ASSERT_EQ(stored.chunks[c].size(), decoded.chunks[c].size());
+      EXPECT_EQ(std::memcmp(stored.chunks[c].data(), decoded.chunks[c].data(),
+                            stored.chunks[c].size()),
+                0)
+          << c;
+      EXPECT_EQ(stored.chunk_crc32[c],
+                Crc32(0, stored.chunks[c].data(), stored.chunks[c].size()));
+    }
+    EXPECT_EQ(stored.chunk_crc32, decoded.chunk_crc32);
+    EXPECT_EQ(stored.crc32, decoded.crc32);
+  }
+}
+
+TEST_P(ShotEncoderPoolTest, StoredTracesWithNonFiniteSamplesGoLosslessExactly) {
+  dataset::ShotData decoded = Shot(8, 50, 2);
+  reinterpret_cast<float*>(decoded.chunks[3].data())[3] = std::nanf("");
+  decoded.crc32 = 0;
+  for (const SampleBuffer& c : decoded.chunks) decoded.crc32 = Crc32(decoded.crc32, c.data(), c.size());
+  std::vector<uint8_t> memory;
+  dataset::ShotData stored = Stored(decoded, /*big_endian=*/true, 2, &memory);
+  ASSERT_TRUE(EncodeShot(&stored, wire::Encoding::kInt16, 0, executor()).ok());
+  EXPECT_EQ(stored.encoding, wire::Encoding::kLossless);
+  EXPECT_FALSE(stored.is_stored());
+  EXPECT_EQ(stored.crc32, decoded.crc32);  // of the float32 samples, NaN and all
+  const std::vector<float> before = Decoded(decoded), after = Decoded(stored);
+  ASSERT_EQ(after.size(), before.size());
+  EXPECT_EQ(std::memcmp(after.data(), before.data(), after.size() * 4), 0);
+}
+
+TEST(ShotEncoderTest, StoredTracesAreEncodedInt16Only) {
+  dataset::ShotData decoded = Shot(4, 50, 2);
+  std::vector<uint8_t> memory;
+  dataset::ShotData stored = Stored(decoded, true, 2, &memory);
+  EXPECT_EQ(EncodeShot(&stored, wire::Encoding::kLossless, 0).code(),
+            absl::StatusCode::kInternal);
+  EXPECT_EQ(EncodeShot(&stored, wire::Encoding::kInt16, 1e-3, nullptr, /*bound_int16=*/true).code(),
+            absl::StatusCode::kInternal);
+  ASSERT_TRUE(EncodeShot(&stored, wire::Encoding::kFloat32, 0).ok());  // sent as stored
+  EXPECT_TRUE(stored.is_stored());
+}
 
 TEST(ShotEncoderTest, Float32AndNativeAreLeftAsTheyAre) {
   dataset::ShotData shot = Shot(4, 50, 2);

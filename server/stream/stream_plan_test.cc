@@ -37,10 +37,16 @@ TEST(StreamPlanTest, AutoPickingInt16WithAToleranceHoldsItToTheTolerance) {
   EXPECT_TRUE(Probes(p, wire::Encoding::kLossless));
   EXPECT_TRUE(Probes(p, wire::Encoding::kQuantized));
   EXPECT_FALSE(Probes(p, wire::Encoding::kInt16));
-  EXPECT_EQ(p.read.zero_copy, dataset::ZeroCopy::kOff);  // encoded: never sent as stored
-  // INT16 asked for by name keeps its own bound.
+  EXPECT_EQ(p.read.zero_copy, dataset::ZeroCopy::kOff);  // its RMS pass reads float32
+  // INT16 asked for by name keeps its own bound, and is encoded from the mapping, in either
+  // byte order, where the server sends from mappings.
   s.encoding = wire::Encoding::kInt16;
-  EXPECT_FALSE(PlanShots(s, 5, true, &a, "peer", "d").encode.bound_int16);
+  const dataset::ShotPlan named = PlanShots(s, 5, true, &a, "peer", "d");
+  EXPECT_FALSE(named.encode.bound_int16);
+  EXPECT_EQ(named.read.zero_copy, dataset::ZeroCopy::kAnyByteOrder);
+  EXPECT_EQ(PlanShots(s, 5, false, &a, "peer", "d").read.zero_copy, dataset::ZeroCopy::kOff);
+  s.encoding = wire::Encoding::kLossless;
+  EXPECT_EQ(PlanShots(s, 5, true, &a, "peer", "d").read.zero_copy, dataset::ZeroCopy::kOff);
   EXPECT_EQ(p.encode.tolerance, 1e-3);  // the one tolerance the encoder and probes use
   EXPECT_FALSE(p.read.native);
 }
