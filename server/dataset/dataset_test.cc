@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <tuple>
 
 #include "gtest/gtest.h"
 #include "server/segy/test_writer.h"
@@ -148,6 +149,27 @@ TEST(DatasetTest, ZeroCopyLocatesStoredIeeeTracesInTheMappingWithTheirCrc) {
     auto le_only = (*d)->ReadShot(2, Plan({}, 1 << 20, ZeroCopy::kLittleEndian));
     ASSERT_TRUE(le_only.ok());
     EXPECT_EQ(le_only->is_stored(), !big);
+  }
+  // A window of under 4 KiB a trace is read decoded; from 4 KiB, located.
+  {
+    WriteIeeeFile(Dir() + "/zwide.sgy", segy::ByteOrder::kBigEndian, 2048);
+    DatasetSpec spec;
+    spec.name = "wide";
+    spec.globs = {Dir() + "/zwide.sgy"};
+    spec.io = io::IoMode::kMmap;
+    auto d = Dataset::Load(spec);
+    ASSERT_TRUE(d.ok()) << d.status();
+    for (const auto& [start, count, located] :
+         {std::tuple<uint32_t, uint32_t, bool>{0, 2048, true}, {1024, 1024, true},
+          {1, 1023, false}, {7, 7, false}}) {
+      ReadPlan plan = Plan({}, 1 << 20, ZeroCopy::kAnyByteOrder);
+      plan.selection.start = start;
+      plan.selection.count = count;
+      auto shot = (*d)->ReadShot(3, plan);
+      ASSERT_TRUE(shot.ok()) << shot.status();
+      EXPECT_EQ(shot->is_stored(), located) << start << "+" << count;
+      EXPECT_EQ(shot->total_bytes, 4u * count * 4);
+    }
   }
   // Not mapped (pread) or not IEEE: always decoded.
   auto always_decoded = [](const std::string& glob, io::IoMode io) {
