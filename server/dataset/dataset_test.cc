@@ -5,8 +5,10 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "server/segy/test_writer.h"
@@ -30,6 +32,16 @@ ReadPlan Plan(std::vector<segy::HeaderSelector> headers, uint64_t chunk,
 std::string Dir() {
   const char* dir = std::getenv("TEST_TMPDIR");
   return dir ? dir : "/tmp";
+}
+
+// The dataset `name` of the files at `paths`, read through their mappings.
+absl::StatusOr<std::unique_ptr<Dataset>> LoadMapped(const std::string& name,
+                                                    std::vector<std::string> paths) {
+  DatasetSpec spec;
+  spec.name = name;
+  spec.globs = std::move(paths);
+  spec.io = io::IoMode::kMmap;
+  return Dataset::Load(spec);
 }
 
 // Two files; shot s has traces t in both; sample value = shot*1000 + trace*10 + sample.
@@ -110,11 +122,7 @@ TEST(DatasetTest, ZeroCopyLocatesStoredIeeeTracesInTheMappingWithTheirCrc) {
   WriteIeeeFile(Dir() + "/zle.sgy", segy::ByteOrder::kLittleEndian, kNs);
   const std::vector<segy::HeaderSelector> headers = {*segy::ResolveHeader("group_x")};
   for (const bool big : {true, false}) {
-    DatasetSpec spec;
-    spec.name = big ? "be" : "le";
-    spec.globs = {Dir() + (big ? "/zbe.sgy" : "/zle.sgy")};
-    spec.io = io::IoMode::kMmap;
-    auto d = Dataset::Load(spec);
+    auto d = LoadMapped(big ? "be" : "le", {Dir() + (big ? "/zbe.sgy" : "/zle.sgy")});
     ASSERT_TRUE(d.ok()) << d.status();
     auto decoded = (*d)->ReadShot(2, Plan(headers, 3 * kNs * 4));
     ASSERT_TRUE(decoded.ok()) << decoded.status();
@@ -153,11 +161,7 @@ TEST(DatasetTest, ZeroCopyLocatesStoredIeeeTracesInTheMappingWithTheirCrc) {
   // A window of under 4 KiB a trace is read decoded; from 4 KiB, located.
   {
     WriteIeeeFile(Dir() + "/zwide.sgy", segy::ByteOrder::kBigEndian, 2048);
-    DatasetSpec spec;
-    spec.name = "wide";
-    spec.globs = {Dir() + "/zwide.sgy"};
-    spec.io = io::IoMode::kMmap;
-    auto d = Dataset::Load(spec);
+    auto d = LoadMapped("wide", {Dir() + "/zwide.sgy"});
     ASSERT_TRUE(d.ok()) << d.status();
     for (const auto& [start, count, located] :
          {std::tuple<uint32_t, uint32_t, bool>{0, 2048, true}, {1024, 1024, true},
@@ -242,11 +246,7 @@ TEST(DatasetTest, WindowAndConditionsSelectSamplesAndTraces) {
 // its CRC-32; for every selection (none, conditions, a window), decoded, native, stored.
 TEST(DatasetTest, AShotReadInPiecesIsTheShotReadWhole) {
   WriteSurvey("p", 6);  // shot 2: 8 traces, file 0 IBM, file 1 IEEE
-  DatasetSpec spec;
-  spec.name = "p";
-  spec.globs = {Dir() + "/p*.sgy"};
-  spec.io = io::IoMode::kMmap;
-  auto d = Dataset::Load(spec);
+  auto d = LoadMapped("p", {Dir() + "/p*.sgy"});
   ASSERT_TRUE(d.ok()) << d.status();
   const segy::HeaderSelector offset = *segy::ResolveHeader("offset");
   for (int variant = 0; variant < 4; ++variant) {
@@ -352,11 +352,7 @@ TEST(DatasetTest, NativeKeepsIntegerSamplesAsStoredWithTheCrcOfTheirValues) {
 TEST(DatasetTest, StoredTracesOfATruncatedFileAreDataLossWhenSent) {
   const std::string path = Dir() + "/ztrunc.sgy";
   WriteIeeeFile(path, segy::ByteOrder::kBigEndian, 2048);  // traces of 8432 bytes
-  DatasetSpec spec;
-  spec.name = "trunc";
-  spec.globs = {path};
-  spec.io = io::IoMode::kMmap;
-  auto d = Dataset::Load(spec);
+  auto d = LoadMapped("trunc", {path});
   ASSERT_TRUE(d.ok()) << d.status();
   auto shot = (*d)->ReadShot(3, Plan({}, 1 << 20, ZeroCopy::kAnyByteOrder));
   ASSERT_TRUE(shot.ok()) << shot.status();
