@@ -65,8 +65,8 @@ struct ServerConfig {
   // Data files (SEG-Y, SU, .npy) held open at once, least recently used closed first;
   // 0: half the descriptor limit (raised to the hard limit at start), 16..32768.
   uint64_t open_files = 0;
-  // Bytes of the CRC-32s kept for traces sent as stored (8 a trace, server/io/trace_crcs.h):
-  // a file whose table does not fit has its CRCs computed on every send.
+  // Bytes of the CRC-32s kept for traces sent as stored (8 a trace, in blocks of a file:
+  // server/io/trace_crcs.h); a file refused a block has its CRCs computed on every send.
   uint64_t crc_cache_bytes = uint64_t{256} << 20;
   absl::Duration grace_period = absl::Seconds(30);
   // On SIGTERM: how long health says NOT_SERVING (and new streams are refused) before

@@ -4,9 +4,11 @@
 // server is a new TraceFile (DATA_LOSS, then a reload), and a byte that rots in storage
 // after its trace was first sent still fails the client's check against the kept CRC.
 //
-// Memory is bounded by a TraceCrcBudget: a file's table (8 bytes a trace) is allocated
-// on its first Store when the budget has room, and given back with the file; a file the
-// budget cannot hold keeps nothing (its CRCs are computed on every send, as before).
+// Memory is bounded by a TraceCrcBudget: a file's table is made of blocks of kBlockTraces
+// traces (8 bytes a trace), each allocated on the first Store into it when the budget has
+// room, and given back with the file; so a file of 10^8 traces of which one shot is sent
+// holds one block, not 800 MB. Once the budget refuses a block, the file keeps no more
+// (its other traces' CRCs are computed on every send, as before).
 //
 // Thread-safe and lock-free: each trace's entry is one atomic word.
 #ifndef SHOTSTREAM_SERVER_IO_TRACE_CRCS_H_
@@ -14,6 +16,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 
 namespace shotstream::io {
 
@@ -35,7 +38,7 @@ class TraceCrcBudget {
 
   uint64_t limit() const { return limit_.load(std::memory_order_relaxed); }
   uint64_t used() const { return used_.load(std::memory_order_relaxed); }
-  // Tables refused for want of room, since the start.
+  // Blocks refused for want of room (once a file), since the start.
   uint64_t refusals() const { return refusals_.load(std::memory_order_relaxed); }
 
  private:
@@ -46,8 +49,10 @@ class TraceCrcBudget {
 
 class TraceCrcs {
  public:
-  // A table for traces [0, n_traces) of one file, allocated from `budget` (the process's
-  // when null) on first Store.
+  static constexpr uint64_t kBlockTraces = 1 << 16;  // 512 KiB a block
+
+  // A table for traces [0, n_traces) of one file, its blocks allocated from `budget` (the
+  // process's when null) on first Store.
   explicit TraceCrcs(uint64_t n_traces, TraceCrcBudget* budget = nullptr);
   ~TraceCrcs();
   TraceCrcs(const TraceCrcs&) = delete;
@@ -55,28 +60,36 @@ class TraceCrcs {
 
   // Whether trace `trace`'s CRC-32 is kept; when it is, *crc is it.
   bool Find(uint64_t trace, uint32_t* crc) const {
-    const std::atomic<uint64_t>* table = table_.load(std::memory_order_acquire);
-    if (table == nullptr || trace >= n_traces_) return false;
-    const uint64_t e = table[trace].load(std::memory_order_relaxed);
+    if (trace >= n_traces_) return false;
+    const std::atomic<uint64_t>* block =
+        blocks_[trace / kBlockTraces].load(std::memory_order_acquire);
+    if (block == nullptr) return false;
+    const uint64_t e = block[trace % kBlockTraces].load(std::memory_order_relaxed);
     if ((e >> 32) == 0) return false;
     *crc = static_cast<uint32_t>(e);
     return true;
   }
-  // Keeps trace `trace`'s CRC-32 (nothing where the budget has no room for the table).
+  // Keeps trace `trace`'s CRC-32 (nothing where the budget has no room for its block).
   void Store(uint64_t trace, uint32_t crc) const;
 
   uint64_t n_traces() const { return n_traces_; }
-  // Whether the table is allocated (some CRC was kept).
-  bool held() const { return table_.load(std::memory_order_acquire) != nullptr; }
+  // Bytes of the blocks held now.
+  uint64_t held_bytes() const { return held_bytes_.load(std::memory_order_relaxed); }
 
  private:
-  uint64_t table_bytes() const { return n_traces_ * sizeof(std::atomic<uint64_t>); }
+  uint64_t n_blocks() const { return (n_traces_ + kBlockTraces - 1) / kBlockTraces; }
+  uint64_t block_traces(uint64_t b) const {
+    return b + 1 < n_blocks() ? kBlockTraces : n_traces_ - b * kBlockTraces;
+  }
 
   const uint64_t n_traces_;
   TraceCrcBudget* const budget_;
-  // Entry: 1 << 32 | crc once known, 0 before. Null until the first Store the budget let.
-  mutable std::atomic<std::atomic<uint64_t>*> table_{nullptr};
-  mutable std::atomic<bool> refused_{false};  // the budget said no: do not ask again
+  // Block b: traces [b kBlockTraces, ...), each entry 1 << 32 | crc once known, 0 before;
+  // null until the first Store into it that the budget let.
+  const std::unique_ptr<std::atomic<std::atomic<uint64_t>*>[]> blocks_;
+  mutable std::atomic<uint64_t> held_bytes_{0};
+  // The budget said no: this file asks no more (until it is opened again, after a reload).
+  mutable std::atomic<bool> refused_{false};
 };
 
 }  // namespace shotstream::io

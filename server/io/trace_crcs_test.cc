@@ -1,5 +1,6 @@
 #include "server/io/trace_crcs.h"
 
+#include <cstdint>
 #include <thread>
 #include <vector>
 
@@ -13,7 +14,7 @@ TEST(TraceCrcsTest, KeepsWhatIsStoredAndNothingElse) {
   TraceCrcs crcs(100, &budget);
   uint32_t crc = 7;
   EXPECT_FALSE(crcs.Find(3, &crc));
-  EXPECT_FALSE(crcs.held());
+  EXPECT_EQ(crcs.held_bytes(), 0u);
   EXPECT_EQ(budget.used(), 0u);
 
   crcs.Store(3, 0);  // a CRC of 0 is a CRC like any other
@@ -39,7 +40,7 @@ TEST(TraceCrcsTest, TablesComeOutOfTheBudgetAndGoBackWithTheFile) {
     uint32_t crc;
     EXPECT_TRUE(a.Find(0, &crc));
     EXPECT_FALSE(b.Find(0, &crc));
-    EXPECT_FALSE(b.held());
+    EXPECT_EQ(b.held_bytes(), 0u);
     EXPECT_EQ(budget.used(), 800u);
     EXPECT_EQ(budget.refusals(), 1u);
     b.Store(1, 2);  // refused once: not asked again
@@ -51,6 +52,37 @@ TEST(TraceCrcsTest, TablesComeOutOfTheBudgetAndGoBackWithTheFile) {
   uint32_t crc;
   EXPECT_TRUE(c.Find(124, &crc));
   EXPECT_EQ(budget.used(), 1000u);
+}
+
+TEST(TraceCrcsTest, AFileHoldsOnlyTheBlocksOfTheTracesSent) {
+  TraceCrcBudget budget(uint64_t{1} << 30);
+  const uint64_t block = TraceCrcs::kBlockTraces;
+  {
+    TraceCrcs crcs(100'000'000, &budget);  // 800 MB were it whole
+    crcs.Store(5 * block + 7, 1);
+    crcs.Store(5 * block + 8, 2);  // the same block
+    EXPECT_EQ(crcs.held_bytes(), block * 8);
+    crcs.Store(99'999'999, 3);  // the last block, shorter
+    EXPECT_EQ(crcs.held_bytes(), block * 8 + (100'000'000 % block) * 8);
+    EXPECT_EQ(budget.used(), crcs.held_bytes());
+    uint32_t crc;
+    ASSERT_TRUE(crcs.Find(99'999'999, &crc));
+    EXPECT_EQ(crc, 3u);
+    EXPECT_FALSE(crcs.Find(5 * block + 9, &crc));
+    EXPECT_FALSE(crcs.Find(0, &crc));
+  }
+  EXPECT_EQ(budget.used(), 0u);
+  // A budget of one block: the second block is refused, and the file asks no more.
+  TraceCrcBudget one(block * 8);
+  TraceCrcs crcs(4 * block, &one);
+  crcs.Store(0, 1);
+  crcs.Store(block, 2);
+  crcs.Store(2 * block, 3);
+  uint32_t crc;
+  EXPECT_TRUE(crcs.Find(0, &crc));
+  EXPECT_FALSE(crcs.Find(block, &crc));
+  EXPECT_EQ(one.refusals(), 1u);
+  EXPECT_EQ(crcs.held_bytes(), block * 8);
 }
 
 TEST(TraceCrcsTest, ConcurrentFirstStoresKeepOneTable) {

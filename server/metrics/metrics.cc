@@ -234,7 +234,7 @@ std::string RenderPrometheus(const service::ServiceCounters& c,
          "Bytes those CRC-32s may take at most (crc_cache_bytes).",
          static_cast<double>(crcs.limit()));
   Metric(&out, "shotstream_crc_cache_refusals_total", "counter",
-         "Files whose CRC-32s did not fit the budget: computed on every send instead.",
+         "Files refused a block of CRC-32s by the budget: computed on every send instead.",
          static_cast<double>(crcs.refusals()));
   return out;
 }
