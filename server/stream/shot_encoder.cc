@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/crc32.h"
 #include "common/status_macros.h"
+#include "segy/sample_format.h"
 #include "server/stream/spread.h"
 #include "wire/sample_encoding.h"
 #include "wire/sample_kernels.h"
@@ -109,13 +110,20 @@ void TakeChunks(StoredChunks chunks, dataset::ShotData* shot) {
   shot->big_endian = false;
 }
 
-// Stored traces [first, first + n) decoded to float32 at `out`, and its CRC-32.
+// The byte order of stored float32 traces.
+segy::ByteOrder OrderOf(const io::StoredTraces& stored) {
+  return stored.big_endian() ? segy::ByteOrder::kBigEndian : segy::ByteOrder::kLittleEndian;
+}
+
+// Stored traces [first, first + n) decoded to float32 at `out`, and its CRC-32. (The
+// visits call only kernels that own nothing: a vanished mapping may leave them by a jump.)
 absl::StatusOr<uint32_t> DecodeStored(const io::StoredTraces& stored, uint32_t n_samples,
                                       size_t first, size_t n, uint8_t* out) {
   const size_t bytes = size_t{n_samples} * sizeof(float);
+  const segy::ByteOrder order = OrderOf(stored);
   SS_RETURN_IF_ERROR(stored.Visit(first, n, [&](size_t i, const uint8_t* p) {
-    (void)wire::DecodeSamples(wire::Encoding::kFloat32, 0, stored.big_endian(), p, bytes, 1,
-                              n_samples, reinterpret_cast<float*>(out + (i - first) * bytes));
+    segy::DecodeSamples(p, n_samples, segy::SampleFormat::kIeeeFloat32, order,
+                        reinterpret_cast<float*>(out + (i - first) * bytes));
   }));
   return Crc32(0, out, n * bytes);
 }
@@ -131,12 +139,12 @@ absl::StatusOr<uint32_t> Int16OfStored(const io::StoredTraces& stored, uint32_t 
   float* scratch = trace.data();
   uint8_t* q = out + n * sizeof(float);
   const size_t q_bytes = size_t{n_samples} * 2;
+  const segy::ByteOrder order = OrderOf(stored);
   uint32_t crc = 0;
   bool finite = true;
   SS_RETURN_IF_ERROR(stored.Visit(first, n, [&](size_t i, const uint8_t* p) {
     if (!finite) return;
-    (void)wire::DecodeSamples(wire::Encoding::kFloat32, 0, stored.big_endian(), p,
-                              size_t{n_samples} * sizeof(float), 1, n_samples, scratch);
+    segy::DecodeSamples(p, n_samples, segy::SampleFormat::kIeeeFloat32, order, scratch);
     float scale;
     uint8_t* dst = q + (i - first) * q_bytes;
     finite = wire::Int16Trace(scratch, n_samples, &scale, dst);
