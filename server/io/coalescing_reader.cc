@@ -310,8 +310,8 @@ class MappedTraces final : public StoredTraces {
   }
 
   void Keep(absl::Span<const size_t> kept) override {
-    file_of_ = Kept(file_of_, kept);
-    if (!trace_of_.empty()) trace_of_ = Kept(trace_of_, kept);
+    file_of_ = Select(file_of_, kept);
+    if (!trace_of_.empty()) trace_of_ = Select(trace_of_, kept);
     StoredTraces::Keep(kept);
   }
 
@@ -345,8 +345,9 @@ class MappedTraces final : public StoredTraces {
   bool Kept(size_t i, uint32_t* crc) const {
     return files_[file_of_[i]]->crcs().Find(trace_of_[i], crc);
   }
+  // v's elements at `kept`, in that order.
   template <typename T>
-  static std::vector<T> Kept(const std::vector<T>& v, absl::Span<const size_t> kept) {
+  static std::vector<T> Select(const std::vector<T>& v, absl::Span<const size_t> kept) {
     std::vector<T> out;
     out.reserve(kept.size());
     for (size_t i : kept) out.push_back(v[i]);
