@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "common/crc32.h"
-#include "segy/sample_format.h"
+#include "common/crc32_copy.h"
 
 namespace shotstream::wire {
 namespace {
@@ -202,48 +202,40 @@ void ReceivedChunk::CopyPayload(uint8_t* dst) const {
 }
 
 uint32_t ReceivedChunk::CopySamples(uint8_t* dst, uint32_t crc) const {
-  constexpr size_t kPiece = 64 * 1024;  // CRC then copy while the piece is in cache
   const bool swap = meta_.big_endian();
   uint8_t carry[4];  // big-endian: a sample split between two slices
   size_t carried = 0;
   uint64_t left = samples_size_;
   size_t slice = samples_slice_, offset = samples_offset_;
   while (left > 0 && slice < slices_.size()) {
-    const uint8_t* src = slices_[slice].begin() + offset;
-    const size_t avail = std::min<uint64_t>(left, slices_[slice].size() - offset);
-    for (size_t done = 0; done < avail;) {
-      size_t n = std::min(kPiece, avail - done);
-      crc = Crc32(crc, src + done, n);
-      if (!swap) {
-        std::memcpy(dst, src + done, n);
-        dst += n;
-        done += n;
-        continue;
-      }
-      const uint8_t* p = src + done;
-      done += n;
-      if (carried > 0) {  // finish the split sample first
-        const size_t take = std::min(4 - carried, n);
-        std::memcpy(carry + carried, p, take);
-        carried += take;
-        p += take;
-        n -= take;
-        if (carried < 4) continue;
-        segy::DecodeSamples(carry, 1, segy::SampleFormat::kIeeeFloat32,
-                            segy::ByteOrder::kBigEndian, reinterpret_cast<float*>(dst));
-        dst += 4;
-        carried = 0;
-      }
-      const size_t whole = n / 4;
-      segy::DecodeSamples(p, whole, segy::SampleFormat::kIeeeFloat32, segy::ByteOrder::kBigEndian,
-                          reinterpret_cast<float*>(dst));
-      dst += whole * 4;
-      carried = n - whole * 4;
-      std::memcpy(carry, p + whole * 4, carried);
-    }
-    left -= avail;
+    const uint8_t* p = slices_[slice].begin() + offset;
+    size_t n = std::min<uint64_t>(left, slices_[slice].size() - offset);
+    left -= n;
     ++slice;
     offset = 0;
+    if (!swap) {  // one read of each byte: copied and checksummed together
+      crc = CopyCrc32(crc, p, n, dst);
+      dst += n;
+      continue;
+    }
+    if (carried > 0) {  // finish the split sample first
+      const size_t take = std::min(4 - carried, n);
+      crc = Crc32(crc, p, take);
+      std::memcpy(carry + carried, p, take);
+      carried += take;
+      p += take;
+      n -= take;
+      if (carried < 4) continue;
+      SwapCopyCrc32(0, carry, 4, dst);
+      dst += 4;
+      carried = 0;
+    }
+    const size_t whole = n / 4 * 4;
+    crc = SwapCopyCrc32(crc, p, whole, dst);
+    dst += whole;
+    carried = n - whole;
+    crc = Crc32(crc, p + whole, carried);
+    std::memcpy(carry, p + whole, carried);
   }
   return crc;
 }

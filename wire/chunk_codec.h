@@ -6,8 +6,9 @@
 // exactly a serialized ShotChunk, so any protobuf client (the Python stubs) decodes them.
 //
 // Decoding (ReceivedChunk): the metadata is parsed by protobuf, the samples are copied
-// once, from gRPC's slices into the caller's buffer, with their CRC-32 computed on the
-// way (while each piece is in cache); big-endian samples are byte-swapped in that copy.
+// once, from gRPC's slices into the caller's buffer, with their CRC-32 computed in the
+// same pass (common/crc32_copy: each byte read once); big-endian samples are
+// byte-swapped in that copy.
 //
 // Functions are thread-safe; ReceivedChunk is thread-compatible.
 #ifndef SHOTSTREAM_WIRE_CHUNK_CODEC_H_
