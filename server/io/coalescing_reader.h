@@ -107,6 +107,11 @@ absl::StatusOr<std::unique_ptr<StoredTraces>> LocateStoredTraces(
     const CoalesceOptions& options, uint8_t* header_dst, ReadStats* stats, SampleRange range,
     int64_t shot_id);
 
+// Bytes of stored traces their Touch has mapped in ahead of a send, in this process so
+// far (a first pass over a file; a run whose CRC-32s are all kept is not touched again).
+// Thread-safe.
+uint64_t StoredBytesTouched();
+
 // How `traces` are stored, where they all share one sample format and byte order (and
 // `mapped`: every one is in a mapped file); nullopt where they differ.
 struct StoredForm {

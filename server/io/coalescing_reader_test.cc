@@ -254,6 +254,41 @@ TEST_F(StoredTracesTest, KeepTheirCrcsForTheFileAndWindowsDoNot) {
   EXPECT_EQ(*kept_two, CrcNow(**again, 0, 2));
 }
 
+TEST_F(StoredTracesTest, RunsWhoseCrcsAreKeptAreNotTouchedAgain) {
+  std::vector<TraceRef> traces;
+  for (int t = 5; t < 15; ++t) traces.push_back({1, files_[1]->layout().TraceOffset(t)});
+  auto first = LocateStoredTraces(files_, traces, CoalesceOptions{}, nullptr, nullptr, {}, 7);
+  ASSERT_TRUE(first.ok());
+  const uint64_t before = StoredBytesTouched();
+  ASSERT_TRUE((*first)->Touch().ok());
+  const uint64_t touched = StoredBytesTouched() - before;
+  EXPECT_GE(touched, traces.size() * (*first)->trace_bytes());  // one run: the traces and
+  EXPECT_LT(touched, traces.size() * files_[1]->layout().trace_bytes);  // headers between
+  ASSERT_TRUE((*first)->Crc(0, traces.size(), 0).ok());  // sent: their CRC-32s are kept
+  // Sent again: mapped already, not populated again.
+  auto second = LocateStoredTraces(files_, traces, CoalesceOptions{}, nullptr, nullptr, {}, 7);
+  ASSERT_TRUE(second.ok());
+  ASSERT_TRUE((*second)->Touch().ok());
+  EXPECT_EQ(StoredBytesTouched() - before, touched);
+  // One trace more, never sent: the run is touched again, whole.
+  traces.push_back({1, files_[1]->layout().TraceOffset(15)});
+  auto third = LocateStoredTraces(files_, traces, CoalesceOptions{}, nullptr, nullptr, {}, 7);
+  ASSERT_TRUE(third.ok());
+  ASSERT_TRUE((*third)->Touch().ok());
+  EXPECT_GT(StoredBytesTouched() - before, 2 * touched);
+  // A window keeps no CRC-32: touched every time.
+  auto window = LocateStoredTraces(files_, traces, CoalesceOptions{}, nullptr, nullptr,
+                                   SampleRange{1, 9}, 7);
+  ASSERT_TRUE(window.ok());
+  const uint64_t at = StoredBytesTouched();
+  ASSERT_TRUE((*window)->Touch().ok());
+  ASSERT_TRUE((*window)->Crc(0, traces.size(), 0).ok());
+  ASSERT_TRUE((*window)->Touch().ok());
+  EXPECT_GT(StoredBytesTouched() - at, 0u);
+  const uint64_t once = (StoredBytesTouched() - at) / 2;
+  EXPECT_EQ(StoredBytesTouched() - at, 2 * once);
+}
+
 TEST_F(StoredTracesTest, BeyondTheBudgetAreReadEveryTime) {
   TraceCrcBudget& budget = TraceCrcBudget::Default();
   const uint64_t limit = budget.limit();

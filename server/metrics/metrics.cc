@@ -15,6 +15,7 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "server/common/listen_probe.h"
+#include "server/io/coalescing_reader.h"
 #include "server/io/open_file_cache.h"
 #include "server/io/trace_crcs.h"
 
@@ -236,6 +237,10 @@ std::string RenderPrometheus(const service::ServiceCounters& c,
   Metric(&out, "shotstream_crc_cache_refusals_total", "counter",
          "Files refused a block of CRC-32s by the budget: computed on every send instead.",
          static_cast<double>(crcs.refusals()));
+  Metric(&out, "shotstream_touched_bytes_total", "counter",
+         "Bytes of stored traces mapped in ahead of their send (a first pass; traces whose "
+         "CRC-32s are kept are not touched again).",
+         static_cast<double>(io::StoredBytesTouched()));
   return out;
 }
 

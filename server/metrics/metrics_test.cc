@@ -62,6 +62,7 @@ TEST(MetricsTest, RendersCountersAsPrometheusText) {
   EXPECT_NE(text.find("# TYPE shotstream_file_evictions_total counter"), std::string::npos);
   EXPECT_NE(text.find("\nshotstream_crc_cache_limit_bytes 268435456\n"), std::string::npos);
   EXPECT_NE(text.find("# TYPE shotstream_crc_cache_refusals_total counter"), std::string::npos);
+  EXPECT_NE(text.find("# TYPE shotstream_touched_bytes_total counter"), std::string::npos);
 }
 
 TEST(MetricsTest, ServesOverHttp) {
