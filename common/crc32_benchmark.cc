@@ -39,6 +39,37 @@ void BM_Crc32Zlib(benchmark::State& state) {
 }
 BENCHMARK(BM_Crc32Zlib);
 
+// A shot's chunk CRC-32 joined from its 480 traces' kept CRC-32s (the server's zero-copy
+// sends): the Joiner's tables against zlib's combine.
+std::vector<uint32_t> TraceCrcs() {
+  std::vector<uint32_t> v(480);
+  std::mt19937 rng(2);
+  for (uint32_t& c : v) c = static_cast<uint32_t>(rng());
+  return v;
+}
+
+void BM_JoinTraceCrcsTables(benchmark::State& state) {
+  const std::vector<uint32_t> crcs = TraceCrcs();
+  for (auto _ : state) {
+    const Crc32Joiner join(16000);  // made per shot, as the server does
+    uint32_t crc = 0;
+    for (uint32_t c : crcs) crc = join.Append(crc, c);
+    benchmark::DoNotOptimize(crc);
+  }
+}
+BENCHMARK(BM_JoinTraceCrcsTables);
+
+void BM_JoinTraceCrcsZlib(benchmark::State& state) {
+  const std::vector<uint32_t> crcs = TraceCrcs();
+  for (auto _ : state) {
+    const uLong op = crc32_combine_gen64(16000);
+    uint32_t crc = 0;
+    for (uint32_t c : crcs) crc = static_cast<uint32_t>(crc32_combine_op(crc, c, op));
+    benchmark::DoNotOptimize(crc);
+  }
+}
+BENCHMARK(BM_JoinTraceCrcsZlib);
+
 // A 7.68 MB shot received as 1 MiB chunks, each written where the last left off, as in
 // the client: `step` copies one chunk and returns its CRC-32.
 template <typename Step>

@@ -34,6 +34,15 @@ TEST(Crc32Test, JoinerGivesTheCrcOfTheWholeFromItsPieces) {
     for (size_t i = 0; i < 9; ++i) joined = join.Append(joined, Crc32(0, &data[i * piece], piece));
     EXPECT_EQ(joined, Crc32(0, data.data(), data.size())) << piece;
   }
+  // Any pair, against zlib's own combine.
+  std::mt19937 pick(9);
+  for (size_t piece : {size_t{4}, size_t{8000}, size_t{1} << 33}) {
+    const Crc32Joiner join(piece);
+    for (int i = 0; i < 1000; ++i) {
+      const uint32_t a = static_cast<uint32_t>(pick()), b = static_cast<uint32_t>(pick());
+      ASSERT_EQ(join.Append(a, b), Crc32Combine(a, b, piece)) << piece << " " << a << " " << b;
+    }
+  }
 }
 
 }  // namespace
