@@ -41,7 +41,7 @@ uint32_t TwoPass(uint32_t crc, const uint8_t* src, size_t size, uint8_t* dst) {
 #if SHOTSTREAM_HAVE_PCLMUL_CODE
 #define SS_PCLMUL __attribute__((target("pclmul,sse4.1,ssse3")))
 
-constexpr size_t kStreamMinBytes = 256 * 1024;
+constexpr size_t kStreamMinBytes = 64 * 1024;
 
 // Folds the 128 bits of `x` forward by the distance `k` was made for, onto `d`.
 SS_PCLMUL inline __m128i Fold(__m128i x, __m128i k, __m128i d) {
@@ -122,8 +122,13 @@ bool CpuHasPclmul() {
 template <bool kSwap>
 uint32_t Dispatch(uint32_t crc, const uint8_t* src, size_t size, uint8_t* dst) {
   if (!CpuHasPclmul()) return TwoPass<kSwap>(crc, src, size, dst);
-  if (size >= kStreamMinBytes && reinterpret_cast<uintptr_t>(dst) % 16 == 0) {
-    return Fused<kSwap, true>(crc, src, size, dst);
+  if (size >= kStreamMinBytes) {
+    // Streaming stores need a 16-byte-aligned destination: the bytes before it go first.
+    const size_t head = (16 - reinterpret_cast<uintptr_t>(dst) % 16) % 16;
+    if (!kSwap || head % 4 == 0) {
+      crc = TwoPass<kSwap>(crc, src, head, dst);
+      return Fused<kSwap, true>(crc, src + head, size - head, dst + head);
+    }
   }
   return Fused<kSwap, false>(crc, src, size, dst);
 }

@@ -4,9 +4,10 @@
 // where the CPU lacks it). The CRC-32 is zlib's, of the source bytes, as common/crc32.h.
 //
 // Why: the client's receive path read each chunk twice (the CRC-32, then the copy); one
-// read is half the traffic through the cache for the same result. Destinations that are
-// 16-byte aligned take streaming stores for copies of 256 KiB and more (a shot's buffer
-// is not read again soon by this core; skipping the cache saves the read for ownership).
+// read is half the traffic through the cache for the same result. Copies of 64 KiB and
+// more take streaming stores (a shot's buffer is not read again soon by this core;
+// skipping the cache saves the read for ownership), from the first 16-byte boundary of
+// the destination.
 //
 // Thread-safe (pure functions).
 #ifndef SHOTSTREAM_COMMON_CRC32_COPY_H_
