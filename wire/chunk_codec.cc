@@ -135,7 +135,8 @@ absl::Status ReceivedChunk::Parse(grpc::ByteBuffer* bb) {
   samples_size_ = 0;
   if (!bb->Dump(&slices_).ok()) return Malformed("cannot read the message");
   Cursor c(slices_);
-  std::string meta_bytes;
+  std::string& meta_bytes = meta_bytes_;  // kept: its capacity serves the next chunk
+  meta_bytes.clear();
   while (!c.done()) {
     uint64_t tag;
     if (!c.Varint(&tag)) return Malformed("truncated tag");

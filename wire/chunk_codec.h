@@ -39,7 +39,9 @@ grpc::ByteBuffer EncodeStoredChunk(const v1::ShotChunk& meta,
                                    absl::Span<const uint8_t* const> traces, size_t trace_bytes,
                                    std::shared_ptr<const void> keep);
 
-// A received ShotChunk, read straight from gRPC's slices.
+// A received ShotChunk, read straight from gRPC's slices. Reused for each chunk of a
+// stream, it keeps its buffers (the list of slices, the metadata's bytes and message)
+// from one chunk to the next.
 class ReceivedChunk {
  public:
   // Splits `bb` into the metadata (parsed into meta()) and the place of the samples.
@@ -58,6 +60,7 @@ class ReceivedChunk {
 
  private:
   std::vector<grpc::Slice> slices_;
+  std::string meta_bytes_;  // the metadata's bytes, gathered for protobuf
   v1::ShotChunk meta_;
   size_t samples_slice_ = 0;   // where the samples start
   size_t samples_offset_ = 0;
