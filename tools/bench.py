@@ -164,7 +164,8 @@ def grpc_alone(server, ids, reps, traces, samples):
     sent as a slice over it: no file, no decode, no copy) and `grpc_ceiling receive`
     (drops every message; with --copy, copies the samples out with their CRC-32 as the
     client does), crossed with the shotstream server and `shotstream bench`. Runs
-    alternated; the servers' CPU per byte from /proc."""
+    alternated; the servers' CPU per byte from /proc, the clients' from rusage (the
+    whole process, its start included)."""
     tool = harness.runfile("grpc_ceiling")
     ceiling = subprocess.Popen([tool, "serve", "--listen=127.0.0.1:0", f"--n_traces={traces}",
                                 f"--n_samples={samples}"], stdout=subprocess.PIPE, text=True)
@@ -180,6 +181,7 @@ def grpc_alone(server, ids, reps, traces, samples):
             return json.loads(out.stdout.strip().splitlines()[-1])
 
         cases = (("grpc_alone", ceiling.pid, lambda: receive(target)),
+                 ("ceiling_to_copy", ceiling.pid, lambda: receive(target, "--copy")),
                  ("ceiling_to_client", ceiling.pid,
                   lambda: cpp_bench(target, "ieee", shots=shots, repeat=CPP_PASSES,
                                     warmup_shots=WARM_SHOTS)),
@@ -193,9 +195,13 @@ def grpc_alone(server, ids, reps, traces, samples):
         for _ in reps:
             for name, pid, run in cases:
                 s0 = cpu_seconds(pid)
+                c0 = resource.getrusage(resource.RUSAGE_CHILDREN)
                 r = run()
+                c1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+                client = c1.ru_utime + c1.ru_stime - c0.ru_utime - c0.ru_stime
                 runs[name].append({"gbps": r["gbps"],
-                                   "server_ns": (cpu_seconds(pid) - s0) / r["bytes"] * 1e9})
+                                   "server_ns": (cpu_seconds(pid) - s0) / r["bytes"] * 1e9,
+                                   "client_ns": client / r["bytes"] * 1e9})
         return {name: {key: summary([r[key] for r in rs]) for key in rs[0]}
                 for name, rs in runs.items()}
     finally:

@@ -61,12 +61,30 @@ def render(r):
     ip = r.get("iperf3_gbps")
     if ip:
         lines.append(f"| shotstream -> C++ client / iperf3 loopback TCP | "
-                     f"{ratio(r['cpp_ieee_gbps'], ip):.2f}x | >= 0.7x (issue 5) |")
+                     f"{ratio(r['cpp_ieee_gbps'], ip):.2f}x | >= 0.7x (issue 5), >= 0.75x (issue 51) |")
     ga = r.get("grpc_alone")
     if ga:
         lines.append(f"| shotstream -> C++ client / gRPC alone (in-memory server -> dropping "
                      f"client, same channel arguments) | "
-                     f"{ratio(ga['shotstream']['gbps'], ga['grpc_alone']['gbps']):.2f}x | |")
+                     f"{ratio(ga['shotstream']['gbps'], ga['grpc_alone']['gbps']):.2f}x | "
+                     f">= 0.9x (issue 51) |")
+        if "ceiling_to_copy" in ga:  # both servers to the same client
+            lines.append(
+                f"| server CPU per byte: shotstream_server / `grpc_ceiling serve`, both to "
+                f"`grpc_ceiling receive --copy` | "
+                f"{ratio(ga['server_to_copy']['server_ns'], ga['ceiling_to_copy']['server_ns']):.2f}x"
+                f" | <= 1.15x (issue 51) |")
+        else:
+            lines.append(
+                f"| server CPU per byte: shotstream_server / gRPC alone's server | "
+                f"{ratio(ga['shotstream']['server_ns'], ga['grpc_alone']['server_ns']):.2f}x"
+                f" | <= 1.15x (issue 51) |")
+        if "ceiling_to_copy" in ga and "client_ns" in ga["shotstream"]:
+            lines.append(
+                f"| client CPU per byte: `shotstream bench` / `grpc_ceiling receive --copy` "
+                f"(same server) | "
+                f"{ratio(ga['ceiling_to_client']['client_ns'], ga['ceiling_to_copy']['client_ns']):.2f}x"
+                f" | <= 1.1x (issue 51) |")
     lines += [
         f"| shotstream -> C++ client / Python grpcio+segyio server -> C++ client | "
         f"{ratio(r['cpp_ieee_gbps'], r['baseline_cpp_gbps']):.2f}x | >= 4x (issue 5) |",
@@ -163,18 +181,25 @@ def render(r):
                   "as a slice over it for every shot asked (no file, no decode, no copy); "
                   "`grpc_ceiling receive` drops every message, or with `--copy` copies the "
                   "samples out with their CRC-32 checked as the client library does. Both use "
-                  "shotstream's channel arguments. Server CPU from /proc.", "",
-                  "| server -> client | throughput | server CPU per byte |",
-                  "| --- | --- | --- |"]
+                  "shotstream's channel arguments. Server CPU from /proc; client CPU from "
+                  "rusage (the whole process, its start included).", "",
+                  "| server -> client | throughput | server CPU per byte | client CPU per byte |",
+                  "| --- | --- | --- | --- |"]
         for key, label in (("grpc_alone", "grpc_ceiling serve -> grpc_ceiling receive (gRPC "
                                           "alone)"),
+                           ("ceiling_to_copy", "grpc_ceiling serve -> grpc_ceiling receive "
+                                               "--copy (the client's copy and CRC-32 alone)"),
                            ("ceiling_to_client", "grpc_ceiling serve -> `shotstream bench` "
                                                  "(our client's cost)"),
                            ("server_to_copy", "shotstream_server -> grpc_ceiling receive "
                                               "--copy (our server's cost)"),
                            ("shotstream", "shotstream_server -> `shotstream bench`")):
+            if key not in ga:
+                continue
+            client = ga[key].get("client_ns")
             lines.append(f"| {label} | {fmt(ga[key]['gbps'])} | "
-                         f"{fmt(ga[key]['server_ns'], 'ns', 1.0, 3)} |")
+                         f"{fmt(ga[key]['server_ns'], 'ns', 1.0, 3)} | "
+                         f"{fmt(client, 'ns', 1.0, 3) if client else '-'} |")
     st = r.get("settings")
     if st:
         lines += ["", "### What each setting buys (pairs of runs alternated)", "",
