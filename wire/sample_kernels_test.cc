@@ -74,6 +74,35 @@ TEST_P(KernelsTest, PeakBitsSeesNanAndInfinityAnywhere) {
   EXPECT_EQ(FromBits(PeakBits(tiny.data(), tiny.size())), denormal);
 }
 
+// Into a destination at any float's offset (the AVX2 path streams from its first 32-byte
+// boundary): every sample written, nothing around it.
+TEST_P(KernelsTest, Int16ToFloatWritesExactlyItsSamplesAtAnyOffset) {
+  for (size_t n : kLengths) {
+    std::vector<uint8_t> q(2 * n);
+    for (size_t i = 0; i < n; ++i) {
+      const int16_t v = static_cast<int16_t>(i * 37 % 65536 - 32768);
+      std::memcpy(q.data() + 2 * i, &v, 2);
+    }
+    for (size_t offset = 0; offset <= 36; offset += 4) {  // bytes past a 64-byte boundary
+      alignas(64) static uint8_t out[4 * 1001 + 128];
+      std::memset(out, 0xCD, sizeof(out));
+      Int16ToFloat(q.data(), n, 0.5f, reinterpret_cast<float*>(out + offset));
+      for (size_t i = 0; i < n; ++i) {
+        int16_t v;
+        std::memcpy(&v, q.data() + 2 * i, 2);
+        float got;
+        std::memcpy(&got, out + offset + 4 * i, 4);
+        ASSERT_EQ(got, v * 0.5f) << n << " " << offset << " " << i;
+      }
+      for (size_t b = 0; b < sizeof(out); ++b) {
+        if (b < offset || b >= offset + 4 * n) {
+          ASSERT_EQ(out[b], 0xCD) << n << " " << offset << " " << b;
+        }
+      }
+    }
+  }
+}
+
 TEST_P(KernelsTest, Int16RoundsToNearestEvenAndClamps) {
   for (size_t n : kLengths) {
     auto v = Noise(n, 1000, 3);
