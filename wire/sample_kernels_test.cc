@@ -74,25 +74,36 @@ TEST_P(KernelsTest, PeakBitsSeesNanAndInfinityAnywhere) {
   EXPECT_EQ(FromBits(PeakBits(tiny.data(), tiny.size())), denormal);
 }
 
-// Into a destination at any float's offset (the AVX2 path streams from its first 32-byte
+// Into a destination at any float's offset (the AVX2 paths stream from its first 32-byte
 // boundary): every sample written, nothing around it.
-TEST_P(KernelsTest, Int16ToFloatWritesExactlyItsSamplesAtAnyOffset) {
+TEST_P(KernelsTest, DecodersWriteExactlyTheirSamplesAtAnyOffset) {
   for (size_t n : kLengths) {
     std::vector<uint8_t> q(2 * n);
     for (size_t i = 0; i < n; ++i) {
       const int16_t v = static_cast<int16_t>(i * 37 % 65536 - 32768);
       std::memcpy(q.data() + 2 * i, &v, 2);
     }
-    for (size_t offset = 0; offset <= 36; offset += 4) {  // bytes past a 64-byte boundary
+    for (int k = 0; k < 20; ++k) {  // each offset past a 64-byte boundary, each decoder
+      const size_t offset = 4 * (k / 2);
+      const bool dequantize = k % 2 == 1;
       alignas(64) static uint8_t out[4 * 1001 + 128];
       std::memset(out, 0xCD, sizeof(out));
-      Int16ToFloat(q.data(), n, 0.5f, reinterpret_cast<float*>(out + offset));
+      float* dst = reinterpret_cast<float*>(out + offset);
+      if (dequantize) {
+        Dequantize(q.data(), n, 2, 0.5f, dst);  // zigzag: z = 2|q| - (q < 0)
+      } else {
+        Int16ToFloat(q.data(), n, 0.5f, dst);
+      }
       for (size_t i = 0; i < n; ++i) {
         int16_t v;
         std::memcpy(&v, q.data() + 2 * i, 2);
+        const uint32_t z = static_cast<uint16_t>(v);
+        const float want = dequantize ? static_cast<float>(static_cast<int32_t>(z >> 1) ^
+                                                           -static_cast<int32_t>(z & 1)) * 0.5f
+                                      : v * 0.5f;
         float got;
         std::memcpy(&got, out + offset + 4 * i, 4);
-        ASSERT_EQ(got, v * 0.5f) << n << " " << offset << " " << i;
+        ASSERT_EQ(got, want) << n << " " << offset << " " << i << " " << dequantize;
       }
       for (size_t b = 0; b < sizeof(out); ++b) {
         if (b < offset || b >= offset + 4 * n) {
