@@ -137,7 +137,6 @@ template <bool kSwap>
 uint32_t Dispatch(uint32_t crc, const uint8_t* src, size_t size, uint8_t* dst) {
   return TwoPass<kSwap>(crc, src, size, dst);
 }
-bool CpuHasPclmul() { return false; }
 #endif
 
 }  // namespace
@@ -149,8 +148,6 @@ uint32_t CopyCrc32(uint32_t crc, const uint8_t* src, size_t size, uint8_t* dst) 
 uint32_t SwapCopyCrc32(uint32_t crc, const uint8_t* src, size_t size, uint8_t* dst) {
   return Dispatch<true>(crc, src, size, dst);
 }
-
-bool CopyCrc32IsFused() { return CpuHasPclmul(); }
 
 namespace crc32_copy_internal {
 uint32_t TwoPassCopyCrc32(uint32_t crc, const uint8_t* src, size_t size, uint8_t* dst) {

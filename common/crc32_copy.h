@@ -26,9 +26,6 @@ uint32_t CopyCrc32(uint32_t crc, const uint8_t* src, size_t size, uint8_t* dst);
 // or int32 to little-endian); the CRC-32 is of `src` as it is. REQUIRES: size % 4 == 0.
 uint32_t SwapCopyCrc32(uint32_t crc, const uint8_t* src, size_t size, uint8_t* dst);
 
-// Whether the one-pass kernel runs on this CPU (else a CRC-32 and a copy, piece by piece).
-bool CopyCrc32IsFused();
-
 namespace crc32_copy_internal {  // the fallback, for tests on CPUs that have the kernel
 uint32_t TwoPassCopyCrc32(uint32_t crc, const uint8_t* src, size_t size, uint8_t* dst);
 uint32_t TwoPassSwapCopyCrc32(uint32_t crc, const uint8_t* src, size_t size, uint8_t* dst);

@@ -135,8 +135,7 @@ absl::Status ReceivedChunk::Parse(grpc::ByteBuffer* bb) {
   samples_size_ = 0;
   if (!bb->Dump(&slices_).ok()) return Malformed("cannot read the message");
   Cursor c(slices_);
-  std::string& meta_bytes = meta_bytes_;  // kept: its capacity serves the next chunk
-  meta_bytes.clear();
+  meta_bytes_.clear();  // kept: its capacity serves the next chunk
   while (!c.done()) {
     uint64_t tag;
     if (!c.Varint(&tag)) return Malformed("truncated tag");
@@ -151,32 +150,32 @@ absl::Status ReceivedChunk::Parse(grpc::ByteBuffer* bb) {
       continue;
     }
     // Any other field: its bytes go to protobuf as they are.
-    AppendVarint(tag, &meta_bytes);
+    AppendVarint(tag, &meta_bytes_);
     switch (wire) {
       case 0: {
         uint64_t v;
         if (!c.Varint(&v)) return Malformed("truncated varint");
-        AppendVarint(v, &meta_bytes);
+        AppendVarint(v, &meta_bytes_);
         break;
       }
       case 1:
-        if (!c.Skip(8, &meta_bytes)) return Malformed("truncated fixed64");
+        if (!c.Skip(8, &meta_bytes_)) return Malformed("truncated fixed64");
         break;
       case 5:
-        if (!c.Skip(4, &meta_bytes)) return Malformed("truncated fixed32");
+        if (!c.Skip(4, &meta_bytes_)) return Malformed("truncated fixed32");
         break;
       case 2: {
         uint64_t len;
         if (!c.Varint(&len)) return Malformed("truncated length");
-        AppendVarint(len, &meta_bytes);
-        if (!c.Skip(len, &meta_bytes)) return Malformed("field past the end");
+        AppendVarint(len, &meta_bytes_);
+        if (!c.Skip(len, &meta_bytes_)) return Malformed("field past the end");
         break;
       }
       default:
         return Malformed("unknown wire type");
     }
   }
-  if (!meta_.ParseFromString(meta_bytes)) return Malformed("metadata does not parse");
+  if (!meta_.ParseFromString(meta_bytes_)) return Malformed("metadata does not parse");
   return absl::OkStatus();
 }
 
@@ -227,7 +226,10 @@ uint32_t ReceivedChunk::CopySamples(uint8_t* dst, uint32_t crc) const {
       p += take;
       n -= take;
       if (carried < 4) continue;
-      SwapCopyCrc32(0, carry, 4, dst);
+      uint32_t word;  // its bytes are in the CRC-32 already: swapped into place alone
+      std::memcpy(&word, carry, 4);
+      word = __builtin_bswap32(word);
+      std::memcpy(dst, &word, 4);
       dst += 4;
       carried = 0;
     }

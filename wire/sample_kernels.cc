@@ -166,10 +166,16 @@ SS_AVX2 void ScaleToInt16Avx2(const float* x, size_t n, float inv, uint8_t* dst)
 // The float32 samples are written past the cache (streaming stores, from dst's first
 // 32-byte boundary): they are twice the bytes read, go to a shot's buffer that this core
 // does not read again soon, and a store through the cache would first read each line.
+// How many of n floats at dst come before its first 32-byte boundary (written by the
+// portable loop, so that the streaming stores after them are aligned).
+size_t FloatsBefore32ByteBoundary(const float* dst, size_t n) {
+  const size_t misaligned = reinterpret_cast<uintptr_t>(dst) % 32;  // a multiple of 4
+  return std::min(n, (32 - misaligned) % 32 / 4);
+}
+
 SS_AVX2 void Int16ToFloatAvx2(const uint8_t* q, size_t n, float scale, float* dst) {
   const __m256 vscale = _mm256_set1_ps(scale);
-  const size_t misaligned = reinterpret_cast<uintptr_t>(dst) % 32;  // a multiple of 4
-  size_t i = std::min(n, misaligned == 0 ? size_t{0} : (32 - misaligned) / 4);
+  size_t i = FloatsBefore32ByteBoundary(dst, n);
   Int16ToFloatFrom(q, 0, i, scale, dst);
   for (; i + 16 <= n; i += 16) {
     const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q + 2 * i));
@@ -221,8 +227,7 @@ SS_AVX2 void QuantizeAvx2(const float* x, size_t n, float inv, int width, uint8_
 SS_AVX2 void DequantizeAvx2(const uint8_t* z, size_t n, int width, float step, float* dst) {
   const __m256 vstep = _mm256_set1_ps(step);
   const __m256i one = _mm256_set1_epi32(1);
-  const size_t misaligned = reinterpret_cast<uintptr_t>(dst) % 32;  // a multiple of 4
-  size_t i = std::min(n, misaligned == 0 ? size_t{0} : (32 - misaligned) / 4);
+  size_t i = FloatsBefore32ByteBoundary(dst, n);
   DequantizeFrom(z, 0, i, width, step, dst);
   for (; i + 8 <= n; i += 8) {
     __m256i v;
