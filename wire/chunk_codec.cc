@@ -5,6 +5,7 @@
 #include <cstring>
 #include <vector>
 
+#include "grpc/slice.h"
 #include "common/crc32.h"
 #include "common/crc32_copy.h"
 
@@ -102,15 +103,31 @@ grpc::ByteBuffer EncodeShotChunk(const v1::ShotChunk& meta, SampleBuffer samples
 
 namespace {
 
-// What a chunk's stored slices hold: the memory's owner, released with the last slice.
+// What a chunk's stored slices hold: the memory's owner, released with the last run.
 struct SliceKeeper {
   std::shared_ptr<const void> keep;
-  std::atomic<size_t> slices;
+  std::atomic<size_t> runs;
   static void Release(void* p) {
     auto* k = static_cast<SliceKeeper*>(p);
-    if (k->slices.fetch_sub(1, std::memory_order_acq_rel) == 1) delete k;
+    if (k->runs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete k;
   }
 };
+
+// Traces at most this far past the previous one's end (a SEG-Y trace header is 240
+// bytes) share that one's run: one reference count for the run, none allocated a trace.
+constexpr size_t kMaxRunGap = 64 << 10;
+
+// Where the run that starts at traces[first] ends (one past its last trace).
+size_t RunEnd(absl::Span<const uint8_t* const> traces, size_t first, size_t trace_bytes) {
+  size_t last = first;
+  while (last + 1 < traces.size()) {
+    const uint8_t* end = traces[last] + trace_bytes;
+    const uint8_t* next = traces[last + 1];
+    if (next < end || static_cast<size_t>(next - end) > kMaxRunGap) break;
+    ++last;
+  }
+  return last + 1;
+}
 
 }  // namespace
 
@@ -120,11 +137,29 @@ grpc::ByteBuffer EncodeStoredChunk(const v1::ShotChunk& meta,
   std::vector<grpc::Slice> slices;
   slices.reserve(traces.size() + 1);
   slices.emplace_back(Prefix(meta, uint64_t{trace_bytes} * traces.size()));
-  if (!traces.empty()) {
-    auto* keeper = new SliceKeeper{std::move(keep), {traces.size()}};
-    for (const uint8_t* t : traces) {
-      slices.emplace_back(const_cast<uint8_t*>(t), trace_bytes, &SliceKeeper::Release, keeper);
+  if (traces.empty()) return grpc::ByteBuffer(slices.data(), slices.size());
+  // Runs of traces in address order, each one slice's memory with one reference count
+  // (gRPC's, freed through SliceKeeper::Release); each trace is a sub-slice of its run,
+  // which adds a reference and never reads the bytes (they may be read only under the
+  // file's guard, before this).
+  std::vector<size_t> run_ends;
+  for (size_t first = 0; first < traces.size(); first = run_ends.back()) {
+    run_ends.push_back(RunEnd(traces, first, trace_bytes));
+  }
+  auto* keeper = new SliceKeeper{std::move(keep), {run_ends.size()}};
+  size_t first = 0;
+  for (size_t end : run_ends) {
+    const uint8_t* base = traces[first];
+    const size_t run_bytes = static_cast<size_t>(traces[end - 1] - base) + trace_bytes;
+    grpc_slice run = grpc_slice_new_with_user_data(const_cast<uint8_t*>(base), run_bytes,
+                                                   &SliceKeeper::Release, keeper);
+    for (size_t i = first; i < end; ++i) {
+      const size_t at = static_cast<size_t>(traces[i] - base);
+      grpc_slice trace = grpc_slice_sub_no_ref(run, at, at + trace_bytes);
+      slices.emplace_back(grpc_slice_ref(trace), grpc::Slice::STEAL_REF);
     }
+    grpc_slice_unref(run);  // the sub-slices hold the run from here
+    first = end;
   }
   return grpc::ByteBuffer(slices.data(), slices.size());
 }

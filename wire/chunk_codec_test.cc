@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "grpc/slice.h"
 #include "gtest/gtest.h"
 
 namespace shotstream::wire {
@@ -96,6 +97,64 @@ TEST(ChunkDecodeTest, ReadsWhatTheServerEncodesAndWhatProtobufSerializes) {
 // Big-endian IEEE samples sent as stored (one slice per trace over file bytes) are
 // swapped in the copy, also where the receiver's slices split a sample, and their CRC-32
 // is that of the bytes as sent.
+// Traces as a SEG-Y file holds them (a 240-byte header before each), some of them asked
+// for out of file order: the samples go out in the order asked, each a slice over the
+// stored bytes; traces that follow one another in memory share one reference count (no
+// allocation a trace), and the memory's owner lives until the last slice goes.
+TEST(ChunkEncodeTest, StoredTracesInRunsShareOneReferenceCount) {
+  constexpr size_t kHeader = 240, kTraceBytes = 400, kTraces = 121;
+  std::string file(kTraces * (kHeader + kTraceBytes), '\0');
+  for (size_t i = 0; i < file.size(); ++i) file[i] = static_cast<char>(i * 7 + i / 251);
+  auto at = [&](size_t t) {
+    return reinterpret_cast<const uint8_t*>(file.data()) + t * (kHeader + kTraceBytes) + kHeader;
+  };
+  // Runs: 0-3; 2, 5, 6, 8 (2 lies behind 3's end; the gaps after it are under 64 KiB);
+  // 120 (over 64 KiB past 8); 4.
+  const std::vector<size_t> order = {0, 1, 2, 3, 2, 5, 6, 8, 120, 4};
+  std::vector<const uint8_t*> traces;
+  std::string want;
+  for (size_t t : order) {
+    traces.push_back(at(t));
+    want.append(reinterpret_cast<const char*>(at(t)), kTraceBytes);
+  }
+  auto owner = std::make_shared<int>(0);
+  std::weak_ptr<int> watch = owner;
+  v1::ShotChunk meta;
+  meta.set_shot_id(11);
+  auto sent = std::make_unique<grpc::ByteBuffer>(
+      EncodeStoredChunk(meta, traces, kTraceBytes, std::move(owner)));
+  std::vector<grpc::Slice> parts;
+  ASSERT_TRUE(sent->Dump(&parts).ok());
+  sent.reset();
+  ASSERT_EQ(parts.size(), order.size() + 1);
+  for (size_t i = 0; i < order.size(); ++i) {
+    EXPECT_EQ(parts[i + 1].begin(), at(order[i])) << i;  // not copied
+    EXPECT_EQ(parts[i + 1].size(), kTraceBytes) << i;
+  }
+  auto refcount = [&](size_t i) {  // the C slice's reference count, as gRPC keeps it
+    grpc_slice c = parts[i + 1].c_slice();  // a reference of its own
+    grpc_slice_unref(c);
+    return c.refcount;
+  };
+  for (size_t i : {1, 2, 3}) EXPECT_EQ(refcount(i), refcount(0)) << i;
+  EXPECT_NE(refcount(4), refcount(3));  // trace 2 again lies behind trace 3's end
+  for (size_t i : {5, 6, 7}) EXPECT_EQ(refcount(i), refcount(4)) << i;  // gaps of a trace
+  EXPECT_NE(refcount(8), refcount(7));  // trace 120: 70 KiB past trace 8
+  EXPECT_NE(refcount(9), refcount(8));  // trace 4 lies behind it
+  v1::ShotChunk parsed;
+  std::string bytes;
+  for (const grpc::Slice& p : parts) bytes.append(reinterpret_cast<const char*>(p.begin()), p.size());
+  ASSERT_TRUE(parsed.ParseFromString(bytes));
+  EXPECT_EQ(parsed.shot_id(), 11u);
+  EXPECT_EQ(parsed.samples(), want);
+  // Released run by run; the owner goes with the last.
+  for (size_t keep = parts.size(); keep-- > 1;) {
+    EXPECT_FALSE(watch.expired()) << keep;
+    parts.pop_back();
+  }
+  EXPECT_TRUE(watch.expired());
+}
+
 TEST(ChunkDecodeTest, BigEndianSamplesAreSwappedAcrossAnySliceSplit) {
   constexpr int kTraces = 5, kSamples = 40001;  // odd: pieces and slices fall mid-sample
   std::vector<float> want(kTraces * kSamples);
