@@ -120,6 +120,24 @@ class CppClientTest(unittest.TestCase):
         finally:
             srv.terminate()
             srv.wait()
+        # Shots from distinct buffers (as many as a dataset's, so that they come from
+        # memory, not the cache): each verified against its own CRC-32.
+        srv = subprocess.Popen([tool, "serve", "--listen=127.0.0.1:0", "--n_traces=30",
+                                "--n_samples=1001", "--shots_in_memory=3"],
+                               stdout=subprocess.PIPE, text=True)
+        try:
+            target = srv.stdout.readline().split()[-1]
+            bench = harness.cli("bench", f"--target={target}", "--dataset=any",
+                                "--shots=1,2,3,4,9,5", "--max_chunk_bytes=50000")
+            r = json.loads(bench.stdout.strip().splitlines()[-1])
+            self.assertEqual(r["checksums_verified"], 6)
+            out = subprocess.run([tool, "receive", f"--target={target}", "--shots=7", "--copy"],
+                                 capture_output=True, text=True, timeout=60, check=True)
+            self.assertEqual(json.loads(out.stdout.strip().splitlines()[-1])["bytes"],
+                             7 * 30 * 1001 * 4)
+        finally:
+            srv.terminate()
+            srv.wait()
 
 
 if __name__ == "__main__":

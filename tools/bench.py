@@ -161,7 +161,9 @@ def settings_ab(ieee_dir, ids, reps):
 
 def grpc_alone(server, ids, reps, traces, samples):
     """Where the time goes, against gRPC alone: `grpc_ceiling serve` (one shot in memory,
-    sent as a slice over it: no file, no decode, no copy) and `grpc_ceiling receive`
+    sent as a slice over it: no file, no decode, no copy; and a second one holding as many
+    distinct shots as the dataset, whose bytes come from memory as the server's page cache
+    gives them, not from the CPU's cache) and `grpc_ceiling receive`
     (drops every message; with --copy, copies the samples out with their CRC-32 as the
     client does), crossed with the shotstream server and `shotstream bench`. Runs
     alternated; the servers' CPU per byte from /proc, the clients' from rusage (the
@@ -169,8 +171,12 @@ def grpc_alone(server, ids, reps, traces, samples):
     tool = harness.runfile("grpc_ceiling")
     ceiling = subprocess.Popen([tool, "serve", "--listen=127.0.0.1:0", f"--n_traces={traces}",
                                 f"--n_samples={samples}"], stdout=subprocess.PIPE, text=True)
+    memory = subprocess.Popen([tool, "serve", "--listen=127.0.0.1:0", f"--n_traces={traces}",
+                               f"--n_samples={samples}", f"--shots_in_memory={len(ids)}"],
+                              stdout=subprocess.PIPE, text=True)
     try:
         target = ceiling.stdout.readline().split()[-1]
+        memory_target = memory.stdout.readline().split()[-1]
         shots = ",".join(str(i) for i in ids)
         passes = [f"--repeat={CPP_PASSES}", f"--warmup_shots={WARM_SHOTS}"]
 
@@ -182,6 +188,8 @@ def grpc_alone(server, ids, reps, traces, samples):
 
         cases = (("grpc_alone", ceiling.pid, lambda: receive(target)),
                  ("ceiling_to_copy", ceiling.pid, lambda: receive(target, "--copy")),
+                 ("memory_alone", memory.pid, lambda: receive(memory_target)),
+                 ("memory_to_copy", memory.pid, lambda: receive(memory_target, "--copy")),
                  ("ceiling_to_client", ceiling.pid,
                   lambda: cpp_bench(target, "ieee", shots=shots, repeat=CPP_PASSES,
                                     warmup_shots=WARM_SHOTS)),
@@ -205,8 +213,9 @@ def grpc_alone(server, ids, reps, traces, samples):
         return {name: {key: summary([r[key] for r in rs]) for key in rs[0]}
                 for name, rs in runs.items()}
     finally:
-        ceiling.terminate()
-        ceiling.wait()
+        for p in (ceiling, memory):
+            p.terminate()
+            p.wait()
 
 
 warm_page_cache = harness.warm_page_cache

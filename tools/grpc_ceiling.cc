@@ -1,10 +1,12 @@
 // grpc_ceiling: what gRPC itself moves on this machine with shotstream's channel
 // arguments, so that the benchmark can say which share of the time is ours.
 //
-//   grpc_ceiling serve --listen=127.0.0.1:0 [--n_traces=480 --n_samples=4000]
-//     Serves ShotStream.StreamShots from memory: every requested shot is the same samples
-//     buffer, sent as a slice over it (no file, no decode, no copy), its CRC-32 computed
-//     once at start-up. Messages are real ShotChunks (chunked as the request asks, 1 MiB
+//   grpc_ceiling serve --listen=127.0.0.1:0 [--n_traces=480 --n_samples=4000 --shots_in_memory=1]
+//     Serves ShotStream.StreamShots from memory: shot id k is samples buffer
+//     (k - 1) mod --shots_in_memory, sent as a slice over it (no file, no decode, no copy),
+//     its CRC-32 computed once at start-up. With one buffer (the default) a shot of a few
+//     MB stays in the CPU's last-level cache; with as many as the dataset's shots the
+//     bytes come from memory, as a server's page cache gives them. Messages are real ShotChunks (chunked as the request asks, 1 MiB
 //     by default like shotstream_server), so `shotstream bench --shots=1,2,...` streams
 //     from it and verifies every checksum. Prints "grpc_ceiling listening on HOST:PORT".
 //
@@ -13,6 +15,7 @@
 //     the client side of gRPC alone. With --copy, each chunk's samples are copied into one
 //     reused buffer with their CRC-32 checked, as the client library does. Prints a JSON
 //     line with "gbps" like `shotstream bench`.
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -36,6 +39,7 @@
 ABSL_FLAG(std::string, listen, "127.0.0.1:0", "serve: address to listen on");
 ABSL_FLAG(int, n_traces, 480, "serve: traces per shot");
 ABSL_FLAG(int, n_samples, 4000, "serve: samples per trace");
+ABSL_FLAG(int, shots_in_memory, 1, "serve: distinct shots held (shot id k gets (k-1) mod N)");
 ABSL_FLAG(std::string, target, "", "receive: HOST:PORT");
 ABSL_FLAG(std::string, dataset, "ceiling", "receive: dataset to ask for (serve answers any)");
 ABSL_FLAG(int, shots, 40, "receive: shots 1..N per pass");
@@ -49,7 +53,7 @@ using shotstream::v1::ShotChunk;
 using shotstream::v1::ShotStream;
 using shotstream::v1::StreamShotsRequest;
 
-// The one shot every request gets. Immutable after construction; shared by all streams.
+// A shot served from memory. Immutable after construction; shared by all streams.
 struct SyntheticShot {
   uint32_t n_traces = 0, n_samples = 0;
   std::vector<float> samples;
@@ -59,9 +63,9 @@ struct SyntheticShot {
 // Writes the requested shots one message at a time, each from OnWriteDone.
 class CeilingReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  public:
-  CeilingReactor(const SyntheticShot* shot, StreamShotsRequest request)
-      : shot_(shot), request_(std::move(request)) {
-    const uint64_t trace_bytes = uint64_t{shot_->n_samples} * sizeof(float);
+  CeilingReactor(const std::vector<SyntheticShot>* shots, StreamShotsRequest request)
+      : shots_(shots), request_(std::move(request)) {
+    const uint64_t trace_bytes = uint64_t{shots_->front().n_samples} * sizeof(float);
     const uint64_t asked = request_.selection().max_chunk_bytes();
     const uint64_t limit = asked > 0 ? asked : 1 << 20;
     chunk_bytes_ = std::max<uint64_t>(1, limit / trace_bytes) * trace_bytes;
@@ -82,30 +86,34 @@ class CeilingReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
       Finish(grpc::Status::OK);
       return;
     }
-    const uint64_t total = shot_->samples.size() * sizeof(float);
+    const int64_t id = request_.shot_ids(static_cast<int>(index_));
+    const int64_t n_shots = static_cast<int64_t>(shots_->size());
+    const SyntheticShot* shot =
+        &(*shots_)[static_cast<size_t>(((id - 1) % n_shots + n_shots) % n_shots)];
+    const uint64_t total = shot->samples.size() * sizeof(float);
     const uint64_t n = std::min(chunk_bytes_, total - offset_);
     ShotChunk meta;
     meta.set_index(static_cast<uint32_t>(index_));
-    meta.set_shot_id(request_.shot_ids(static_cast<int>(index_)));
-    meta.set_n_traces(shot_->n_traces);
-    meta.set_n_samples(shot_->n_samples);
+    meta.set_shot_id(id);
+    meta.set_n_traces(shot->n_traces);
+    meta.set_n_samples(shot->n_samples);
     meta.set_sample_interval_us(4000);
     meta.set_offset(offset_);
     meta.set_total_bytes(total);
     const bool last = offset_ + n == total;
     if (last) {
       meta.set_last(true);
-      meta.set_crc32(shot_->crc32);
+      meta.set_crc32(shot->crc32);
     }
     // One slice over the shot's bytes, as the server sends a stored trace.
-    const uint8_t* base = reinterpret_cast<const uint8_t*>(shot_->samples.data()) + offset_;
+    const uint8_t* base = reinterpret_cast<const uint8_t*>(shot->samples.data()) + offset_;
     msg_ = shotstream::wire::EncodeStoredChunk(meta, {&base, 1}, n, nullptr);
     offset_ = last ? 0 : offset_ + n;
     index_ += last;
     StartWrite(&msg_);
   }
 
-  const SyntheticShot* const shot_;
+  const std::vector<SyntheticShot>* const shots_;
   const StreamShotsRequest request_;
   uint64_t chunk_bytes_ = 0;
   size_t index_ = 0;     // request position of the shot being sent
@@ -116,7 +124,7 @@ class CeilingReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
 class CeilingService final
     : public ShotStream::WithRawCallbackMethod_StreamShots<ShotStream::CallbackService> {
  public:
-  explicit CeilingService(const SyntheticShot* shot) : shot_(shot) {}
+  explicit CeilingService(const std::vector<SyntheticShot>* shots) : shots_(shots) {}
   grpc::ServerWriteReactor<grpc::ByteBuffer>* StreamShots(
       grpc::CallbackServerContext*, const grpc::ByteBuffer* raw_request) override {
     std::vector<grpc::Slice> slices;
@@ -126,22 +134,27 @@ class CeilingService final
     }
     StreamShotsRequest request;
     request.ParseFromString(bytes);
-    return new CeilingReactor(shot_, std::move(request));
+    return new CeilingReactor(shots_, std::move(request));
   }
 
  private:
-  const SyntheticShot* const shot_;
+  const std::vector<SyntheticShot>* const shots_;
 };
 
 int Serve() {
-  SyntheticShot shot;
-  shot.n_traces = absl::GetFlag(FLAGS_n_traces);
-  shot.n_samples = absl::GetFlag(FLAGS_n_samples);
-  shot.samples.resize(size_t{shot.n_traces} * shot.n_samples);
-  for (size_t i = 0; i < shot.samples.size(); ++i) shot.samples[i] = static_cast<float>(i % 1000);
-  shot.crc32 = shotstream::Crc32(0, reinterpret_cast<const uint8_t*>(shot.samples.data()),
-                                 shot.samples.size() * sizeof(float));
-  CeilingService service(&shot);
+  std::vector<SyntheticShot> shots(std::max(1, absl::GetFlag(FLAGS_shots_in_memory)));
+  for (size_t s = 0; s < shots.size(); ++s) {
+    SyntheticShot& shot = shots[s];
+    shot.n_traces = absl::GetFlag(FLAGS_n_traces);
+    shot.n_samples = absl::GetFlag(FLAGS_n_samples);
+    shot.samples.resize(size_t{shot.n_traces} * shot.n_samples);
+    for (size_t i = 0; i < shot.samples.size(); ++i) {
+      shot.samples[i] = static_cast<float>((i + 7 * s) % 1000);
+    }
+    shot.crc32 = shotstream::Crc32(0, reinterpret_cast<const uint8_t*>(shot.samples.data()),
+                                   shot.samples.size() * sizeof(float));
+  }
+  CeilingService service(&shots);
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(absl::GetFlag(FLAGS_listen), grpc::InsecureServerCredentials(), &port);
