@@ -1,8 +1,8 @@
 // Codec speed (bytes of float32 per second, one core) and ratio on the benchmark's two
 // kinds of data: IEEE samples of 16-bit recordings (int16 values as float32, with at most
 // 16 significant bits) and full-precision noise; a memcpy of the shot as the ceiling; the
-// encodings' AVX2 and portable paths. c-blosc's settings against Zstd and LZ4 alone
-// (docs/encodings.md).
+// encodings' AVX2 and portable paths. c-blosc's settings against Zstd and LZ4 alone, and
+// its LZ4 levels 1, 5 and 9 both ways (docs/encodings.md).
 //   bazel run -c opt //wire:sample_encoding_benchmark
 #include <blosc.h>
 #include <lz4.h>
@@ -64,6 +64,20 @@ void BM_BloscDecode(benchmark::State& state) {
         kSamples, out.data()));
   }
   Report(state, v.size() * 4, b->size());
+}
+
+// c-blosc's decode of what BM_Blosc's bit shuffle and LZ4 at `level` wrote.
+void BM_BloscLevelDecode(benchmark::State& state, int level) {
+  const auto& v = Data(state.range(0));
+  const size_t raw = v.size() * 4;
+  std::vector<uint8_t> packed(raw + BLOSC_MAX_OVERHEAD);
+  const int size = blosc_compress_ctx(level, BLOSC_BITSHUFFLE, 4, raw, v.data(), packed.data(),
+                                      packed.size(), "lz4", 0, 1);
+  std::vector<float> out(v.size());
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(blosc_decompress_ctx(packed.data(), out.data(), raw, 1));
+  }
+  Report(state, raw, size);
 }
 
 void BM_Zstd(benchmark::State& state) {
@@ -143,6 +157,11 @@ void BM_CodecDecode(benchmark::State& state, shotstream::wire::Encoding e) {
 // Arg 1: 16 significant bits (data b); 0: full-precision noise (data c).
 BENCHMARK_CAPTURE(BM_Blosc, lz4_shuffle_5, "lz4", BLOSC_SHUFFLE, 5)->Arg(1)->Arg(0);
 BENCHMARK_CAPTURE(BM_Blosc, lz4_bitshuffle_5, "lz4", BLOSC_BITSHUFFLE, 5)->Arg(1)->Arg(0);
+BENCHMARK_CAPTURE(BM_Blosc, lz4_bitshuffle_1, "lz4", BLOSC_BITSHUFFLE, 1)->Arg(1)->Arg(0);
+BENCHMARK_CAPTURE(BM_Blosc, lz4_bitshuffle_9, "lz4", BLOSC_BITSHUFFLE, 9)->Arg(1)->Arg(0);
+BENCHMARK_CAPTURE(BM_BloscLevelDecode, lz4_bitshuffle_1, 1)->Arg(1)->Arg(0);
+BENCHMARK_CAPTURE(BM_BloscLevelDecode, lz4_bitshuffle_5, 5)->Arg(1)->Arg(0);
+BENCHMARK_CAPTURE(BM_BloscLevelDecode, lz4_bitshuffle_9, 9)->Arg(1)->Arg(0);
 BENCHMARK_CAPTURE(BM_Blosc, zstd_shuffle_1, "zstd", BLOSC_SHUFFLE, 1)->Arg(1)->Arg(0);
 BENCHMARK_CAPTURE(BM_Blosc, zstd_bitshuffle_1, "zstd", BLOSC_BITSHUFFLE, 1)->Arg(1)->Arg(0);
 BENCHMARK(BM_BloscDecode)->Arg(1)->Arg(0);
