@@ -121,10 +121,15 @@ class CppClientTest(unittest.TestCase):
             srv.terminate()
             srv.wait()
         # Shots from distinct buffers (as many as a dataset's, so that they come from
-        # memory, not the cache): each verified against its own CRC-32.
+        # memory, not the cache): each verified against its own CRC-32; and the same with
+        # the traces laid out as in a SEG-Y file, a slice a trace.
+        for gap in (0, 240):
+            self.check_shots_in_memory(tool, gap)
+
+    def check_shots_in_memory(self, tool, gap):
         srv = subprocess.Popen([tool, "serve", "--listen=127.0.0.1:0", "--n_traces=30",
-                                "--n_samples=1001", "--shots_in_memory=3"],
-                               stdout=subprocess.PIPE, text=True)
+                                "--n_samples=1001", "--shots_in_memory=3",
+                                f"--trace_gap={gap}"], stdout=subprocess.PIPE, text=True)
         try:
             target = srv.stdout.readline().split()[-1]
             bench = harness.cli("bench", f"--target={target}", "--dataset=any",

@@ -163,7 +163,9 @@ def grpc_alone(server, ids, reps, traces, samples):
     """Where the time goes, against gRPC alone: `grpc_ceiling serve` (one shot in memory,
     sent as a slice over it: no file, no decode, no copy; and a second one holding as many
     distinct shots as the dataset, whose bytes come from memory as the server's page cache
-    gives them, not from the CPU's cache) and `grpc_ceiling receive`
+    gives them, not from the CPU's cache; and a third whose traces lie as in a SEG-Y file,
+    a header's room before each, sent a slice a trace as the server sends them) and
+    `grpc_ceiling receive`
     (drops every message; with --copy, copies the samples out with their CRC-32 as the
     client does), crossed with the shotstream server and `shotstream bench`. Runs
     alternated; the servers' CPU per byte from /proc, the clients' from rusage (the
@@ -174,9 +176,13 @@ def grpc_alone(server, ids, reps, traces, samples):
     memory = subprocess.Popen([tool, "serve", "--listen=127.0.0.1:0", f"--n_traces={traces}",
                                f"--n_samples={samples}", f"--shots_in_memory={len(ids)}"],
                               stdout=subprocess.PIPE, text=True)
+    layout = subprocess.Popen([tool, "serve", "--listen=127.0.0.1:0", f"--n_traces={traces}",
+                               f"--n_samples={samples}", f"--shots_in_memory={len(ids)}",
+                               "--trace_gap=240"], stdout=subprocess.PIPE, text=True)
     try:
         target = ceiling.stdout.readline().split()[-1]
         memory_target = memory.stdout.readline().split()[-1]
+        layout_target = layout.stdout.readline().split()[-1]
         shots = ",".join(str(i) for i in ids)
         passes = [f"--repeat={CPP_PASSES}", f"--warmup_shots={WARM_SHOTS}"]
 
@@ -190,6 +196,7 @@ def grpc_alone(server, ids, reps, traces, samples):
                  ("ceiling_to_copy", ceiling.pid, lambda: receive(target, "--copy")),
                  ("memory_alone", memory.pid, lambda: receive(memory_target)),
                  ("memory_to_copy", memory.pid, lambda: receive(memory_target, "--copy")),
+                 ("layout_to_copy", layout.pid, lambda: receive(layout_target, "--copy")),
                  ("ceiling_to_client", ceiling.pid,
                   lambda: cpp_bench(target, "ieee", shots=shots, repeat=CPP_PASSES,
                                     warmup_shots=WARM_SHOTS)),
@@ -213,7 +220,7 @@ def grpc_alone(server, ids, reps, traces, samples):
         return {name: {key: summary([r[key] for r in rs]) for key in rs[0]}
                 for name, rs in runs.items()}
     finally:
-        for p in (ceiling, memory):
+        for p in (ceiling, memory, layout):
             p.terminate()
             p.wait()
 

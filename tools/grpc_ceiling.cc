@@ -1,12 +1,15 @@
 // grpc_ceiling: what gRPC itself moves on this machine with shotstream's channel
 // arguments, so that the benchmark can say which share of the time is ours.
 //
-//   grpc_ceiling serve --listen=127.0.0.1:0 [--n_traces=480 --n_samples=4000 --shots_in_memory=1]
+//   grpc_ceiling serve --listen=127.0.0.1:0 [--n_traces=480 --n_samples=4000 --shots_in_memory=1
+//                      --trace_gap=0]
 //     Serves ShotStream.StreamShots from memory: shot id k is samples buffer
 //     (k - 1) mod --shots_in_memory, sent as a slice over it (no file, no decode, no copy),
 //     its CRC-32 computed once at start-up. With one buffer (the default) a shot of a few
 //     MB stays in the CPU's last-level cache; with as many as the dataset's shots the
-//     bytes come from memory, as a server's page cache gives them. Messages are real ShotChunks (chunked as the request asks, 1 MiB
+//     bytes come from memory, as a server's page cache gives them. With --trace_gap=240 the
+//     traces lie as in a SEG-Y file (a header's room before each) and go out a slice a
+//     trace, as the server sends them: gRPC's cost for that layout, without our server. Messages are real ShotChunks (chunked as the request asks, 1 MiB
 //     by default like shotstream_server), so `shotstream bench --shots=1,2,...` streams
 //     from it and verifies every checksum. Prints "grpc_ceiling listening on HOST:PORT".
 //
@@ -19,6 +22,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <thread>
@@ -40,6 +44,9 @@ ABSL_FLAG(std::string, listen, "127.0.0.1:0", "serve: address to listen on");
 ABSL_FLAG(int, n_traces, 480, "serve: traces per shot");
 ABSL_FLAG(int, n_samples, 4000, "serve: samples per trace");
 ABSL_FLAG(int, shots_in_memory, 1, "serve: distinct shots held (shot id k gets (k-1) mod N)");
+ABSL_FLAG(int, trace_gap, 0,
+          "serve: bytes between traces in memory (240: as a SEG-Y file lays them out, each "
+          "trace then its own slice); 0: a shot's samples are one buffer, a slice a message");
 ABSL_FLAG(std::string, target, "", "receive: HOST:PORT");
 ABSL_FLAG(std::string, dataset, "ceiling", "receive: dataset to ask for (serve answers any)");
 ABSL_FLAG(int, shots, 40, "receive: shots 1..N per pass");
@@ -56,8 +63,11 @@ using shotstream::v1::StreamShotsRequest;
 // A shot served from memory. Immutable after construction; shared by all streams.
 struct SyntheticShot {
   uint32_t n_traces = 0, n_samples = 0;
-  std::vector<float> samples;
+  size_t gap = 0;              // bytes before each trace's samples
+  std::vector<uint8_t> bytes;  // trace i's samples at gap + i (gap + trace_bytes())
   uint32_t crc32 = 0;
+  size_t trace_bytes() const { return size_t{n_samples} * sizeof(float); }
+  const uint8_t* trace(size_t i) const { return bytes.data() + gap + i * (gap + trace_bytes()); }
 };
 
 // Writes the requested shots one message at a time, each from OnWriteDone.
@@ -90,7 +100,7 @@ class CeilingReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
     const int64_t n_shots = static_cast<int64_t>(shots_->size());
     const SyntheticShot* shot =
         &(*shots_)[static_cast<size_t>(((id - 1) % n_shots + n_shots) % n_shots)];
-    const uint64_t total = shot->samples.size() * sizeof(float);
+    const uint64_t total = uint64_t{shot->n_traces} * shot->trace_bytes();
     const uint64_t n = std::min(chunk_bytes_, total - offset_);
     ShotChunk meta;
     meta.set_index(static_cast<uint32_t>(index_));
@@ -105,9 +115,17 @@ class CeilingReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
       meta.set_last(true);
       meta.set_crc32(shot->crc32);
     }
-    // One slice over the shot's bytes, as the server sends a stored trace.
-    const uint8_t* base = reinterpret_cast<const uint8_t*>(shot->samples.data()) + offset_;
-    msg_ = shotstream::wire::EncodeStoredChunk(meta, {&base, 1}, n, nullptr);
+    if (shot->gap == 0) {  // one slice over the chunk's bytes
+      const uint8_t* base = shot->bytes.data() + offset_;
+      msg_ = shotstream::wire::EncodeStoredChunk(meta, {&base, 1}, n, nullptr);
+    } else {  // a slice a trace, as the server sends the traces of a file (chunks are whole traces)
+      const size_t first = offset_ / shot->trace_bytes();
+      traces_.clear();
+      for (size_t i = first; i < first + n / shot->trace_bytes(); ++i) {
+        traces_.push_back(shot->trace(i));
+      }
+      msg_ = shotstream::wire::EncodeStoredChunk(meta, traces_, shot->trace_bytes(), nullptr);
+    }
     offset_ = last ? 0 : offset_ + n;
     index_ += last;
     StartWrite(&msg_);
@@ -116,6 +134,7 @@ class CeilingReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   const std::vector<SyntheticShot>* const shots_;
   const StreamShotsRequest request_;
   uint64_t chunk_bytes_ = 0;
+  std::vector<const uint8_t*> traces_;  // the chunk's traces, with --trace_gap
   size_t index_ = 0;     // request position of the shot being sent
   uint64_t offset_ = 0;  // byte offset of the next chunk within it
   grpc::ByteBuffer msg_;
@@ -147,12 +166,16 @@ int Serve() {
     SyntheticShot& shot = shots[s];
     shot.n_traces = absl::GetFlag(FLAGS_n_traces);
     shot.n_samples = absl::GetFlag(FLAGS_n_samples);
-    shot.samples.resize(size_t{shot.n_traces} * shot.n_samples);
-    for (size_t i = 0; i < shot.samples.size(); ++i) {
-      shot.samples[i] = static_cast<float>((i + 7 * s) % 1000);
+    shot.gap = static_cast<size_t>(std::max(0, absl::GetFlag(FLAGS_trace_gap)));
+    shot.bytes.assign(shot.n_traces * (shot.gap + shot.trace_bytes()), 0);
+    for (size_t t = 0; t < shot.n_traces; ++t) {
+      float* samples = reinterpret_cast<float*>(const_cast<uint8_t*>(shot.trace(t)));
+      for (size_t i = 0; i < shot.n_samples; ++i) {
+        const float v = static_cast<float>((t * shot.n_samples + i + 7 * s) % 1000);
+        std::memcpy(samples + i, &v, sizeof v);  // (a gap leaves the samples unaligned)
+      }
+      shot.crc32 = shotstream::Crc32(shot.crc32, shot.trace(t), shot.trace_bytes());
     }
-    shot.crc32 = shotstream::Crc32(0, reinterpret_cast<const uint8_t*>(shot.samples.data()),
-                                   shot.samples.size() * sizeof(float));
   }
   CeilingService service(&shots);
   grpc::ServerBuilder builder;
