@@ -99,7 +99,8 @@ bool ParseRequest(grpc::ByteBuffer* bb, v1::JobRequest* request) {
 
 // Thread-safe: Pump runs from gRPC's reactions and the window's on_ready; turn_ makes one
 // of them the writer. One read is outstanding at a time (acks run one at a time); the
-// start runs on the disk executor while no read is outstanding.
+// start runs on the disk executor while no read is outstanding, and the reactor is
+// deleted only once it has returned (Begun).
 class JobReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
   JobReactor(JobStarter starter, JobRefusal refuse, stream::Executor* readers,
@@ -142,7 +143,14 @@ class JobReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::
             parsed ? "the first JobRequest of a StreamJob must be `start`, naming the job"
                    : "malformed JobRequest")));
       }
-      disk_->Submit([this, start = std::move(*request.mutable_start())] { Begin(start); });
+      {
+        absl::MutexLock lock(&mu_);
+        beginning_ = true;  // OnDone leaves the delete to Begin until it returns
+      }
+      disk_->Submit([this, start = std::move(*request.mutable_start())] {
+        Begin(start);
+        Begun();
+      });
       return;  // the next read starts once the job runs
     }
     if (!parsed || !request.has_progress()) {
@@ -179,12 +187,37 @@ class JobReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::
   }
 
   void OnDone() override {
+    {
+      absl::MutexLock lock(&mu_);
+      if (beginning_) {  // Begin still runs on the disk executor: Begun() ends the call
+        done_ = true;
+        return;
+      }
+    }
+    End();
+  }
+
+ private:
+  void End() {
     if (const auto w = window(); w != nullptr) w->Close();
     if (job_ != nullptr) job_->Leave(consumer_);  // what it held and had not done goes back
     delete this;
   }
 
- private:
+  // After Begin, on the disk executor. Until Begin has started the first read, no
+  // operation holds the call, and a window that ends at once (or a refusal, or the
+  // client's cancel) can make gRPC call OnDone while Begin still runs: the delete waits
+  // for it here.
+  void Begun() {
+    bool done;
+    {
+      absl::MutexLock lock(&mu_);
+      beginning_ = false;
+      done = done_;
+    }
+    if (done) End();
+  }
+
   // On the disk executor: the start through the gate and the job registry, then the window.
   void Begin(const v1::JobStart& start) {
     absl::StatusOr<JobStream> started = starter_(start);
@@ -253,6 +286,8 @@ class JobReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::
   WriteTurn turn_;
   absl::Mutex mu_;
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+  bool beginning_ ABSL_GUARDED_BY(mu_) = false;  // Begin is queued or running
+  bool done_ ABSL_GUARDED_BY(mu_) = false;       // OnDone came while it was
   grpc::ByteBuffer msg_;
   absl::Status end_ = absl::CancelledError("");
 };
