@@ -224,6 +224,37 @@ TEST(ClientTest, TwoConsumersOfAJobShareItsShotsOnceEachInTheEpochsOrder) {
   EXPECT_NE(refused.status().message().find("job 'fwi'"), absl::string_view::npos);
 }
 
+// Consumers that join a job whose shots are all done get none, and their streams end at
+// once: the server finishes them while their start is still running on its executor,
+// which must not end the call (and free it) before the start has returned.
+TEST(ClientTest, ConsumersOfAFinishedJobEndAtOnceAndCleanly) {
+  auto server = server::ShotStreamServer::Start(OneDataset("jf", "field_record"));
+  ASSERT_TRUE(server.ok()) << server.status();
+  ASSERT_TRUE((*server)->AwaitLoaded().has_value());
+  auto client = Client::Connect((*server)->address());
+  ASSERT_TRUE(client.ok()) << client.status();
+  const std::vector<int64_t> ids = {1, 2, 3, 4};
+  StreamOptions so;
+  so.queue_depth = 1;
+  Shot shot;
+  auto first = (*client)->StreamJob("jf", "done", ids, /*epoch=*/1, /*seed=*/3, so);
+  int n = 0;
+  for (;;) {
+    auto more = first->Next(&shot);
+    ASSERT_TRUE(more.ok()) << more.status();
+    if (!*more) break;
+    ++n;
+  }
+  ASSERT_EQ(n, 4);
+  first.reset();
+  for (int i = 0; i < 50; ++i) {
+    auto late = (*client)->StreamJob("jf", "done", ids, 1, 3, so);
+    auto more = late->Next(&shot);
+    ASSERT_TRUE(more.ok()) << i << ": " << more.status();
+    EXPECT_FALSE(*more) << i;
+  }
+}
+
 // A job asks for what a stream can: the same window, conditions, encoding and headers
 // give the same shots, sample for sample.
 TEST(ClientTest, AJobsShotsAreWhatAStreamWithTheSameSelectionGives) {

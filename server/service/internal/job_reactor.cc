@@ -204,10 +204,9 @@ class JobReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::
     delete this;
   }
 
-  // After Begin, on the disk executor. Until Begin has started the first read, no
-  // operation holds the call, and a window that ends at once (or a refusal, or the
-  // client's cancel) can make gRPC call OnDone while Begin still runs: the delete waits
-  // for it here.
+  // After Begin, on the disk executor. A refusal, or a window that ends at once and the
+  // read it fails, can make gRPC call OnDone while Begin still runs: the delete waits for
+  // it here.
   void Begun() {
     bool done;
     {
@@ -240,10 +239,13 @@ class JobReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::
       window_ = window;
       cancelled = cancelled_;
     }
+    // The read first: it holds the call until the stream ends. A Pump can finish the
+    // stream (a job with no shot left for this consumer ends at once), and after the
+    // Finish gRPC may end the call, which a read started then would find gone.
+    StartRead(&in_);
     if (cancelled) window->Stop(absl::CancelledError("cancelled by the client"));
     window->Start();
     Pump();
-    StartRead(&in_);
   }
 
   std::shared_ptr<stream::ShotWindow> window() {
