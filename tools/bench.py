@@ -171,18 +171,17 @@ def grpc_alone(server, ids, reps, traces, samples):
     alternated; the servers' CPU per byte from /proc, the clients' from rusage (the
     whole process, its start included)."""
     tool = harness.runfile("grpc_ceiling")
-    ceiling = subprocess.Popen([tool, "serve", "--listen=127.0.0.1:0", f"--n_traces={traces}",
-                                f"--n_samples={samples}"], stdout=subprocess.PIPE, text=True)
-    memory = subprocess.Popen([tool, "serve", "--listen=127.0.0.1:0", f"--n_traces={traces}",
-                               f"--n_samples={samples}", f"--shots_in_memory={len(ids)}"],
-                              stdout=subprocess.PIPE, text=True)
-    layout = subprocess.Popen([tool, "serve", "--listen=127.0.0.1:0", f"--n_traces={traces}",
-                               f"--n_samples={samples}", f"--shots_in_memory={len(ids)}",
-                               "--trace_gap=240"], stdout=subprocess.PIPE, text=True)
+
+    def serve(*extra):
+        return subprocess.Popen([tool, "serve", "--listen=127.0.0.1:0", f"--n_traces={traces}",
+                                 f"--n_samples={samples}"] + list(extra),
+                                stdout=subprocess.PIPE, text=True)
+
+    in_memory = f"--shots_in_memory={len(ids)}"
+    ceiling, memory, layout = serve(), serve(in_memory), serve(in_memory, "--trace_gap=240")
     try:
-        target = ceiling.stdout.readline().split()[-1]
-        memory_target = memory.stdout.readline().split()[-1]
-        layout_target = layout.stdout.readline().split()[-1]
+        target, memory_target, layout_target = (p.stdout.readline().split()[-1]
+                                                for p in (ceiling, memory, layout))
         shots = ",".join(str(i) for i in ids)
         passes = [f"--repeat={CPP_PASSES}", f"--warmup_shots={WARM_SHOTS}"]
 

@@ -1,15 +1,16 @@
 // grpc_ceiling: what gRPC itself moves on this machine with shotstream's channel
 // arguments, so that the benchmark can say which share of the time is ours.
 //
-//   grpc_ceiling serve --listen=127.0.0.1:0 [--n_traces=480 --n_samples=4000 --shots_in_memory=1
-//                      --trace_gap=0]
+//   grpc_ceiling serve --listen=127.0.0.1:0 [--n_traces=480 --n_samples=4000
+//                      --shots_in_memory=1 --trace_gap=0]
 //     Serves ShotStream.StreamShots from memory: shot id k is samples buffer
 //     (k - 1) mod --shots_in_memory, sent as a slice over it (no file, no decode, no copy),
 //     its CRC-32 computed once at start-up. With one buffer (the default) a shot of a few
 //     MB stays in the CPU's last-level cache; with as many as the dataset's shots the
-//     bytes come from memory, as a server's page cache gives them. With --trace_gap=240 the
-//     traces lie as in a SEG-Y file (a header's room before each) and go out a slice a
-//     trace, as the server sends them: gRPC's cost for that layout, without our server. Messages are real ShotChunks (chunked as the request asks, 1 MiB
+//     bytes come from memory, as a server's page cache gives them. With --trace_gap=240
+//     the traces lie as in a SEG-Y file (a header's room before each) and go out a slice a
+//     trace, as the server sends them: gRPC's cost for that layout, without our server.
+//     Messages are real ShotChunks (chunked as the request asks, 1 MiB
 //     by default like shotstream_server), so `shotstream bench --shots=1,2,...` streams
 //     from it and verifies every checksum. Prints "grpc_ceiling listening on HOST:PORT".
 //
@@ -64,10 +65,10 @@ using shotstream::v1::StreamShotsRequest;
 struct SyntheticShot {
   uint32_t n_traces = 0, n_samples = 0;
   size_t gap = 0;              // bytes before each trace's samples
-  std::vector<uint8_t> bytes;  // trace i's samples at gap + i (gap + trace_bytes())
+  std::vector<uint8_t> bytes;  // trace i's samples at trace_at(i)
   uint32_t crc32 = 0;
   size_t trace_bytes() const { return size_t{n_samples} * sizeof(float); }
-  const uint8_t* trace(size_t i) const { return bytes.data() + gap + i * (gap + trace_bytes()); }
+  size_t trace_at(size_t i) const { return gap + i * (gap + trace_bytes()); }
 };
 
 // Writes the requested shots one message at a time, each from OnWriteDone.
@@ -75,7 +76,7 @@ class CeilingReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  public:
   CeilingReactor(const std::vector<SyntheticShot>* shots, StreamShotsRequest request)
       : shots_(shots), request_(std::move(request)) {
-    const uint64_t trace_bytes = uint64_t{shots_->front().n_samples} * sizeof(float);
+    const uint64_t trace_bytes = shots_->front().trace_bytes();
     const uint64_t asked = request_.selection().max_chunk_bytes();
     const uint64_t limit = asked > 0 ? asked : 1 << 20;
     chunk_bytes_ = std::max<uint64_t>(1, limit / trace_bytes) * trace_bytes;
@@ -118,11 +119,11 @@ class CeilingReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
     if (shot->gap == 0) {  // one slice over the chunk's bytes
       const uint8_t* base = shot->bytes.data() + offset_;
       msg_ = shotstream::wire::EncodeStoredChunk(meta, {&base, 1}, n, nullptr);
-    } else {  // a slice a trace, as the server sends the traces of a file (chunks are whole traces)
+    } else {  // a slice a trace, as the server sends a file's (chunks are whole traces)
       const size_t first = offset_ / shot->trace_bytes();
       traces_.clear();
       for (size_t i = first; i < first + n / shot->trace_bytes(); ++i) {
-        traces_.push_back(shot->trace(i));
+        traces_.push_back(shot->bytes.data() + shot->trace_at(i));
       }
       msg_ = shotstream::wire::EncodeStoredChunk(meta, traces_, shot->trace_bytes(), nullptr);
     }
@@ -169,12 +170,12 @@ int Serve() {
     shot.gap = static_cast<size_t>(std::max(0, absl::GetFlag(FLAGS_trace_gap)));
     shot.bytes.assign(shot.n_traces * (shot.gap + shot.trace_bytes()), 0);
     for (size_t t = 0; t < shot.n_traces; ++t) {
-      float* samples = reinterpret_cast<float*>(const_cast<uint8_t*>(shot.trace(t)));
+      uint8_t* samples = shot.bytes.data() + shot.trace_at(t);
       for (size_t i = 0; i < shot.n_samples; ++i) {
         const float v = static_cast<float>((t * shot.n_samples + i + 7 * s) % 1000);
-        std::memcpy(samples + i, &v, sizeof v);  // (a gap leaves the samples unaligned)
+        std::memcpy(samples + 4 * i, &v, sizeof v);  // (a gap leaves the samples unaligned)
       }
-      shot.crc32 = shotstream::Crc32(shot.crc32, shot.trace(t), shot.trace_bytes());
+      shot.crc32 = shotstream::Crc32(shot.crc32, samples, shot.trace_bytes());
     }
   }
   CeilingService service(&shots);

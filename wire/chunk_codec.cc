@@ -103,13 +103,14 @@ grpc::ByteBuffer EncodeShotChunk(const v1::ShotChunk& meta, SampleBuffer samples
 
 namespace {
 
-// What a chunk's stored slices hold: the memory's owner, released with the last run.
+// What a chunk's stored slices hold: the memory's owner, released with the last
+// reference (one a run, and EncodeStoredChunk's own while it makes them).
 struct SliceKeeper {
   std::shared_ptr<const void> keep;
-  std::atomic<size_t> runs;
+  std::atomic<size_t> refs;
   static void Release(void* p) {
     auto* k = static_cast<SliceKeeper*>(p);
-    if (k->runs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete k;
+    if (k->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete k;
   }
 };
 
@@ -142,13 +143,10 @@ grpc::ByteBuffer EncodeStoredChunk(const v1::ShotChunk& meta,
   // (gRPC's, freed through SliceKeeper::Release); each trace is a sub-slice of its run,
   // which adds a reference and never reads the bytes (they may be read only under the
   // file's guard, before this).
-  std::vector<size_t> run_ends;
-  for (size_t first = 0; first < traces.size(); first = run_ends.back()) {
-    run_ends.push_back(RunEnd(traces, first, trace_bytes));
-  }
-  auto* keeper = new SliceKeeper{std::move(keep), {run_ends.size()}};
-  size_t first = 0;
-  for (size_t end : run_ends) {
+  auto* keeper = new SliceKeeper{std::move(keep), {1}};
+  for (size_t first = 0, end; first < traces.size(); first = end) {
+    end = RunEnd(traces, first, trace_bytes);
+    keeper->refs.fetch_add(1, std::memory_order_relaxed);
     const uint8_t* base = traces[first];
     const size_t run_bytes = static_cast<size_t>(traces[end - 1] - base) + trace_bytes;
     grpc_slice run = grpc_slice_new_with_user_data(const_cast<uint8_t*>(base), run_bytes,
@@ -159,8 +157,8 @@ grpc::ByteBuffer EncodeStoredChunk(const v1::ShotChunk& meta,
       slices.emplace_back(grpc_slice_ref(trace), grpc::Slice::STEAL_REF);
     }
     grpc_slice_unref(run);  // the sub-slices hold the run from here
-    first = end;
   }
+  SliceKeeper::Release(keeper);  // this function's reference
   return grpc::ByteBuffer(slices.data(), slices.size());
 }
 

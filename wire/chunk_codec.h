@@ -32,10 +32,10 @@ namespace shotstream::wire {
 grpc::ByteBuffer EncodeShotChunk(const v1::ShotChunk& meta, SampleBuffer samples);
 
 // The same, with the samples of `traces` (each `trace_bytes` long, in order) sent from
-// where they are, one slice per trace and no copy; traces that follow one another in memory
-// (a run) share one reference count, so a trace allocates nothing. `keep` holds the memory (file mappings
-// that may be closed once no one holds them): the slices hold it until gRPC has written
-// the last of them, which can be after the write's completion.
+// where they are, one slice per trace and no copy; traces that follow one another in
+// memory (a run) share one reference count, so a trace allocates nothing. `keep` holds the
+// memory (file mappings that may be closed once no one holds them): the slices hold it
+// until gRPC has written the last of them, which can be after the write's completion.
 grpc::ByteBuffer EncodeStoredChunk(const v1::ShotChunk& meta,
                                    absl::Span<const uint8_t* const> traces, size_t trace_bytes,
                                    std::shared_ptr<const void> keep);

@@ -163,15 +163,16 @@ SS_AVX2 void ScaleToInt16Avx2(const float* x, size_t n, float inv, uint8_t* dst)
   ScaleToInt16From(x, i, n, inv, dst);
 }
 
-// The float32 samples are written past the cache (streaming stores, from dst's first
-// 32-byte boundary): they are twice the bytes read, go to a shot's buffer that this core
-// does not read again soon, and a store through the cache would first read each line.
 // How many of n floats at dst come before its first 32-byte boundary (written by the
 // portable loop, so that the streaming stores after them are aligned).
 size_t FloatsBefore32ByteBoundary(const float* dst, size_t n) {
   const size_t misaligned = reinterpret_cast<uintptr_t>(dst) % 32;  // a multiple of 4
   return std::min(n, (32 - misaligned) % 32 / 4);
 }
+
+// The float32 samples are written past the cache (streaming stores, from dst's first
+// 32-byte boundary): they are twice the bytes read, go to a shot's buffer that this core
+// does not read again soon, and a store through the cache would first read each line.
 
 SS_AVX2 void Int16ToFloatAvx2(const uint8_t* q, size_t n, float scale, float* dst) {
   const __m256 vscale = _mm256_set1_ps(scale);
