@@ -17,6 +17,7 @@ NATIVE_SOURCES = [
     "wire/job_token.cc",
     "client/shot_assembler.cc",
     "wire/sample_encoding.cc",
+    "wire/blosc_frame.cc",
     "wire/sample_kernels.cc",
     "segy/sample_format.cc",
     "gpu/pinned_buffer_pool.cc",
@@ -43,6 +44,7 @@ NATIVE_HEADERS = [
     "wire/encoding.h",
     "wire/encoding_proto.h",
     "wire/sample_encoding.h",
+    "wire/blosc_frame.h",
     "wire/sample_kernels.h",
 ]
 
@@ -70,7 +72,7 @@ PKG_CONFIG_REQUIRES = [
     "absl_synchronization",
     "absl_time",
 ]
-PKG_CONFIG_PRIVATE = ["libisal", "zlib", "blosc"]
+PKG_CONFIG_PRIVATE = ["libisal", "zlib", "blosc", "liblz4"]
 
 # Libraries without a pkg-config file: (link flag, header, Debian package).
 PLAIN_PRIVATE = [("-lzfp", "zfp.h", "libzfp-dev")]
@@ -86,6 +88,7 @@ DEBIAN_BUILD_PACKAGES = [
     "libisal-dev",
     "zlib1g-dev",
     "libblosc-dev",
+    "liblz4-dev",
     "libzfp-dev",
     "pybind11-dev",
     "python3-dev",

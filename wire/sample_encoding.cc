@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "segy/sample_format.h"
+#include "wire/blosc_frame.h"
 #include "wire/sample_kernels.h"
 
 namespace shotstream::wire {
@@ -19,9 +20,12 @@ namespace {
 // c-blosc with the bit shuffle and LZ4 at level 5: of the settings measured (docs/
 // encodings.md, //wire:sample_encoding_benchmark) the fastest, with a ratio within 10% of
 // Zstd's at a third of its cost; one internal thread: the reader pool is the parallelism.
+// LOSSLESS writes the same frames itself (wire/blosc_frame), with c-blosc's LZ4
+// acceleration for level 5 (10 - level); QUANTIZED's go through libblosc.
 constexpr char kBloscCompressor[] = "lz4";
 constexpr int kBloscLevel = 5;
 constexpr int kBloscShuffle = BLOSC_BITSHUFFLE;
+constexpr int kLz4Acceleration = 10 - kBloscLevel;
 
 constexpr struct {
   Encoding e;
@@ -43,13 +47,8 @@ bool AllFinite(const float* p, size_t n) {
 }
 
 absl::StatusOr<SampleBuffer> EncodeLossless(const float* samples, size_t n) {
-  const size_t bytes = n * sizeof(float);
-  SampleBuffer out(bytes + BLOSC_MAX_OVERHEAD);
-  const int size = blosc_compress_ctx(kBloscLevel, kBloscShuffle, sizeof(float), bytes, samples,
-                                      out.data(), out.size(), kBloscCompressor,
-                                      /*blocksize=*/0, /*numinternalthreads=*/1);
-  if (size <= 0) return absl::InternalError(absl::StrCat("blosc_compress_ctx returned ", size));
-  out.truncate(static_cast<size_t>(size));
+  SampleBuffer out(BloscFrameBound(n * sizeof(float)));
+  out.truncate(WriteBloscFrame(samples, n, kLz4Acceleration, out.data()));
   return out;
 }
 
@@ -309,22 +308,8 @@ absl::Status DecodeSamples(Encoding e, int sample_format, bool big_endian, const
       segy::DecodeSamples(payload, n, format, order, dst);
       return absl::OkStatus();
     }
-    case Encoding::kLossless: {
-      size_t nbytes = 0, cbytes = 0, blocksize = 0;
-      if (size < BLOSC_MIN_HEADER_LENGTH) return Corrupt("lossless", "shorter than a blosc header");
-      blosc_cbuffer_sizes(payload, &nbytes, &cbytes, &blocksize);
-      if (nbytes != n * sizeof(float) || cbytes != size) {
-        return Corrupt("lossless", absl::StrCat("blosc frame of ", cbytes, " bytes holding ",
-                                                nbytes, " where ", size, " holding ",
-                                                n * sizeof(float), " were sent"));
-      }
-      if (n == 0) return absl::OkStatus();
-      const int got = blosc_decompress_ctx(payload, dst, n * sizeof(float), 1);
-      if (got != static_cast<int>(n * sizeof(float))) {
-        return Corrupt("lossless", absl::StrCat("blosc_decompress_ctx returned ", got));
-      }
-      return absl::OkStatus();
-    }
+    case Encoding::kLossless:
+      return ReadBloscFrame(payload, size, n, dst);
     case Encoding::kInt16: {
       if (size != size_t{n_traces} * 4 + n * 2) {
         return Corrupt("int16", absl::StrCat(size, " bytes for ", n_traces, " traces of ",

@@ -97,6 +97,45 @@ void DequantizeFrom(const uint8_t* z, size_t i, size_t n, int width, float step,
   }
 }
 
+// The bit shuffle's 8x8 bit transpose of a 64-bit word (byte r, bit b) -> (byte b, bit r),
+// as bitshuffle's TRANS_BIT_8X8 (little-endian).
+uint64_t TransposeBits8x8(uint64_t x) {
+  uint64_t t = (x ^ (x >> 7)) & 0x00AA00AA00AA00AAull;
+  x = x ^ t ^ (t << 7);
+  t = (x ^ (x >> 14)) & 0x0000CCCC0000CCCCull;
+  x = x ^ t ^ (t << 14);
+  t = (x ^ (x >> 28)) & 0x00000000F0F0F0F0ull;
+  return x ^ t ^ (t << 28);
+}
+
+// Column `col` of a shuffled block is byte col of each of its 32 bit rows: the bits of
+// elements 8 col .. 8 col + 7. These loops do the columns from `col` on.
+void BitShuffle4From(const uint8_t* src, size_t n, size_t col, uint8_t* dst) {
+  const size_t row = n / 8;
+  for (; col < row; ++col) {
+    const uint8_t* e = src + 32 * col;
+    for (int j = 0; j < 4; ++j) {
+      uint64_t x = 0;
+      for (int i = 0; i < 8; ++i) x |= uint64_t{e[4 * i + j]} << (8 * i);
+      x = TransposeBits8x8(x);
+      for (int k = 0; k < 8; ++k) dst[(8 * j + k) * row + col] = static_cast<uint8_t>(x >> (8 * k));
+    }
+  }
+}
+
+void BitUnshuffle4From(const uint8_t* src, size_t n, size_t col, uint8_t* dst) {
+  const size_t row = n / 8;
+  for (; col < row; ++col) {
+    uint8_t* e = dst + 32 * col;
+    for (int j = 0; j < 4; ++j) {
+      uint64_t x = 0;
+      for (int k = 0; k < 8; ++k) x |= uint64_t{src[(8 * j + k) * row + col]} << (8 * k);
+      x = TransposeBits8x8(x);
+      for (int i = 0; i < 8; ++i) e[4 * i + j] = static_cast<uint8_t>(x >> (8 * i));
+    }
+  }
+}
+
 #if SHOTSTREAM_HAVE_AVX2_CODE
 
 // Each AVX2 function clears the upper halves of the vector registers before its scalar
@@ -249,6 +288,131 @@ SS_AVX2 void DequantizeAvx2(const uint8_t* z, size_t n, int width, float step, f
   DequantizeFrom(z, i, n, width, step, dst);
 }
 
+// TransposeBits8x8 on each 64-bit lane.
+SS_AVX2 inline __m256i TransposeBits8x8Avx2(__m256i x) {
+  __m256i t = _mm256_and_si256(_mm256_xor_si256(x, _mm256_srli_epi64(x, 7)),
+                               _mm256_set1_epi64x(0x00AA00AA00AA00AALL));
+  x = _mm256_xor_si256(x, _mm256_xor_si256(t, _mm256_slli_epi64(t, 7)));
+  t = _mm256_and_si256(_mm256_xor_si256(x, _mm256_srli_epi64(x, 14)),
+                       _mm256_set1_epi64x(0x0000CCCC0000CCCCLL));
+  x = _mm256_xor_si256(x, _mm256_xor_si256(t, _mm256_slli_epi64(t, 14)));
+  t = _mm256_and_si256(_mm256_xor_si256(x, _mm256_srli_epi64(x, 28)),
+                       _mm256_set1_epi64x(0x00000000F0F0F0F0LL));
+  return _mm256_xor_si256(x, _mm256_xor_si256(t, _mm256_slli_epi64(t, 28)));
+}
+
+// Within each 16-byte lane: 4 elements of 4 bytes <-> 4 runs of byte j (its own inverse).
+SS_AVX2 inline __m256i Transpose4x4Bytes(__m256i v) {
+  const __m256i m = _mm256_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15, 0, 4,
+                                     8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  return _mm256_shuffle_epi8(v, m);
+}
+
+// 64 elements (256 bytes) a step. a[g], for the 8 elements of group g: the 32 bytes of its
+// column, byte r from bit row r (gathered, then bit-transposed 4 words at a time). The
+// unpack ladder turns the 8 x 32 bytes into 32 rows of 8 bytes, stored to the bit rows.
+SS_AVX2 void BitShuffle4Avx2(const uint8_t* src, size_t n, uint8_t* dst) {
+  const size_t row = n / 8;
+  const __m256i pairs = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+  size_t col = 0;
+  for (; col + 8 <= row; col += 8) {
+    __m256i a[8];
+    #pragma GCC unroll 8
+    for (int g = 0; g < 8; ++g) {
+      const __m256i v =
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + 32 * (col + g)));
+      a[g] = TransposeBits8x8Avx2(_mm256_permutevar8x32_epi32(Transpose4x4Bytes(v), pairs));
+    }
+    __m256i s[8], t[8];
+    #pragma GCC unroll 8
+    for (int p = 0; p < 4; ++p) {
+      s[2 * p] = _mm256_unpacklo_epi8(a[2 * p], a[2 * p + 1]);
+      s[2 * p + 1] = _mm256_unpackhi_epi8(a[2 * p], a[2 * p + 1]);
+    }
+    // t[0..3]: groups 0-3 of bit rows 0-3, 4-7, 8-11, 12-15 (of each lane); t[4..7]: 4-7.
+    #pragma GCC unroll 8
+    for (int h = 0; h < 2; ++h) {
+      t[4 * h + 0] = _mm256_unpacklo_epi16(s[4 * h + 0], s[4 * h + 2]);
+      t[4 * h + 1] = _mm256_unpackhi_epi16(s[4 * h + 0], s[4 * h + 2]);
+      t[4 * h + 2] = _mm256_unpacklo_epi16(s[4 * h + 1], s[4 * h + 3]);
+      t[4 * h + 3] = _mm256_unpackhi_epi16(s[4 * h + 1], s[4 * h + 3]);
+    }
+    #pragma GCC unroll 8
+    for (int q = 0; q < 4; ++q) {
+      // Bit rows 4q .. 4q + 3 of lane 0 and 16 + 4q .. 19 + 4q of lane 1, 8 bytes each.
+      const __m256i u[2] = {_mm256_unpacklo_epi32(t[q], t[q + 4]),
+                            _mm256_unpackhi_epi32(t[q], t[q + 4])};
+      #pragma GCC unroll 8
+      for (int w = 0; w < 2; ++w) {
+        const size_t r = 4 * q + 2 * w;
+        const __m128i lo = _mm256_castsi256_si128(u[w]);
+        const __m128i hi = _mm256_extracti128_si256(u[w], 1);
+        _mm_storel_epi64(reinterpret_cast<__m128i*>(dst + r * row + col), lo);
+        _mm_storeh_pd(reinterpret_cast<double*>(dst + (r + 1) * row + col), _mm_castsi128_pd(lo));
+        _mm_storel_epi64(reinterpret_cast<__m128i*>(dst + (r + 16) * row + col), hi);
+        _mm_storeh_pd(reinterpret_cast<double*>(dst + (r + 17) * row + col), _mm_castsi128_pd(hi));
+      }
+    }
+  }
+  _mm256_zeroupper();
+  BitShuffle4From(src, n, col, dst);
+}
+
+// Even elements of each half-lane's pairs to its low 8 bytes, odd ones to the high: the
+// inverse of an unpack, with unpacklo/hi_epi64 after it.
+SS_AVX2 inline void Unzip(__m256i lo, __m256i hi, __m256i mask, __m256i* even, __m256i* odd) {
+  lo = _mm256_shuffle_epi8(lo, mask);
+  hi = _mm256_shuffle_epi8(hi, mask);
+  *even = _mm256_unpacklo_epi64(lo, hi);
+  *odd = _mm256_unpackhi_epi64(lo, hi);
+}
+
+SS_AVX2 void BitUnshuffle4Avx2(const uint8_t* src, size_t n, uint8_t* dst) {
+  const size_t row = n / 8;
+  const __m256i unpairs = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
+  const __m256i bytes = _mm256_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15, 0,
+                                         2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
+  const __m256i words = _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15, 0,
+                                         1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15);
+  const __m256i dwords = _mm256_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 12, 13, 14, 15,
+                                          0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 12, 13, 14, 15);
+  size_t col = 0;
+  for (; col + 8 <= row; col += 8) {
+    __m256i t[8], s[8], a[8];
+    #pragma GCC unroll 8
+    for (int q = 0; q < 4; ++q) {
+      __m256i u[2];
+      #pragma GCC unroll 8
+      for (int w = 0; w < 2; ++w) {
+        const size_t r = 4 * q + 2 * w;
+        __m128i lo = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(src + r * row + col));
+        lo = _mm_castpd_si128(_mm_loadh_pd(_mm_castsi128_pd(lo),
+                                           reinterpret_cast<const double*>(src + (r + 1) * row + col)));
+        __m128i hi = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(src + (r + 16) * row + col));
+        hi = _mm_castpd_si128(_mm_loadh_pd(_mm_castsi128_pd(hi),
+                                           reinterpret_cast<const double*>(src + (r + 17) * row + col)));
+        u[w] = _mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1);
+      }
+      Unzip(u[0], u[1], dwords, &t[q], &t[q + 4]);
+    }
+    #pragma GCC unroll 8
+    for (int h = 0; h < 2; ++h) {
+      Unzip(t[4 * h + 0], t[4 * h + 1], words, &s[4 * h + 0], &s[4 * h + 2]);
+      Unzip(t[4 * h + 2], t[4 * h + 3], words, &s[4 * h + 1], &s[4 * h + 3]);
+    }
+    #pragma GCC unroll 8
+    for (int p = 0; p < 4; ++p) Unzip(s[2 * p], s[2 * p + 1], bytes, &a[2 * p], &a[2 * p + 1]);
+    #pragma GCC unroll 8
+    for (int g = 0; g < 8; ++g) {
+      const __m256i v =
+          Transpose4x4Bytes(_mm256_permutevar8x32_epi32(TransposeBits8x8Avx2(a[g]), unpairs));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 32 * (col + g)), v);
+    }
+  }
+  _mm256_zeroupper();
+  BitUnshuffle4From(src, n, col, dst);
+}
+
 #undef SS_AVX2
 
 bool CpuHasAvx2() { return __builtin_cpu_supports("avx2"); }
@@ -321,6 +485,14 @@ void Quantize(const float* x, size_t n, float inv, int width, uint8_t* dst) {
 
 void Dequantize(const uint8_t* z, size_t n, int width, float step, float* dst) {
   SS_DISPATCH(DequantizeAvx2(z, n, width, step, dst), DequantizeFrom(z, 0, n, width, step, dst));
+}
+
+void BitShuffle4(const uint8_t* src, size_t n, uint8_t* dst) {
+  SS_DISPATCH(BitShuffle4Avx2(src, n, dst), BitShuffle4From(src, n, 0, dst));
+}
+
+void BitUnshuffle4(const uint8_t* src, size_t n, uint8_t* dst) {
+  SS_DISPATCH(BitUnshuffle4Avx2(src, n, dst), BitUnshuffle4From(src, n, 0, dst));
 }
 
 #undef SS_DISPATCH

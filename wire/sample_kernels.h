@@ -55,6 +55,14 @@ void Quantize(const float* x, size_t n, float inv, int width, uint8_t* dst);
 // of `width` bytes at `z` (any alignment).
 void Dequantize(const uint8_t* z, size_t n, int width, float step, float* dst);
 
+// c-blosc's bit shuffle of n 4-byte elements (bitshuffle's layout, as c-blosc 1.x writes
+// and reads it): bit k of byte j of element i goes to bit i % 8 of byte
+// (8 j + k) x n / 8 + i / 8 of dst. BitUnshuffle4 is its inverse. Both AVX2 (64 elements
+// a step: one gather of each element's bytes, 8x8 bit transposes, a byte transpose) and
+// portable. REQUIRES: n % 8 == 0; src and dst do not overlap.
+void BitShuffle4(const uint8_t* src, size_t n, uint8_t* dst);
+void BitUnshuffle4(const uint8_t* src, size_t n, uint8_t* dst);
+
 }  // namespace shotstream::wire::kernels
 
 #endif  // SHOTSTREAM_WIRE_SAMPLE_KERNELS_H_

@@ -190,6 +190,38 @@ TEST(KernelsPathsTest, BothPathsGiveTheSameBytes) {
   EXPECT_EQ(avx2.second.second, portable.second.second);  // the same sum, bit for bit
 }
 
+// The bit shuffle by its definition: bit k of byte j of element i at bit i % 8 of byte
+// (8 j + k) n / 8 + i / 8.
+std::vector<uint8_t> BitShuffleByDefinition(const std::vector<uint8_t>& in, size_t n) {
+  std::vector<uint8_t> out(4 * n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    for (int j = 0; j < 4; ++j) {
+      for (int k = 0; k < 8; ++k) {
+        if ((in[4 * i + j] >> k) & 1) out[(8 * j + k) * (n / 8) + i / 8] |= 1 << (i % 8);
+      }
+    }
+  }
+  return out;
+}
+
+TEST_P(KernelsTest, BitShuffleFollowsItsDefinitionAndUnshuffleUndoesIt) {
+  std::mt19937 rng(7);
+  // Multiples of 8 elements around the AVX2 step of 64, and LOSSLESS's block (32256).
+  for (size_t n : {0, 8, 16, 56, 64, 72, 120, 128, 136, 512, 1000, 32256}) {
+    std::vector<uint8_t> in(4 * n);
+    for (auto& b : in) b = static_cast<uint8_t>(rng());
+    std::vector<uint8_t> shuffled(4 * n + 1, 0xee), back(4 * n + 1, 0xee);
+    BitShuffle4(in.data(), n, shuffled.data());
+    EXPECT_EQ(shuffled[4 * n], 0xee) << n << ": wrote past the end";
+    shuffled.resize(4 * n);
+    EXPECT_EQ(shuffled, BitShuffleByDefinition(in, n)) << n;
+    BitUnshuffle4(shuffled.data(), n, back.data());
+    EXPECT_EQ(back[4 * n], 0xee) << n << ": wrote past the end";
+    back.resize(4 * n);
+    EXPECT_EQ(back, in) << n;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Paths, KernelsTest, ::testing::Values(Path::kPortable, Path::kAvx2),
                          [](const auto& info) { return std::string(PathName(info.param)); });
 
