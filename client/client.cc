@@ -47,7 +47,9 @@ constexpr char kStreamShotsMethod[] = "/shotstream.v1.ShotStream/StreamShots";
 constexpr char kStreamJobMethod[] = "/shotstream.v1.ShotStream/StreamJob";
 
 // The one place where grpc::Status becomes absl::Status on the client. gRPC's own words
-// for a server that cancelled its calls at the end of its shutdown are put in ours.
+// for a server that cancelled its calls at the end of its shutdown are put in ours, and so
+// are its words for a connection reset under a stream (a server that exited with bytes
+// unread: the reset can overtake the cancellation, which is then never read).
 absl::Status FromGrpc(const grpc::Status& s) {
   if (s.ok()) return absl::OkStatus();
   if (s.error_code() == grpc::StatusCode::UNAVAILABLE &&
@@ -56,6 +58,13 @@ absl::Status FromGrpc(const grpc::Status& s) {
         "the server is shutting down: its grace period ended while this stream's data "
         "waited for the consumer to read it (gRPC: Cancelling all calls); resume on another "
         "server");
+  }
+  if (s.error_code() == grpc::StatusCode::UNAVAILABLE &&
+      absl::StrContains(s.error_message(), "Connection reset by peer")) {
+    return absl::UnavailableError(absl::StrCat(
+        "the connection to the server was reset: the server exited (a shutdown whose grace "
+        "period ended before this stream's data was read) or the network failed (gRPC: ",
+        s.error_message(), "); resume on another server"));
   }
   return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
 }

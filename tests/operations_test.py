@@ -300,7 +300,12 @@ datasets:
                         for _ in it:
                             pass
                     self.assertEqual(e.exception.code(), grpc.StatusCode.UNAVAILABLE)
-                    self.assertIn("the server is shutting down", e.exception.details())
+                    # The cancellation, or the reset of a server that exited with bytes of
+                    # this client's unread (it can overtake the cancellation on a loaded
+                    # machine): both in our words.
+                    self.assertRegex(e.exception.details(),
+                                     "^(the server is shutting down|the connection to the "
+                                     "server was reset: the server exited)")
                     self.assertIn("resume on another server", e.exception.details())
                     if not harness.server_is_asan():
                         # grace + 0.2 s for the cancellations + teardown under load; it was

@@ -41,12 +41,23 @@ _SERVER_CANCELLED_SAYS = (
     "the consumer to read it (gRPC: Cancelling all calls); resume on another server")
 
 
+# gRPC's words for a connection reset under a stream (a server that exited with bytes
+# unread: the reset can overtake the cancellation), and ours around them (as FromGrpc's).
+_RESET = "Connection reset by peer"
+_RESET_SAYS = (
+    "the connection to the server was reset: the server exited (a shutdown whose grace period "
+    "ended before this stream's data was read) or the network failed (gRPC: {}); resume on "
+    "another server")
+
+
 def _error(exc: BaseException) -> ShotstreamError:
     if isinstance(exc, ShotstreamError):
         return exc
     if isinstance(exc, grpc.RpcError):
         if exc.code() == grpc.StatusCode.UNAVAILABLE and exc.details() == _SERVER_CANCELLED:
             return ShotstreamError(exc.code(), _SERVER_CANCELLED_SAYS)
+        if exc.code() == grpc.StatusCode.UNAVAILABLE and _RESET in (exc.details() or ""):
+            return ShotstreamError(exc.code(), _RESET_SAYS.format(exc.details()))
         return ShotstreamError(exc.code(), exc.details())
     return ShotstreamError(grpc.StatusCode.UNKNOWN, str(exc))
 
