@@ -51,10 +51,10 @@ TEST(EncodingAdvisorTest, OutcomesOverruleTheModel) {
   // Within the margin between measured outcomes: the plain encoding (no decoding for the
   // client); past it, the faster.
   a.RecordOutcome("r", "d", wire::Encoding::kNative, 100 * kMB, 1.0);
-  a.RecordOutcome("r", "d", wire::Encoding::kLossless, 104 * kMB, 1.0);
+  a.RecordOutcome("r", "d", wire::Encoding::kLossless, 102 * kMB, 1.0);
   EXPECT_EQ(a.Choose("r", "d", 2), wire::Encoding::kNative);
   a.RecordOutcome("s", "d", wire::Encoding::kNative, 100 * kMB, 1.0);
-  a.RecordOutcome("s", "d", wire::Encoding::kLossless, 110 * kMB, 1.0);
+  a.RecordOutcome("s", "d", wire::Encoding::kLossless, 105 * kMB, 1.0);
   EXPECT_EQ(a.Choose("s", "d", 2), wire::Encoding::kLossless);
 }
 
