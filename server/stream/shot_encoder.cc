@@ -131,9 +131,11 @@ absl::StatusOr<uint32_t> DecodeStored(const io::StoredTraces& stored, uint32_t n
 // INT16's chunk of stored traces [first, first + n) at `out`, and its CRC-32, with no
 // float32 shot in between: each trace decoded into this thread's scratch (in L1), then its
 // peak, its scaled samples and their CRC-32 while they are in cache. NaN or infinity in a
-// trace: FAILED_PRECONDITION, as EncodeSamples says it.
+// trace: FAILED_PRECONDITION, as EncodeSamples says it. With `stats`, the chunk's largest
+// |sample| and sum of squares too (trace by trace, in order), for a tolerance's bound.
 absl::StatusOr<uint32_t> Int16OfStored(const io::StoredTraces& stored, uint32_t n_samples,
-                                       size_t first, size_t n, uint8_t* out) {
+                                       size_t first, size_t n, uint8_t* out,
+                                       wire::kernels::SampleStats* stats) {
   thread_local std::vector<float> trace;
   trace.resize(n_samples);  // before the visit, whose use must own nothing
   float* scratch = trace.data();
@@ -142,9 +144,15 @@ absl::StatusOr<uint32_t> Int16OfStored(const io::StoredTraces& stored, uint32_t 
   const segy::ByteOrder order = OrderOf(stored);
   uint32_t crc = 0;
   bool finite = true;
+  wire::kernels::SampleStats sum;
   SS_RETURN_IF_ERROR(stored.Visit(first, n, [&](size_t i, const uint8_t* p) {
     if (!finite) return;
     segy::DecodeSamples(p, n_samples, segy::SampleFormat::kIeeeFloat32, order, scratch);
+    if (stats != nullptr) {
+      const wire::kernels::SampleStats s = wire::kernels::Stats(scratch, n_samples);
+      sum.peak_bits = std::max(sum.peak_bits, s.peak_bits);
+      sum.sum_squares += s.sum_squares;
+    }
     float scale;
     uint8_t* dst = q + (i - first) * q_bytes;
     finite = wire::Int16Trace(scratch, n_samples, &scale, dst);
@@ -152,25 +160,45 @@ absl::StatusOr<uint32_t> Int16OfStored(const io::StoredTraces& stored, uint32_t 
     crc = Crc32(crc, dst, q_bytes);
   }));
   if (!finite) return absl::FailedPreconditionError("int16 cannot carry NaN or infinite samples");
+  if (stats != nullptr) *stats = sum;
   // The chunk is its scales, then its samples.
   return Crc32Combine(Crc32(0, out, n * sizeof(float)), crc, n * q_bytes);
 }
 
 // A stored shot sent INT16 (the one encoding a stream reads stored traces for): encoded
-// from the mapping; where a trace holds NaN or infinity, decoded to float32 chunks instead
-// for the caller to send LOSSLESS (*encoding says which).
-absl::Status EncodeStored(dataset::ShotData* shot, Executor* executor, wire::Encoding* encoding) {
+// from the mapping; where a trace holds NaN or infinity, or (`bound`: INT16 that `auto`
+// picked under a tolerance) the shot's largest sample / 65534 exceeds tolerance x its RMS,
+// decoded to float32 chunks instead for the caller to encode (*encoding: kInt16 when
+// done, kLossless for NaN, kQuantized past the `bound`).
+absl::Status EncodeStored(dataset::ShotData* shot, Executor* executor, bool bound,
+                          double tolerance, wire::Encoding* encoding) {
   const io::StoredTraces& stored = *shot->stored;
   const uint32_t ns = shot->n_samples;
+  std::vector<wire::kernels::SampleStats> stats(shot->n_chunks());
+  const size_t per = std::max<uint32_t>(shot->traces_per_chunk, 1);
   absl::StatusOr<StoredChunks> int16 = ChunksOfStored(
-      *shot, sizeof(float) + size_t{ns} * 2, executor,
-      [&](size_t first, size_t n, uint8_t* out) { return Int16OfStored(stored, ns, first, n, out); });
-  if (int16.ok()) {
+      *shot, sizeof(float) + size_t{ns} * 2, executor, [&](size_t first, size_t n, uint8_t* out) {
+        return Int16OfStored(stored, ns, first, n, out, bound ? &stats[first / per] : nullptr);
+      });
+  bool within = true;
+  if (int16.ok() && bound) {
+    uint32_t peak_bits = 0;
+    double sum = 0;
+    for (const auto& s : stats) {  // in chunk order: the same RMS whatever ran where
+      peak_bits = std::max(peak_bits, s.peak_bits);
+      sum += s.sum_squares;
+    }
+    const double n = static_cast<double>(uint64_t{shot->n_traces} * ns);
+    float peak;
+    std::memcpy(&peak, &peak_bits, 4);
+    within = Int16Within(peak, wire::LossyAccuracy(tolerance, n > 0 ? std::sqrt(sum / n) : 0));
+  }
+  if (int16.ok() && within) {
     TakeChunks(*std::move(int16), shot);
     *encoding = wire::Encoding::kInt16;
     return absl::OkStatus();
   }
-  if (!absl::IsFailedPrecondition(int16.status())) return int16.status();
+  if (!int16.ok() && !absl::IsFailedPrecondition(int16.status())) return int16.status();
   SS_ASSIGN_OR_RETURN(
       StoredChunks decoded,
       ChunksOfStored(*shot, size_t{ns} * sizeof(float), executor,
@@ -178,7 +206,7 @@ absl::Status EncodeStored(dataset::ShotData* shot, Executor* executor, wire::Enc
                        return DecodeStored(stored, ns, first, n, out);
                      }));
   TakeChunks(std::move(decoded), shot);
-  *encoding = wire::Encoding::kLossless;
+  *encoding = int16.ok() ? wire::Encoding::kQuantized : wire::Encoding::kLossless;
   return absl::OkStatus();
 }
 
@@ -191,16 +219,18 @@ absl::Status EncodeShot(dataset::ShotData* shot, wire::Encoding encoding, double
     return absl::OkStatus();
   }
   if (shot->is_stored()) {
-    if (encoding != wire::Encoding::kInt16 || bound_int16) {
+    if (encoding != wire::Encoding::kInt16) {
       return absl::InternalError(absl::StrCat("shot ", shot->shot_id, ": stored traces are "
                                               "encoded INT16 only"));
     }
-    SS_RETURN_IF_ERROR(EncodeStored(shot, executor, &encoding));
+    SS_RETURN_IF_ERROR(EncodeStored(shot, executor, bound_int16, tolerance, &encoding));
     if (encoding == wire::Encoding::kInt16) {
       shot->encoding = encoding;
       return absl::OkStatus();
     }
-    // else LOSSLESS, from the float32 chunks just decoded
+    // else LOSSLESS or QUANTIZED, from the float32 chunks just decoded (QUANTIZED's step
+    // from the same RMS, taken again below)
+    if (encoding == wire::Encoding::kQuantized) encoding = wire::Encoding::kInt16;
   } else if (shot->encoding != wire::Encoding::kFloat32) {
     return absl::InternalError(absl::StrCat("shot ", shot->shot_id, ": only decoded float32 "
                                             "samples are encoded"));

@@ -220,13 +220,58 @@ TEST_P(ShotEncoderPoolTest, StoredTracesWithNonFiniteSamplesGoLosslessExactly) {
   EXPECT_EQ(std::memcmp(after.data(), before.data(), after.size() * 4), 0);
 }
 
+// INT16 that `auto` picked under a tolerance, from stored traces (its RMS and peak taken
+// in the pass that encodes): the same bytes and the same choice as from the decoded shot,
+// INT16 within the bound, QUANTIZED past it, LOSSLESS for NaN.
+TEST_P(ShotEncoderPoolTest, BoundInt16OfStoredTracesChoosesAndEncodesAsTheDecodedShot) {
+  for (double tolerance : {1e-2, 1e-5}) {
+    for (bool nan : {false, true}) {
+      for (bool big_endian : {true, false}) {
+        dataset::ShotData decoded = Shot(10, 300, 3);
+        if (nan) {
+          reinterpret_cast<float*>(decoded.chunks[2].data())[5] = std::nanf("");
+          decoded.crc32 = 0;
+          for (const SampleBuffer& c : decoded.chunks) {
+            decoded.crc32 = Crc32(decoded.crc32, c.data(), c.size());
+          }
+        }
+        std::vector<uint8_t> memory;
+        dataset::ShotData stored = Stored(decoded, big_endian, 3, &memory);
+        ASSERT_TRUE(EncodeShot(&decoded, wire::Encoding::kInt16, tolerance, executor(),
+                               /*bound_int16=*/true)
+                        .ok());
+        ASSERT_TRUE(EncodeShot(&stored, wire::Encoding::kInt16, tolerance, executor(),
+                               /*bound_int16=*/true)
+                        .ok());
+        const std::string what = "tolerance " + std::to_string(tolerance) +
+                                 (nan ? ", NaN" : "") + (big_endian ? ", big-endian" : "");
+        EXPECT_EQ(stored.encoding, nan                ? wire::Encoding::kLossless
+                                   : tolerance > 1e-3 ? wire::Encoding::kInt16
+                                                      : wire::Encoding::kQuantized)
+            << what;
+        EXPECT_EQ(stored.encoding, decoded.encoding) << what;
+        EXPECT_FALSE(stored.is_stored()) << what;
+        ASSERT_EQ(stored.chunks.size(), decoded.chunks.size()) << what;
+        for (size_t c = 0; c < stored.chunks.size(); ++c) {
+          ASSERT_EQ(stored.chunks[c].size(), decoded.chunks[c].size()) << what << " " << c;
+          EXPECT_EQ(std::memcmp(stored.chunks[c].data(), decoded.chunks[c].data(),
+                                stored.chunks[c].size()),
+                    0)
+              << what << " " << c;
+        }
+        // LOSSLESS keeps the float32 samples' CRC-32; the lossy ones carry their bytes'.
+        if (!nan) EXPECT_EQ(stored.chunk_crc32, decoded.chunk_crc32) << what;
+        EXPECT_EQ(stored.crc32, decoded.crc32) << what;
+      }
+    }
+  }
+}
+
 TEST(ShotEncoderTest, StoredTracesAreEncodedInt16Only) {
   dataset::ShotData decoded = Shot(4, 50, 2);
   std::vector<uint8_t> memory;
   dataset::ShotData stored = Stored(decoded, true, 2, &memory);
   EXPECT_EQ(EncodeShot(&stored, wire::Encoding::kLossless, 0).code(),
-            absl::StatusCode::kInternal);
-  EXPECT_EQ(EncodeShot(&stored, wire::Encoding::kInt16, 1e-3, nullptr, /*bound_int16=*/true).code(),
             absl::StatusCode::kInternal);
   ASSERT_TRUE(EncodeShot(&stored, wire::Encoding::kFloat32, 0).ok());  // sent as stored
   EXPECT_TRUE(stored.is_stored());

@@ -27,13 +27,14 @@ dataset::ShotPlan PlanShots(const dataset::ShotSelection& selection, int sample_
   }
   // What is read follows from the encoding: NATIVE reads samples as stored; stored
   // float32 samples go as they are, or INT16 encodes them from the mapping in one pass
-  // (either byte order: the encoder decodes them); the other encodings read decoded.
+  // (either byte order: the encoder decodes them; INT16 that `auto` picked takes the
+  // shot's RMS and peak in the same pass); the other encodings read decoded.
   dataset::ReadPlan& read = plan.read;
   read.selection = selection;
   read.native = encode.encoding == wire::Encoding::kNative;
   const bool plain =
       encode.encoding == wire::Encoding::kFloat32 || encode.encoding == wire::Encoding::kNative;
-  const bool int16 = encode.encoding == wire::Encoding::kInt16 && !encode.bound_int16;
+  const bool int16 = encode.encoding == wire::Encoding::kInt16;
   read.zero_copy = !zero_copy || !(plain || int16)          ? dataset::ZeroCopy::kOff
                    : int16 || selection.accept_big_endian ? dataset::ZeroCopy::kAnyByteOrder
                                                            : dataset::ZeroCopy::kLittleEndian;
