@@ -48,13 +48,13 @@ TEST(EncodingAdvisorTest, OutcomesOverruleTheModel) {
   a.RecordOutcome("q", "d", wire::Encoding::kFloat32, 100 * kMB, 1.0);
   a.RecordOutcome("q", "d", wire::Encoding::kLossless, 200 * kMB, 1.0);
   EXPECT_EQ(a.Choose("q", "d", 4), wire::Encoding::kLossless);
-  // Within the margin between measured outcomes: the plain encoding (no decoding for the
-  // client); past it, the faster.
+  // Measured outcomes that tie: the plain encoding (no decoding for the client); one
+  // faster, the faster.
   a.RecordOutcome("r", "d", wire::Encoding::kNative, 100 * kMB, 1.0);
-  a.RecordOutcome("r", "d", wire::Encoding::kLossless, 102 * kMB, 1.0);
+  a.RecordOutcome("r", "d", wire::Encoding::kLossless, 100 * kMB, 1.0);
   EXPECT_EQ(a.Choose("r", "d", 2), wire::Encoding::kNative);
   a.RecordOutcome("s", "d", wire::Encoding::kNative, 100 * kMB, 1.0);
-  a.RecordOutcome("s", "d", wire::Encoding::kLossless, 105 * kMB, 1.0);
+  a.RecordOutcome("s", "d", wire::Encoding::kLossless, 102 * kMB, 1.0);
   EXPECT_EQ(a.Choose("s", "d", 2), wire::Encoding::kLossless);
 }
 
