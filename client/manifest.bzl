@@ -32,6 +32,7 @@ NATIVE_HEADERS = [
     "common/crc32_copy.h",
     "common/malloc_tuning.h",
     "common/sample_buffer.h",
+    "common/thread_scratch.h",
     "common/status_macros.h",
     "gpu/cuda_runtime.h",
     "gpu/pinned_buffer_pool.h",

@@ -5,9 +5,9 @@
 
 #include <algorithm>
 #include <cstring>
-#include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "common/thread_scratch.h"
 #include "wire/sample_kernels.h"
 
 namespace shotstream::wire {
@@ -38,16 +38,9 @@ uint32_t Get32(const uint8_t* p) {
   return uint32_t{p[0]} | uint32_t{p[1]} << 8 | uint32_t{p[2]} << 16 | uint32_t{p[3]} << 24;
 }
 
-// This thread's scratch: a shuffled block (grows to the largest block seen).
-uint8_t* Scratch(size_t bytes) {
-  thread_local std::unique_ptr<uint8_t[]> buffer;
-  thread_local size_t size = 0;
-  if (size < bytes) {
-    buffer.reset(new uint8_t[bytes]);
-    size = bytes;
-  }
-  return buffer.get();
-}
+// This thread's scratch: a shuffled block.
+struct ShuffledBlock;
+uint8_t* Scratch(size_t bytes) { return ThreadScratch<ShuffledBlock>(bytes); }
 
 // c-blosc shuffles a block only when it holds a whole number of 8 elements; otherwise
 // (the last block of an odd count) its bytes go as they are.

@@ -7,9 +7,9 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "common/thread_scratch.h"
 #include "segy/sample_format.h"
 #include "wire/blosc_frame.h"
 #include "wire/sample_kernels.h"
@@ -69,16 +69,9 @@ absl::StatusOr<SampleBuffer> EncodeInt16(const float* samples, uint32_t n_traces
   return out;
 }
 
-// Scratch of this thread for QUANTIZED's integers (grows to the largest chunk seen).
-uint8_t* Scratch(size_t bytes) {
-  thread_local std::unique_ptr<uint8_t[]> buffer;
-  thread_local size_t size = 0;
-  if (size < bytes) {
-    buffer.reset(new uint8_t[bytes]);
-    size = bytes;
-  }
-  return buffer.get();
-}
+// Scratch of this thread for QUANTIZED's integers.
+struct QuantizedIntegers;
+uint8_t* Scratch(size_t bytes) { return ThreadScratch<QuantizedIntegers>(bytes); }
 
 absl::StatusOr<SampleBuffer> EncodeQuantized(const float* samples, size_t n, double accuracy) {
   const uint32_t peak_bits = kernels::PeakBits(samples, n);
