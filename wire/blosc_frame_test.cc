@@ -21,8 +21,8 @@ class BloscFrameTest : public ::testing::TestWithParam<kernels::Path> {
  protected:
   void SetUp() override {
     kernels::ForcePath(GetParam());
-    if (GetParam() == kernels::Path::kAvx2 && kernels::ActivePath() != kernels::Path::kAvx2) {
-      GTEST_SKIP() << "no AVX2 on this CPU";
+    if (kernels::ActivePath() != GetParam()) {
+      GTEST_SKIP() << kernels::PathName(GetParam()) << ": not on this CPU";
     }
   }
   void TearDown() override {
@@ -199,8 +199,9 @@ TEST_P(BloscFrameTest, BrokenFramesAreDataLossNamingWhy) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Paths, BloscFrameTest,
-                         ::testing::Values(kernels::Path::kPortable, kernels::Path::kAvx2),
-                         [](const auto& info) { return std::string(kernels::PathName(info.param)); });
+                         ::testing::Values(kernels::Path::kPortable, kernels::Path::kAvx2,
+                                           kernels::Path::kAvx2Gfni),
+                         [](const auto& info) { return kernels::TestName(info.param); });
 
 }  // namespace
 }  // namespace shotstream::wire

@@ -109,10 +109,11 @@ void BM_Memcpy(benchmark::State& state) {
   Report(state, v.size() * 4, v.size() * 4);
 }
 
-// Arg 2 (after the data): 1 the AVX2 path, 0 the portable one (SHOTSTREAM_SIMD=portable).
+// Arg 2 (after the data): 2 AVX2 with GFNI (lossless's bit shuffle), 1 the AVX2 path
+// (SHOTSTREAM_SIMD=avx2), 0 the portable one (SHOTSTREAM_SIMD=portable).
 void ForcePath(benchmark::State& state) {
   namespace k = shotstream::wire::kernels;
-  k::ForcePath(state.range(1) ? k::Path::kAvx2 : k::Path::kPortable);
+  k::ForcePath(state.range(1) == 2 ? k::Path::kAvx2Gfni : state.range(1) ? k::Path::kAvx2 : k::Path::kPortable);
   state.SetLabel(std::string(k::PathName(k::ActivePath())));
 }
 
@@ -158,9 +159,9 @@ BENCHMARK(BM_Zstd)->Arg(1)->Arg(0);
 BENCHMARK(BM_Lz4)->Arg(1)->Arg(0);
 BENCHMARK(BM_Memcpy)->Arg(1);
 BENCHMARK_CAPTURE(BM_Codec, lossless, shotstream::wire::Encoding::kLossless)
-    ->Args({1, 1})->Args({0, 1})->Args({1, 0});
+    ->Args({1, 2})->Args({0, 2})->Args({1, 1})->Args({0, 1})->Args({1, 0});
 BENCHMARK_CAPTURE(BM_CodecDecode, lossless, shotstream::wire::Encoding::kLossless)
-    ->Args({1, 1})->Args({0, 1})->Args({1, 0});
+    ->Args({1, 2})->Args({0, 2})->Args({1, 1})->Args({0, 1})->Args({1, 0});
 BENCHMARK_CAPTURE(BM_Codec, int16, shotstream::wire::Encoding::kInt16)
     ->Args({1, 1})->Args({0, 1})->Args({1, 0});
 BENCHMARK_CAPTURE(BM_CodecDecode, int16, shotstream::wire::Encoding::kInt16)

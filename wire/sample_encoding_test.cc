@@ -166,7 +166,7 @@ TEST_P(QuantizedTest, WidthFollowsTheLargestSample) {
 
 INSTANTIATE_TEST_SUITE_P(Paths, QuantizedTest,
                          ::testing::Values(kernels::Path::kPortable, kernels::Path::kAvx2),
-                         [](const auto& info) { return std::string(kernels::PathName(info.param)); });
+                         [](const auto& info) { return kernels::TestName(info.param); });
 
 TEST(SampleEncodingTest, QuantizedRefusesABoundBelowFloatPrecision) {
   std::vector<float> v = {1e6f, -3, 2, 1};

@@ -301,6 +301,16 @@ SS_AVX2 inline __m256i TransposeBits8x8Avx2(__m256i x) {
   return _mm256_xor_si256(x, _mm256_xor_si256(t, _mm256_slli_epi64(t, 28)));
 }
 
+// The same with GFNI, one affine transform a lane: byte j of the result takes bit i from
+// byte 7 - i of the matrix operand, so the word goes in byte-reversed.
+#define SS_GFNI __attribute__((target("avx2,gfni")))
+SS_GFNI inline __m256i TransposeBits8x8Gfni(__m256i x) {
+  const __m256i reverse = _mm256_setr_epi8(7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8,
+                                           7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8);
+  return _mm256_gf2p8affine_epi64_epi8(_mm256_set1_epi64x(0x8040201008040201LL),
+                                       _mm256_shuffle_epi8(x, reverse), 0);
+}
+
 // Within each 16-byte lane: 4 elements of 4 bytes <-> 4 runs of byte j (its own inverse).
 SS_AVX2 inline __m256i Transpose4x4Bytes(__m256i v) {
   const __m256i m = _mm256_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15, 0, 4,
@@ -308,138 +318,183 @@ SS_AVX2 inline __m256i Transpose4x4Bytes(__m256i v) {
   return _mm256_shuffle_epi8(v, m);
 }
 
-// 64 elements (256 bytes) a step. a[g], for the 8 elements of group g: the 32 bytes of its
-// column, byte r from bit row r (gathered, then bit-transposed 4 words at a time). The
-// unpack ladder turns the 8 x 32 bytes into 32 rows of 8 bytes, stored to the bit rows.
-SS_AVX2 void BitShuffle4Avx2(const uint8_t* src, size_t n, uint8_t* dst) {
-  const size_t row = n / 8;
+// The bit shuffle takes 64 elements (256 bytes, 8 columns of the bit rows) a step. For the
+// 8 elements of column col + g, a[g] holds: before the bit transpose, byte j of each in
+// 64-bit word j (GatherColumns); after it, byte r of bit row r (StoreColumns's input).
+// LoadColumns and ScatterColumns are their inverses.
+#define SS_INLINE __attribute__((always_inline)) inline
+SS_AVX2 SS_INLINE void GatherColumns(const uint8_t* src, size_t col, __m256i a[8]) {
   const __m256i pairs = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
-  size_t col = 0;
-  for (; col + 8 <= row; col += 8) {
-    __m256i a[8];
-    #pragma GCC unroll 8
-    for (int g = 0; g < 8; ++g) {
-      const __m256i v =
-          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + 32 * (col + g)));
-      a[g] = TransposeBits8x8Avx2(_mm256_permutevar8x32_epi32(Transpose4x4Bytes(v), pairs));
-    }
-    __m256i s[8], t[8];
-    #pragma GCC unroll 8
-    for (int p = 0; p < 4; ++p) {
-      s[2 * p] = _mm256_unpacklo_epi8(a[2 * p], a[2 * p + 1]);
-      s[2 * p + 1] = _mm256_unpackhi_epi8(a[2 * p], a[2 * p + 1]);
-    }
-    // t[0..3]: groups 0-3 of bit rows 0-3, 4-7, 8-11, 12-15 (of each lane); t[4..7]: 4-7.
-    #pragma GCC unroll 8
-    for (int h = 0; h < 2; ++h) {
-      t[4 * h + 0] = _mm256_unpacklo_epi16(s[4 * h + 0], s[4 * h + 2]);
-      t[4 * h + 1] = _mm256_unpackhi_epi16(s[4 * h + 0], s[4 * h + 2]);
-      t[4 * h + 2] = _mm256_unpacklo_epi16(s[4 * h + 1], s[4 * h + 3]);
-      t[4 * h + 3] = _mm256_unpackhi_epi16(s[4 * h + 1], s[4 * h + 3]);
-    }
-    #pragma GCC unroll 8
-    for (int q = 0; q < 4; ++q) {
-      // Bit rows 4q .. 4q + 3 of lane 0 and 16 + 4q .. 19 + 4q of lane 1, 8 bytes each.
-      const __m256i u[2] = {_mm256_unpacklo_epi32(t[q], t[q + 4]),
-                            _mm256_unpackhi_epi32(t[q], t[q + 4])};
-      #pragma GCC unroll 8
-      for (int w = 0; w < 2; ++w) {
-        const size_t r = 4 * q + 2 * w;
-        const __m128i lo = _mm256_castsi256_si128(u[w]);
-        const __m128i hi = _mm256_extracti128_si256(u[w], 1);
-        _mm_storel_epi64(reinterpret_cast<__m128i*>(dst + r * row + col), lo);
-        _mm_storeh_pd(reinterpret_cast<double*>(dst + (r + 1) * row + col), _mm_castsi128_pd(lo));
-        _mm_storel_epi64(reinterpret_cast<__m128i*>(dst + (r + 16) * row + col), hi);
-        _mm_storeh_pd(reinterpret_cast<double*>(dst + (r + 17) * row + col), _mm_castsi128_pd(hi));
-      }
+#pragma GCC unroll 8
+  for (int g = 0; g < 8; ++g) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + 32 * (col + g)));
+    a[g] = _mm256_permutevar8x32_epi32(Transpose4x4Bytes(v), pairs);
+  }
+}
+
+// An unpack ladder turns the 8 x 32 bytes into 32 bit rows of 8 bytes, stored to the rows.
+SS_AVX2 SS_INLINE void StoreColumns(const __m256i a[8], size_t row, size_t col, uint8_t* dst) {
+  __m256i s[8], t[8];
+#pragma GCC unroll 8
+  for (int p = 0; p < 4; ++p) {
+    s[2 * p] = _mm256_unpacklo_epi8(a[2 * p], a[2 * p + 1]);
+    s[2 * p + 1] = _mm256_unpackhi_epi8(a[2 * p], a[2 * p + 1]);
+  }
+  // t[0..3]: columns 0-3 of bit rows 0-3, 4-7, 8-11, 12-15 (of each lane); t[4..7]: 4-7.
+#pragma GCC unroll 8
+  for (int h = 0; h < 2; ++h) {
+    t[4 * h + 0] = _mm256_unpacklo_epi16(s[4 * h + 0], s[4 * h + 2]);
+    t[4 * h + 1] = _mm256_unpackhi_epi16(s[4 * h + 0], s[4 * h + 2]);
+    t[4 * h + 2] = _mm256_unpacklo_epi16(s[4 * h + 1], s[4 * h + 3]);
+    t[4 * h + 3] = _mm256_unpackhi_epi16(s[4 * h + 1], s[4 * h + 3]);
+  }
+#pragma GCC unroll 8
+  for (int q = 0; q < 4; ++q) {
+    // Bit rows 4q .. 4q + 3 of lane 0 and 16 + 4q .. 19 + 4q of lane 1, 8 bytes each.
+    const __m256i u[2] = {_mm256_unpacklo_epi32(t[q], t[q + 4]),
+                          _mm256_unpackhi_epi32(t[q], t[q + 4])};
+#pragma GCC unroll 8
+    for (int w = 0; w < 2; ++w) {
+      const size_t r = 4 * q + 2 * w;
+      const __m128i lo = _mm256_castsi256_si128(u[w]);
+      const __m128i hi = _mm256_extracti128_si256(u[w], 1);
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(dst + r * row + col), lo);
+      _mm_storeh_pd(reinterpret_cast<double*>(dst + (r + 1) * row + col), _mm_castsi128_pd(lo));
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(dst + (r + 16) * row + col), hi);
+      _mm_storeh_pd(reinterpret_cast<double*>(dst + (r + 17) * row + col), _mm_castsi128_pd(hi));
     }
   }
-  _mm256_zeroupper();
-  BitShuffle4From(src, n, col, dst);
 }
 
 // Even elements of each half-lane's pairs to its low 8 bytes, odd ones to the high: the
 // inverse of an unpack, with unpacklo/hi_epi64 after it.
-SS_AVX2 inline void Unzip(__m256i lo, __m256i hi, __m256i mask, __m256i* even, __m256i* odd) {
+SS_AVX2 SS_INLINE void Unzip(__m256i lo, __m256i hi, __m256i mask, __m256i* even, __m256i* odd) {
   lo = _mm256_shuffle_epi8(lo, mask);
   hi = _mm256_shuffle_epi8(hi, mask);
   *even = _mm256_unpacklo_epi64(lo, hi);
   *odd = _mm256_unpackhi_epi64(lo, hi);
 }
 
-SS_AVX2 void BitUnshuffle4Avx2(const uint8_t* src, size_t n, uint8_t* dst) {
-  const size_t row = n / 8;
-  const __m256i unpairs = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
+SS_AVX2 SS_INLINE void LoadColumns(const uint8_t* src, size_t row, size_t col, __m256i a[8]) {
   const __m256i bytes = _mm256_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15, 0,
                                          2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
   const __m256i words = _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15, 0,
                                          1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15);
   const __m256i dwords = _mm256_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 12, 13, 14, 15,
                                           0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 12, 13, 14, 15);
-  size_t col = 0;
-  for (; col + 8 <= row; col += 8) {
-    __m256i t[8], s[8], a[8];
-    #pragma GCC unroll 8
-    for (int q = 0; q < 4; ++q) {
-      __m256i u[2];
-      #pragma GCC unroll 8
-      for (int w = 0; w < 2; ++w) {
-        const size_t r = 4 * q + 2 * w;
-        __m128i lo = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(src + r * row + col));
-        lo = _mm_castpd_si128(_mm_loadh_pd(_mm_castsi128_pd(lo),
-                                           reinterpret_cast<const double*>(src + (r + 1) * row + col)));
-        __m128i hi = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(src + (r + 16) * row + col));
-        hi = _mm_castpd_si128(_mm_loadh_pd(_mm_castsi128_pd(hi),
-                                           reinterpret_cast<const double*>(src + (r + 17) * row + col)));
-        u[w] = _mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1);
-      }
-      Unzip(u[0], u[1], dwords, &t[q], &t[q + 4]);
+  __m256i t[8], s[8];
+#pragma GCC unroll 8
+  for (int q = 0; q < 4; ++q) {
+    __m256i u[2];
+#pragma GCC unroll 8
+    for (int w = 0; w < 2; ++w) {
+      const size_t r = 4 * q + 2 * w;
+      __m128i lo = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(src + r * row + col));
+      lo = _mm_castpd_si128(_mm_loadh_pd(_mm_castsi128_pd(lo),
+                                         reinterpret_cast<const double*>(src + (r + 1) * row + col)));
+      __m128i hi = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(src + (r + 16) * row + col));
+      hi = _mm_castpd_si128(_mm_loadh_pd(_mm_castsi128_pd(hi),
+                                         reinterpret_cast<const double*>(src + (r + 17) * row + col)));
+      u[w] = _mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1);
     }
-    #pragma GCC unroll 8
-    for (int h = 0; h < 2; ++h) {
-      Unzip(t[4 * h + 0], t[4 * h + 1], words, &s[4 * h + 0], &s[4 * h + 2]);
-      Unzip(t[4 * h + 2], t[4 * h + 3], words, &s[4 * h + 1], &s[4 * h + 3]);
-    }
-    #pragma GCC unroll 8
-    for (int p = 0; p < 4; ++p) Unzip(s[2 * p], s[2 * p + 1], bytes, &a[2 * p], &a[2 * p + 1]);
-    #pragma GCC unroll 8
-    for (int g = 0; g < 8; ++g) {
-      const __m256i v =
-          Transpose4x4Bytes(_mm256_permutevar8x32_epi32(TransposeBits8x8Avx2(a[g]), unpairs));
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 32 * (col + g)), v);
-    }
+    Unzip(u[0], u[1], dwords, &t[q], &t[q + 4]);
   }
-  _mm256_zeroupper();
-  BitUnshuffle4From(src, n, col, dst);
+#pragma GCC unroll 8
+  for (int h = 0; h < 2; ++h) {
+    Unzip(t[4 * h + 0], t[4 * h + 1], words, &s[4 * h + 0], &s[4 * h + 2]);
+    Unzip(t[4 * h + 2], t[4 * h + 3], words, &s[4 * h + 1], &s[4 * h + 3]);
+  }
+#pragma GCC unroll 8
+  for (int p = 0; p < 4; ++p) Unzip(s[2 * p], s[2 * p + 1], bytes, &a[2 * p], &a[2 * p + 1]);
 }
 
+SS_AVX2 SS_INLINE void ScatterColumns(const __m256i a[8], size_t col, uint8_t* dst) {
+  const __m256i unpairs = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
+#pragma GCC unroll 8
+  for (int g = 0; g < 8; ++g) {
+    const __m256i v = Transpose4x4Bytes(_mm256_permutevar8x32_epi32(a[g], unpairs));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 32 * (col + g)), v);
+  }
+}
+
+// The four kernels: the AVX2 steps around either 8x8 bit transpose.
+#define SS_BIT_SHUFFLE_STEPS(Transpose)                         \
+  const size_t row = n / 8;                                     \
+  size_t col = 0;                                               \
+  for (; col + 8 <= row; col += 8) {                            \
+    __m256i a[8];                                               \
+    GatherColumns(src, col, a);                                 \
+    for (int g = 0; g < 8; ++g) a[g] = Transpose(a[g]);         \
+    StoreColumns(a, row, col, dst);                             \
+  }                                                             \
+  _mm256_zeroupper();                                           \
+  BitShuffle4From(src, n, col, dst)
+#define SS_BIT_UNSHUFFLE_STEPS(Transpose)                       \
+  const size_t row = n / 8;                                     \
+  size_t col = 0;                                               \
+  for (; col + 8 <= row; col += 8) {                            \
+    __m256i a[8];                                               \
+    LoadColumns(src, row, col, a);                              \
+    for (int g = 0; g < 8; ++g) a[g] = Transpose(a[g]);         \
+    ScatterColumns(a, col, dst);                                \
+  }                                                             \
+  _mm256_zeroupper();                                           \
+  BitUnshuffle4From(src, n, col, dst)
+
+SS_AVX2 void BitShuffle4Avx2(const uint8_t* src, size_t n, uint8_t* dst) {
+  SS_BIT_SHUFFLE_STEPS(TransposeBits8x8Avx2);
+}
+SS_AVX2 void BitUnshuffle4Avx2(const uint8_t* src, size_t n, uint8_t* dst) {
+  SS_BIT_UNSHUFFLE_STEPS(TransposeBits8x8Avx2);
+}
+SS_GFNI void BitShuffle4Gfni(const uint8_t* src, size_t n, uint8_t* dst) {
+  SS_BIT_SHUFFLE_STEPS(TransposeBits8x8Gfni);
+}
+SS_GFNI void BitUnshuffle4Gfni(const uint8_t* src, size_t n, uint8_t* dst) {
+  SS_BIT_UNSHUFFLE_STEPS(TransposeBits8x8Gfni);
+}
+
+#undef SS_BIT_SHUFFLE_STEPS
+#undef SS_BIT_UNSHUFFLE_STEPS
+#undef SS_INLINE
+#undef SS_GFNI
 #undef SS_AVX2
 
 bool CpuHasAvx2() { return __builtin_cpu_supports("avx2"); }
+bool CpuHasGfni() { return CpuHasAvx2() && __builtin_cpu_supports("gfni"); }
 #else
 bool CpuHasAvx2() { return false; }
+bool CpuHasGfni() { return false; }
 #endif
 
+// The best path this CPU has, or SHOTSTREAM_SIMD's.
 Path DefaultPath() {
   const char* env = std::getenv("SHOTSTREAM_SIMD");
   if (env != nullptr && std::strcmp(env, "portable") == 0) return Path::kPortable;
-  return CpuHasAvx2() ? Path::kAvx2 : Path::kPortable;
+  if (!CpuHasAvx2()) return Path::kPortable;
+  if (env != nullptr && std::strcmp(env, "avx2") == 0) return Path::kAvx2;
+  return CpuHasGfni() ? Path::kAvx2Gfni : Path::kAvx2;
 }
 
 std::atomic<Path> forced{Path::kAuto};
 
-bool UseAvx2() {
+Path Active() {
   static const Path default_path = DefaultPath();
   const Path f = forced.load(std::memory_order_relaxed);
-  return (f == Path::kAuto ? default_path : f) == Path::kAvx2;
+  return f == Path::kAuto ? default_path : f;
 }
+
+bool UseAvx2() { return Active() != Path::kPortable; }
+bool UseGfni() { return Active() == Path::kAvx2Gfni; }
 
 }  // namespace
 
-Path ActivePath() { return UseAvx2() ? Path::kAvx2 : Path::kPortable; }
+Path ActivePath() { return Active(); }
 
 absl::string_view PathName(Path path) {
   switch (path) {
+    case Path::kAvx2Gfni:
+      return "avx2+gfni";
     case Path::kAvx2:
       return "avx2";
     case Path::kPortable:
@@ -449,7 +504,14 @@ absl::string_view PathName(Path path) {
   }
 }
 
+std::string TestName(Path path) {
+  std::string name(PathName(path));
+  std::replace(name.begin(), name.end(), '+', '_');
+  return name;
+}
+
 void ForcePath(Path path) {
+  if (path == Path::kAvx2Gfni && !CpuHasGfni()) path = Path::kAvx2;
   if (path == Path::kAvx2 && !CpuHasAvx2()) path = Path::kPortable;
   forced.store(path, std::memory_order_relaxed);
 }
@@ -488,10 +550,16 @@ void Dequantize(const uint8_t* z, size_t n, int width, float step, float* dst) {
 }
 
 void BitShuffle4(const uint8_t* src, size_t n, uint8_t* dst) {
+#if SHOTSTREAM_HAVE_AVX2_CODE
+  if (UseGfni()) return BitShuffle4Gfni(src, n, dst);
+#endif
   SS_DISPATCH(BitShuffle4Avx2(src, n, dst), BitShuffle4From(src, n, 0, dst));
 }
 
 void BitUnshuffle4(const uint8_t* src, size_t n, uint8_t* dst) {
+#if SHOTSTREAM_HAVE_AVX2_CODE
+  if (UseGfni()) return BitUnshuffle4Gfni(src, n, dst);
+#endif
   SS_DISPATCH(BitUnshuffle4Avx2(src, n, dst), BitUnshuffle4From(src, n, 0, dst));
 }
 

@@ -2,28 +2,33 @@
 // error bounds need, over any run of float32 samples (a trace, a chunk).
 //
 // Two paths give identical results: AVX2 code, chosen at run time where the CPU has it
-// (the build stays x86-64 baseline), and portable loops everywhere else. Rounding is to
-// nearest, ties to even (nearbyint in the default rounding mode) on both. The environment
-// variable SHOTSTREAM_SIMD=portable, or ForcePath, makes the portable loops run (tests,
-// benchmarks, a CPU that misbehaves). Thread-safe; ForcePath is for tests and benchmarks
-// and must not race with encoding.
+// (the build stays x86-64 baseline), and portable loops everywhere else; where the CPU
+// has GFNI too, the bit shuffles' 8x8 bit transposes are one instruction (kAvx2Gfni).
+// Rounding is to nearest, ties to even (nearbyint in the default rounding mode) on both.
+// The environment variable SHOTSTREAM_SIMD=portable (or =avx2: no GFNI), or ForcePath,
+// makes the other loops run (tests, benchmarks, a CPU that misbehaves). Thread-safe;
+// ForcePath is for tests and benchmarks and must not race with encoding.
 #ifndef SHOTSTREAM_WIRE_SAMPLE_KERNELS_H_
 #define SHOTSTREAM_WIRE_SAMPLE_KERNELS_H_
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "absl/strings/string_view.h"
 
 namespace shotstream::wire::kernels {
 
-enum class Path { kAuto, kPortable, kAvx2 };
+enum class Path { kAuto, kPortable, kAvx2, kAvx2Gfni };
 
-// The path that runs now (kPortable or kAvx2), and its name ("portable", "avx2").
+// The path that runs now (kPortable, kAvx2 or kAvx2Gfni), and its name ("portable",
+// "avx2", "avx2+gfni").
 Path ActivePath();
 absl::string_view PathName(Path path);
-// kAuto: AVX2 where the CPU has it and SHOTSTREAM_SIMD is not "portable". Forcing kAvx2 on
-// a CPU without it gives kPortable.
+// The name as a test's parameter may spell it ("avx2_gfni").
+std::string TestName(Path path);
+// kAuto: the best the CPU has, unless SHOTSTREAM_SIMD says otherwise. Forcing a path the
+// CPU lacks gives the best below it.
 void ForcePath(Path path);
 
 // Bits of a float32 at or above which |x| is infinity or NaN.

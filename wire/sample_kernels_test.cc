@@ -16,8 +16,8 @@ class KernelsTest : public ::testing::TestWithParam<Path> {
  protected:
   void SetUp() override {
     ForcePath(GetParam());
-    if (GetParam() == Path::kAvx2 && ActivePath() != Path::kAvx2) {
-      GTEST_SKIP() << "no AVX2 on this CPU";
+    if (ActivePath() != GetParam()) {
+      GTEST_SKIP() << PathName(GetParam()) << ": not on this CPU";
     }
   }
   void TearDown() override { ForcePath(Path::kAuto); }
@@ -222,8 +222,9 @@ TEST_P(KernelsTest, BitShuffleFollowsItsDefinitionAndUnshuffleUndoesIt) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Paths, KernelsTest, ::testing::Values(Path::kPortable, Path::kAvx2),
-                         [](const auto& info) { return std::string(PathName(info.param)); });
+INSTANTIATE_TEST_SUITE_P(Paths, KernelsTest,
+                         ::testing::Values(Path::kPortable, Path::kAvx2, Path::kAvx2Gfni),
+                         [](const auto& info) { return TestName(info.param); });
 
 }  // namespace
 }  // namespace shotstream::wire::kernels
