@@ -440,7 +440,10 @@ def encodings_section(e):
         lines += ["### Codecs on one core (`bazel run -c opt //wire:sample_encoding_benchmark`)",
                   "", "The first argument is the data: 1 IEEE samples of a 16-bit recording "
                   "(data b), 0 full-precision noise; the second, for the encodings with both "
-                  "paths, 1 the AVX2 code, 0 the portable loops (`SHOTSTREAM_SIMD=portable`). "
+                  "paths, 2 the AVX2 code with GFNI (lossless's bit shuffle, where the CPU "
+                  "has it), 1 the AVX2 code (`SHOTSTREAM_SIMD=avx2`), 0 the portable loops "
+                  "(`SHOTSTREAM_SIMD=portable`). `Blosc` and `BloscDecode` are libblosc's "
+                  "own (lossless's frames, written and read by libblosc); "
                   "`Codec` encodes, `CodecDecode` decodes; `Memcpy` copies the 3.84 MB shot, "
                   "the ceiling (the shot fits this CPU's caches, so it is a cache figure).",
                   "", "| codec | GB/s of float32 | / memcpy | ratio | target |",
