@@ -410,10 +410,16 @@ SS_AVX2 SS_INLINE void LoadColumns(const uint8_t* src, size_t row, size_t col, _
 
 SS_AVX2 SS_INLINE void ScatterColumns(const __m256i a[8], size_t col, uint8_t* dst) {
   const __m256i unpairs = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
+  const bool aligned = (reinterpret_cast<uintptr_t>(dst) & 31) == 0;
 #pragma GCC unroll 8
   for (int g = 0; g < 8; ++g) {
     const __m256i v = Transpose4x4Bytes(_mm256_permutevar8x32_epi32(a[g], unpairs));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 32 * (col + g)), v);
+    auto* p = reinterpret_cast<__m256i*>(dst + 32 * (col + g));
+    if (aligned) {
+      _mm256_stream_si256(p, v);
+    } else {
+      _mm256_storeu_si256(p, v);
+    }
   }
 }
 
@@ -438,6 +444,7 @@ SS_AVX2 SS_INLINE void ScatterColumns(const __m256i a[8], size_t col, uint8_t* d
     for (int g = 0; g < 8; ++g) a[g] = Transpose(a[g]);         \
     ScatterColumns(a, col, dst);                                \
   }                                                             \
+  _mm_sfence();                                                 \
   _mm256_zeroupper();                                           \
   BitUnshuffle4From(src, n, col, dst)
 

@@ -64,7 +64,9 @@ void Dequantize(const uint8_t* z, size_t n, int width, float step, float* dst);
 // and reads it): bit k of byte j of element i goes to bit i % 8 of byte
 // (8 j + k) x n / 8 + i / 8 of dst. BitUnshuffle4 is its inverse. Both AVX2 (64 elements
 // a step: one gather of each element's bytes, 8x8 bit transposes, a byte transpose) and
-// portable. REQUIRES: n % 8 == 0; src and dst do not overlap.
+// portable; the unshuffle's AVX2 stores stream past the cache where dst is 32-byte aligned
+// (a shot's buffer, not read again soon by this core). REQUIRES: n % 8 == 0; src and dst
+// do not overlap.
 void BitShuffle4(const uint8_t* src, size_t n, uint8_t* dst);
 void BitUnshuffle4(const uint8_t* src, size_t n, uint8_t* dst);
 
