@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "benchmark/benchmark.h"
+#include "wire/blosc_frame.h"
 #include "wire/sample_encoding.h"
 #include "wire/sample_kernels.h"
 
@@ -69,6 +70,19 @@ void BM_BloscLevelDecode(benchmark::State& state, int level) {
 }
 
 void BM_BloscDecode(benchmark::State& state) { BM_BloscLevelDecode(state, 5); }
+
+// lossless's frame writer at LZ4 acceleration `acceleration` (lossless uses 5, c-blosc's
+// for level 5): what each step of it trades in speed for ratio.
+void BM_LosslessAcceleration(benchmark::State& state, int acceleration) {
+  const auto& v = Data(state.range(0));
+  std::vector<uint8_t> out(shotstream::wire::BloscFrameBound(v.size() * 4));
+  size_t size = 0;
+  for (auto _ : state) {
+    size = shotstream::wire::WriteBloscFrame(v.data(), v.size(), acceleration, out.data());
+    benchmark::DoNotOptimize(size);
+  }
+  Report(state, v.size() * 4, size);
+}
 
 void BM_Zstd(benchmark::State& state) {
   const auto& v = Data(state.range(0));
@@ -158,6 +172,12 @@ BENCHMARK(BM_BloscDecode)->Arg(1)->Arg(0);
 BENCHMARK(BM_Zstd)->Arg(1)->Arg(0);
 BENCHMARK(BM_Lz4)->Arg(1)->Arg(0);
 BENCHMARK(BM_Memcpy)->Arg(1);
+BENCHMARK_CAPTURE(BM_LosslessAcceleration, accel_1, 1)->Arg(1)->Arg(0);
+BENCHMARK_CAPTURE(BM_LosslessAcceleration, accel_5, 5)->Arg(1)->Arg(0);
+BENCHMARK_CAPTURE(BM_LosslessAcceleration, accel_9, 9)->Arg(1)->Arg(0);
+BENCHMARK_CAPTURE(BM_LosslessAcceleration, accel_17, 17)->Arg(1)->Arg(0);
+BENCHMARK_CAPTURE(BM_LosslessAcceleration, accel_33, 33)->Arg(1)->Arg(0);
+BENCHMARK_CAPTURE(BM_LosslessAcceleration, accel_65, 65)->Arg(1)->Arg(0);
 BENCHMARK_CAPTURE(BM_Codec, lossless, shotstream::wire::Encoding::kLossless)
     ->Args({1, 2})->Args({0, 2})->Args({1, 1})->Args({0, 1})->Args({1, 0});
 BENCHMARK_CAPTURE(BM_CodecDecode, lossless, shotstream::wire::Encoding::kLossless)
