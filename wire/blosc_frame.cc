@@ -25,7 +25,7 @@ constexpr size_t kTypesize = 4;
 // 126 KiB blocks: a block, its shuffled copy and its LZ4 stream stay in L2 on either side
 // (LZ4's window is 64 KiB, so larger blocks would hardly shrink the frame). A block's 32 bit
 // rows are 4032 bytes apart, 63 cache lines: at 4096 (128 KiB blocks) the shuffle's 32
-// streams fell in one L1 set and the unshuffle ran at a quarter of its speed.
+// streams fell in one L1 set and the unshuffle ran at under half its speed.
 constexpr size_t kBlockBytes = 32 * 63 * 64;
 // c-blosc's rule for the streams of a block it did not mark kDontSplit (blosc_d).
 constexpr size_t kMaxSplits = 16, kMinBufferSize = 128;
@@ -46,14 +46,13 @@ uint8_t* Scratch(size_t bytes) { return ThreadScratch<ShuffledBlock>(bytes); }
 // (the last block of an odd count) its bytes go as they are.
 bool Shuffled(size_t block_bytes) { return (block_bytes / kTypesize) % 8 == 0; }
 
-size_t WriteHeader(uint8_t flags, size_t nbytes, size_t blocksize, uint8_t* out) {
+void WriteHeader(uint8_t flags, size_t nbytes, size_t blocksize, uint8_t* out) {
   out[0] = kVersion;
   out[1] = kLz4Version;
   out[2] = flags;
   out[3] = kTypesize;
   Put32(out + 4, static_cast<uint32_t>(nbytes));
   Put32(out + 8, static_cast<uint32_t>(blocksize));
-  return kHeader;
 }
 
 size_t WriteCopy(const uint8_t* src, size_t nbytes, size_t blocksize, uint8_t* out) {

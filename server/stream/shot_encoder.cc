@@ -28,6 +28,24 @@ uint32_t ChunkTraces(const dataset::ShotData& shot, size_t c) {
                                      std::max(shot.n_samples, 1u));
 }
 
+// tolerance x the shot's RMS, from its chunks' statistics joined in chunk order (the same
+// RMS whatever ran where), and the shot's largest |sample| (*peak); 0 where the shot holds
+// NaN or infinity.
+double ShotAccuracy(const dataset::ShotData& shot,
+                    const std::vector<wire::kernels::SampleStats>& stats, double tolerance,
+                    float* peak_out) {
+  uint32_t peak_bits = 0;
+  double sum = 0;
+  for (const auto& s : stats) {
+    peak_bits = std::max(peak_bits, s.peak_bits);
+    sum += s.sum_squares;
+  }
+  if (peak_bits >= wire::kernels::kNonFiniteBits) return 0;
+  const double n = static_cast<double>(uint64_t{shot.n_traces} * shot.n_samples);
+  std::memcpy(peak_out, &peak_bits, 4);
+  return wire::LossyAccuracy(tolerance, n > 0 ? std::sqrt(sum / n) : 0);
+}
+
 // The bound for ZFP and QUANTIZED (tolerance x the shot's RMS), from one pass over the
 // chunks at once, and the shot's largest |sample| (*peak); 0 where the shot holds NaN or
 // infinity, or QUANTIZED finds no step.
@@ -38,18 +56,9 @@ double Accuracy(dataset::ShotData* shot, wire::Encoding encoding, double toleran
     stats[c] =
         wire::kernels::Stats(ChunkSamples(shot, c), shot->chunks[c].size() / sizeof(float));
   });
-  uint32_t peak_bits = 0;
-  double sum = 0;
-  for (const auto& s : stats) {  // in chunk order: the same RMS whatever ran where
-    peak_bits = std::max(peak_bits, s.peak_bits);
-    sum += s.sum_squares;
-  }
-  if (peak_bits >= wire::kernels::kNonFiniteBits) return 0;
-  const double n = static_cast<double>(uint64_t{shot->n_traces} * shot->n_samples);
-  const double accuracy = wire::LossyAccuracy(tolerance, n > 0 ? std::sqrt(sum / n) : 0);
-  float peak;
-  std::memcpy(&peak, &peak_bits, 4);
-  *peak_out = peak;
+  const double accuracy = ShotAccuracy(*shot, stats, tolerance, peak_out);
+  if (accuracy == 0) return 0;
+  const float peak = *peak_out;
   if (encoding == wire::Encoding::kQuantized) {
     if (wire::QuantizedStep(accuracy, peak) == 0) return 0;  // every chunk's peak is lower
   }
@@ -166,12 +175,12 @@ absl::StatusOr<uint32_t> Int16OfStored(const io::StoredTraces& stored, uint32_t 
 }
 
 // A stored shot sent INT16 (the one encoding a stream reads stored traces for): encoded
-// from the mapping; where a trace holds NaN or infinity, or (`bound`: INT16 that `auto`
-// picked under a tolerance) the shot's largest sample / 65534 exceeds tolerance x its RMS,
-// decoded to float32 chunks instead for the caller to encode (*encoding: kInt16 when
-// done, kLossless for NaN, kQuantized past the `bound`).
-absl::Status EncodeStored(dataset::ShotData* shot, Executor* executor, bool bound,
-                          double tolerance, wire::Encoding* encoding) {
+// from the mapping (true). Where a trace holds NaN or infinity (*encoding becomes
+// LOSSLESS), or (`bound`: INT16 that `auto` picked under a tolerance) the shot's largest
+// sample / 65534 exceeds tolerance x its RMS, decoded to float32 chunks instead for the
+// caller to encode (false).
+absl::StatusOr<bool> EncodeStored(dataset::ShotData* shot, Executor* executor, bool bound,
+                                  double tolerance, wire::Encoding* encoding) {
   const io::StoredTraces& stored = *shot->stored;
   const uint32_t ns = shot->n_samples;
   std::vector<wire::kernels::SampleStats> stats(shot->n_chunks());
@@ -182,21 +191,13 @@ absl::Status EncodeStored(dataset::ShotData* shot, Executor* executor, bool boun
       });
   bool within = true;
   if (int16.ok() && bound) {
-    uint32_t peak_bits = 0;
-    double sum = 0;
-    for (const auto& s : stats) {  // in chunk order: the same RMS whatever ran where
-      peak_bits = std::max(peak_bits, s.peak_bits);
-      sum += s.sum_squares;
-    }
-    const double n = static_cast<double>(uint64_t{shot->n_traces} * ns);
-    float peak;
-    std::memcpy(&peak, &peak_bits, 4);
-    within = Int16Within(peak, wire::LossyAccuracy(tolerance, n > 0 ? std::sqrt(sum / n) : 0));
+    float peak = 0;
+    const double accuracy = ShotAccuracy(*shot, stats, tolerance, &peak);
+    within = Int16Within(peak, accuracy);
   }
   if (int16.ok() && within) {
     TakeChunks(*std::move(int16), shot);
-    *encoding = wire::Encoding::kInt16;
-    return absl::OkStatus();
+    return true;
   }
   if (!int16.ok() && !absl::IsFailedPrecondition(int16.status())) return int16.status();
   SS_ASSIGN_OR_RETURN(
@@ -206,8 +207,8 @@ absl::Status EncodeStored(dataset::ShotData* shot, Executor* executor, bool boun
                        return DecodeStored(stored, ns, first, n, out);
                      }));
   TakeChunks(std::move(decoded), shot);
-  *encoding = int16.ok() ? wire::Encoding::kQuantized : wire::Encoding::kLossless;
-  return absl::OkStatus();
+  if (!int16.ok()) *encoding = wire::Encoding::kLossless;
+  return false;
 }
 
 }  // namespace
@@ -223,14 +224,14 @@ absl::Status EncodeShot(dataset::ShotData* shot, wire::Encoding encoding, double
       return absl::InternalError(absl::StrCat("shot ", shot->shot_id, ": stored traces are "
                                               "encoded INT16 only"));
     }
-    SS_RETURN_IF_ERROR(EncodeStored(shot, executor, bound_int16, tolerance, &encoding));
-    if (encoding == wire::Encoding::kInt16) {
-      shot->encoding = encoding;
+    SS_ASSIGN_OR_RETURN(const bool int16,
+                        EncodeStored(shot, executor, bound_int16, tolerance, &encoding));
+    if (int16) {
+      shot->encoding = wire::Encoding::kInt16;
       return absl::OkStatus();
     }
-    // else LOSSLESS or QUANTIZED, from the float32 chunks just decoded (QUANTIZED's step
-    // from the same RMS, taken again below)
-    if (encoding == wire::Encoding::kQuantized) encoding = wire::Encoding::kInt16;
+    // else from the float32 chunks just decoded: LOSSLESS (NaN), or INT16's bound, whose
+    // RMS is taken again below and sends the shot QUANTIZED
   } else if (shot->encoding != wire::Encoding::kFloat32) {
     return absl::InternalError(absl::StrCat("shot ", shot->shot_id, ": only decoded float32 "
                                             "samples are encoded"));
