@@ -185,7 +185,8 @@ class Server:
         lines = queue.Queue()
         threading.Thread(target=lambda: [lines.put(l) for l in self.proc.stdout] and None,
                          daemon=True).start()
-        threading.Thread(target=self._drain_stderr, daemon=True).start()
+        self._stderr_drain = threading.Thread(target=self._drain_stderr, daemon=True)
+        self._stderr_drain.start()
         try:
             line = lines.get(timeout=timeout)
         except queue.Empty:
@@ -220,6 +221,17 @@ class Server:
         for l in self.proc.stderr:
             self.stderr_lines.append(l)
 
+    def said(self, text, timeout=30):
+        """The server's stderr so far, once a line of it holds `text` (waits for it: a
+        line the server wrote before a reply or a state a test saw may still be on its
+        way through the reader thread)."""
+        try:
+            wait_for(lambda: any(text in l for l in self.stderr_lines), timeout=timeout,
+                     what=f"the server to say {text!r}")
+        except AssertionError as e:
+            raise AssertionError(f"{e}; it said:\n{''.join(self.stderr_lines[-20:])}") from None
+        return "".join(self.stderr_lines)
+
     def metrics_port(self):
         """The port of --metrics_listen, from the server's start-up line."""
         prefix = "metrics on http://"
@@ -247,6 +259,9 @@ class Server:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        # Every line the process wrote is in stderr_lines once stop() returns (unless a
+        # child of its own still holds the pipe).
+        self._stderr_drain.join(timeout=10)
         for stream in (self.proc.stdout, self.proc.stderr):
             try:
                 stream.close()

@@ -212,7 +212,7 @@ class ChangedFilesAndServersTest(harness.SmallSurveyTest):
             shot = next(iter(c.stream("line", [215], headers=["field_record"])))
             np.testing.assert_array_equal(shot.samples, want[215][0])
             np.testing.assert_array_equal(shot.headers["field_record"], 215)
-            self.assertIn("dataset line: READY again, rebuilt", "".join(server.stderr_lines))
+            server.said("dataset line: READY again, rebuilt")
             self.assertEqual(health(server.target, "shotstream.v1.ShotStream/line"), SERVING)
 
     def test_a_server_that_is_not_there_fails_within_the_connect_timeout(self):

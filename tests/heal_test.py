@@ -97,7 +97,7 @@ class HealTest(unittest.TestCase):
                 finish()
                 self.assertEqual(list(c.dataset("p").shot_ids), [1, 2, 3, 4, 5, 6])
                 self.check_shots(c, "p", [1, 2, 3, 4, 5, 6], self.want)
-            self.assertIn("dataset p: READY again, loaded again", "".join(server.stderr_lines))
+            server.said("dataset p: READY again, loaded again")
             self.assertEqual(harness.health(server.target, "shotstream.v1.ShotStream/p"),
                              harness.SERVING)
 
@@ -180,8 +180,7 @@ class HealTest(unittest.TestCase):
                         self.assertTrue(info.bad_files[0].startswith(f"{d}/p2.sgy: "),
                                         info.bad_files)
                         self.check_shots(c, "p", [1, 2, 5, 6], self.want)
-                self.assertIn(f"dataset p: left out (on_bad_file: skip): {d}/p2.sgy",
-                              "".join(server.stderr_lines))
+                server.said(f"dataset p: left out (on_bad_file: skip): {d}/p2.sgy")
                 out = harness.cli("info", f"--target={server.target}", "--dataset=p").stdout
                 self.assertIn(f"bad_file: {d}/p2.sgy: ", out)
         # Healed once the file is mended: every file served, none left out.

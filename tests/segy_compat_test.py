@@ -303,7 +303,9 @@ class RealWorldHeadersTest(unittest.TestCase):
             self.assertEqual(states[name].state, "READY", states[name].error)
 
     def test_disagreements_are_said_once_per_dataset_on_stderr(self):
-        log = "".join(self.server.stderr_lines)
+        for name in ("trace_ns_larger", "trace_ns_smaller", "binary_ns_wrong", "revision_100",
+                     "revision_garbage"):
+            log = self.server.said(f"dataset {name}: note:")
         for name in ("trace_ns_larger", "trace_ns_smaller"):
             lines = [l for l in log.splitlines() if l.startswith(f"dataset {name}: note:")]
             self.assertEqual(len(lines), 1, log)

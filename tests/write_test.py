@@ -428,7 +428,7 @@ class WriteTest(unittest.TestCase):
         c.close()
         with harness.Server(args) as again, shotstream.Client(again.target) as c2:
             self.assertEqual(temporaries(d), [])
-            self.assertIn("left by a write that did not finish", "".join(again.stderr_lines))
+            again.said("left by a write that did not finish")
             names = [x.name for x in c2.list_datasets()]
             self.assertIn("before", names)  # written datasets are served again
             self.assertNotIn("during", names)
@@ -516,7 +516,9 @@ class WriteTest(unittest.TestCase):
               f"{during[-1] * 1e3:.1f} ms; {sum(begin <= t <= end for t in arrivals)} shots "
               "streamed meanwhile", flush=True)
         self.assertGreater(len(during), 20)
-        self.assertLess(p99, 0.050)
+        # Against the commits' own span, not a fixed time (a loaded CI machine stretches
+        # both): commits on gRPC's threads held ListDatasets for about the whole span.
+        self.assertLess(p99, 0.25 * (end - begin))
         self.assertGreater(sum(begin <= t <= end for t in arrivals), 0)
         for k in range(writers):
             os.remove(os.path.join(self.out, f"load_{k}.sgy"))
