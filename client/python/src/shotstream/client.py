@@ -11,6 +11,7 @@ import's side effect.
 
 from __future__ import annotations
 
+import functools
 import os
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
@@ -77,25 +78,31 @@ def _say_native_missing_once():
 
 _said_native_missing = False
 
-# The process that started each gRPC core (the extension's libgrpc, grpcio's own): a
-# forked child (a DataLoader worker) inherits a started core that it cannot use (its
-# threads did not come along: a call there hangs), so a Client there takes the other core.
+# The process that started each gRPC core (the extension's libgrpc, grpcio's own). A
+# process forked after its parent started either (a DataLoader worker under "fork") must
+# not run gRPC itself: the parent's gRPC threads did not come along and may have held
+# locks (Abseil's, which the two cores share) at the fork, which nothing will release. Its
+# Client runs in a helper process started by exec instead (shotstream._bridge).
 _started = {"native": None, "grpcio": None}
 
 
-def _inherited(core: str) -> bool:
-    pid = _started[core]
-    return pid is not None and pid != os.getpid()
+def _forked_after_grpc() -> bool:
+    """Whether this process was forked from one that had started a gRPC core."""
+    return any(pid is not None and pid != os.getpid() for pid in _started.values())
 
 
-def _forked_error(core: str) -> ShotstreamError:
-    other = "grpcio" if core == "native" else "native"
-    return ShotstreamError(grpc.StatusCode.FAILED_PRECONDITION, (
-        f"this process was forked after its parent started gRPC ({core} path), which does "
-        "not survive a fork, and the other path is not open to it "
-        f"({other}: already started in the parent, or ruled out by the options): make "
-        "clients in the workers only, or start them with multiprocessing_context='spawn' "
-        "or 'forkserver' (shotstream.torch.DataLoader does)"))
+def _bridged(method):
+    """A public Client method that, in a process forked after its parent started gRPC,
+    runs in the helper process (the same call on the Client there)."""
+    name = method.__name__
+
+    @functools.wraps(method)
+    def call(self, *args, **kwargs):
+        if self._bridge is None:
+            return method(self, *args, **kwargs)
+        self._check_open()
+        return self._bridge.call(0, name, args, kwargs)
+    return call
 
 
 class _Selection:
@@ -194,6 +201,9 @@ class Client:
     package has it, whatever the options (TLS with system roots or a CA, mTLS); False
     always through grpcio, the fallback for installs without the extension; True
     requires the extension. `self.native` says which.
+    In a process forked after its parent started gRPC (a DataLoader worker under
+    "fork"), the client runs in a helper process started by exec, whatever the options:
+    gRPC cannot run safely in such a process (docs/epochs.md).
     """
 
 
@@ -202,6 +212,17 @@ class Client:
                  retries: int = 0, timeout: Optional[float] = None,
                  reconnect_timeout: float = 10.0, native: Optional[bool] = None,
                  connect_timeout: float = 5.0) -> None:
+        self._closed = False
+        self._bridge = None
+        if _forked_after_grpc():
+            from shotstream._bridge import BridgeClient
+            self._bridge = BridgeClient((targets,), dict(
+                token=token, tls=tls, retries=retries, timeout=timeout,
+                reconnect_timeout=reconnect_timeout, native=native,
+                connect_timeout=connect_timeout))
+            self.native = self._bridge.native  # the helper's path
+            self._core = self._fallback = None
+            return
         _say_native_missing_once()
         if timeout is not None and float(timeout) <= 0:
             raise ValueError(f"timeout={timeout}: seconds > 0, or None")
@@ -235,20 +256,10 @@ class Client:
             raise ValueError("native=True: the shotstream._native extension is not in this "
                              "package (or SHOTSTREAM_NATIVE=0)")
         self.native = native_ok if native is None else bool(native)
-        # A forked child takes the gRPC core its parent did not start (docs/clients.md).
-        if self.native and _inherited("native"):
-            if native or _inherited("grpcio"):
-                raise _forked_error("native")
-            self.native = False
-        elif not self.native and _inherited("grpcio"):
-            if native is False or not native_ok or _inherited("native"):
-                raise _forked_error("grpcio")
-            self.native = True
         if self.native and _started["native"] is None and \
                 os.environ.get("SHOTSTREAM_TUNE", "1") != "0":
             _native.tune()  # before the core starts: tune()'s settings, by default
         _started["native" if self.native else "grpcio"] = os.getpid()
-        self._closed = False
         self._reconnects = 0  # native streams' (the fallback counts its own)
         self._wire_bytes = 0
         if self.native:
@@ -270,17 +281,22 @@ class Client:
     @property
     def reconnects(self) -> int:
         """Streams resumed after a break, over this client's life."""
+        if self._bridge is not None:
+            return self._bridge.attribute(0, "reconnects")
         return self._fallback.reconnects if self._fallback else self._reconnects
 
     @property
     def wire_bytes(self) -> int:
         """Sample bytes received as they travelled (encoded), over this client's life."""
+        if self._bridge is not None:
+            return self._bridge.attribute(0, "wire_bytes")
         return self._fallback.wire_bytes if self._fallback else self._wire_bytes
 
     def _check_open(self) -> None:
         if self._closed:
             raise ShotstreamError(grpc.StatusCode.FAILED_PRECONDITION, "the client is closed")
 
+    @_bridged
     def stream(self, name: str, shot_ids: Sequence[int], queue_depth: int = 2,
                headers: Sequence[str] = (), max_chunk_bytes: Optional[int] = None,
                trace_headers: bool = False, window: Optional[Tuple[int, int]] = None,
@@ -339,6 +355,7 @@ class Client:
         return self._shots(lambda: self._core.stream(name, shot_ids, pieces=bool(pieces),
                                                      **sel.native(queue_depth)))
 
+    @_bridged
     def stream_job(self, dataset: str, job: str, shot_ids: Sequence[int], epoch: int = 0,
                    seed: int = 0, queue_depth: int = 2, headers: Sequence[str] = (),
                    window: Optional[Tuple[int, int]] = None,
@@ -396,6 +413,7 @@ class Client:
             return reader[0]
         return JobStream(self, job_key, self._shots(start), reader)
 
+    @_bridged
     def commit_job(self, dataset: str, job: str, shot_ids: Sequence[int], step: int,
                    trained: Sequence[int], epoch: int = 0, seed: int = 0,
                    resume: Optional[bytes] = None) -> bytes:
@@ -443,6 +461,7 @@ class Client:
             self._wire_bytes = wire + reader.wire_bytes
             reader.cancel()
 
+    @_bridged
     def write(self, name: str, shots, sample_interval_us: float, sample_format: int = 5,
               max_chunk_bytes: int = 1 << 20,
               part: Optional[Tuple[str, int, int]] = None) -> DatasetInfo:
@@ -476,6 +495,7 @@ class Client:
         return self._write(name, items, sample_interval_us, sample_format, max_chunk_bytes,
                            parts)
 
+    @_bridged
     def commit_parts(self, name: str, write_id: str, count: int, sample_interval_us: float,
                      sample_format: int = 5) -> DatasetInfo:
         """Joins the `count` parts of multi-part write `write_id` (Client.write(...,
@@ -499,6 +519,7 @@ class Client:
                                       sample_format=int(sample_format),
                                       max_chunk_bytes=int(max_chunk_bytes), **extra))
 
+    @_bridged
     def list_datasets(self) -> List[DatasetInfo]:
         """Every dataset of every target (by name, first target first)."""
         self._check_open()
@@ -506,6 +527,7 @@ class Client:
             return self._fallback.list_datasets()
         return [_info(d) for d in self._core.list_datasets()]
 
+    @_bridged
     def dataset(self, name: str) -> DatasetInfo:
         """The dataset's info; with several targets, the union of their shots."""
         self._check_open()
@@ -513,6 +535,7 @@ class Client:
             return self._fallback.dataset(name)
         return _info(self._core.dataset(name))
 
+    @_bridged
     def dataset_pages(self, name: str, page_size: int = 100_000) -> Iterator[DatasetInfo]:
         """The dataset's info a page at a time, for datasets too large to hold every shot
         id at once: each page's shot_ids and shot_trace_counts are up to `page_size` of its
@@ -532,6 +555,11 @@ class Client:
     def close(self) -> None:
         """Closes the connections (streams still running keep theirs until they end; shots
         still held keep their buffers)."""
+        if self._bridge is not None:
+            if not self._closed:
+                self._bridge.close()
+            self._closed = True
+            return
         self._closed = True
         if self._fallback is not None:
             self._fallback.close()

@@ -340,8 +340,9 @@ class DataLoader(torch.utils.data.DataLoader):
     """torch's DataLoader over a ShotDataset or JobDataset, for exact resume with workers:
     the main process counts what it hands the trainer (workers read ahead, so only it
     knows), workers take whole batches in turn (what was consumed is a prefix), and
-    workers start by 'spawn' unless multiprocessing_context says otherwise (a process
-    forked after its parent used gRPC cannot use that gRPC: docs/clients.md).
+    workers start by 'spawn' unless multiprocessing_context says otherwise (a worker
+    forked after its parent used gRPC streams through a helper process, one copy more
+    a shot: docs/epochs.md).
     state_dict() and load_state_dict() are the dataset's."""
 
     def __init__(self, dataset, *args, **kwargs):
