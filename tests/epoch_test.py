@@ -186,10 +186,11 @@ class PlanAndTorchTest(unittest.TestCase):
             ShotDataset(self.server.target, "d", ids, seed=4).load_state_dict(states[0])
 
     def test_workers_under_fork_and_spawn_after_the_parent_used_a_client(self):
-        """The new user's program: a Client made and used in the parent (natively, or
-        through grpcio), then DataLoader workers by fork and by spawn: every shot once,
-        for ShotDataset and JobDataset. A fresh process, as a user's is (this test's own
-        process has used both gRPC cores)."""
+        """The new user's program: a Client made and used in the parent, then DataLoader
+        workers by fork (forked workers open no connection of their own) and by spawn
+        (after a parent on grpcio too): every shot once, for ShotDataset and JobDataset.
+        A fresh process, as a user's is (this test's own process has used both gRPC
+        cores)."""
         try:
             import torch
         except ImportError:
@@ -197,22 +198,15 @@ class PlanAndTorchTest(unittest.TestCase):
         script = os.path.join(self.tmp, "workers_after_parent.py")
         with open(script, "w") as f:
             f.write(_WORKERS_AFTER_PARENT)
-        for native in ("None", "False"):
+        for native, loaders in (("None", 4), ("False", 2)):
             res = subprocess.run([sys.executable, script, self.server.target, native],
                                  capture_output=True, text=True, timeout=300)
             self.assertEqual(res.returncode, 0, res.stdout + res.stderr)
-            self.assertEqual(res.stdout.split().count("ok"), 4, res.stdout)
-        # Both gRPC cores started in the parent, then fork: every shot once, and no gRPC
-        # thread in a worker (its client runs in a helper started by exec: a forked
-        # worker that ran gRPC itself hung on a lock the parent's gRPC threads held at the
-        # fork, about once in 50 runs under load, and once died of SIGSEGV in CI).
-        script = os.path.join(self.tmp, "both_cores_then_fork.py")
-        with open(script, "w") as f:
-            f.write(_BOTH_CORES_THEN_FORK)
-        res = subprocess.run([sys.executable, script, self.server.target],
-                             capture_output=True, text=True, timeout=300)
-        self.assertEqual(res.returncode, 0, res.stdout + res.stderr)
-        self.assertEqual(res.stdout.split(), ["ok", "ok"], res.stdout + res.stderr)
+            self.assertEqual(res.stdout.split().count("ok"), loaders, res.stdout)
+        # Not tested: fork after the parent started grpcio (native=False, or both cores).
+        # grpcio 1.51's own fork handlers then run in the parent at every fork and died
+        # there of SIGSEGV once in about 75 runs under load (in os.fork, under cygrpc's
+        # post-fork handler: grpc/grpc#31885), whatever the child does.
 
     def test_a_client_forked_after_grpc_runs_every_call_in_its_helper(self):
         """A process forked after its parent streamed: its Client's streams, jobs with
@@ -384,7 +378,8 @@ def main():
     target, native = sys.argv[1], eval(sys.argv[2])
     c = shotstream.Client(target, native=native)
     ids = sorted(c.dataset("d").shot_ids.tolist())
-    for ctx in ("fork", "spawn"):
+    # A parent on grpcio forks only at grpcio's own risk (docs/epochs.md): spawn only.
+    for ctx in ("fork", "spawn") if native is None else ("spawn",):
         ds = (probed(ShotDataset) if ctx == "fork" else ShotDataset)(target, "d", ids, seed=1)
         got = [s.shot_id for s in torch.utils.data.DataLoader(
             ds, batch_size=None, num_workers=2, multiprocessing_context=ctx, timeout=60)]
@@ -397,23 +392,6 @@ def main():
 
 if __name__ == "__main__":
     main()
-"""
-
-_BOTH_CORES_THEN_FORK = _PROBE + """
-target = sys.argv[1]
-with shotstream.Client(target, native=False) as c:
-    ids = sorted(c.dataset("d").shot_ids.tolist())
-    with shotstream.Client(target) as n:
-        n.dataset("d")
-        assert connections_to(int(target.rsplit(":", 1)[1])), "the probe sees connections"
-ds = probed(ShotDataset)(target, "d", ids, seed=2)
-got = [s.shot_id for s in torch.utils.data.DataLoader(
-    ds, batch_size=None, num_workers=2, multiprocessing_context="fork", timeout=60)]
-print("ok" if got == ds.rank_shots() else got, flush=True)
-job = probed(JobDataset)(target, "d", "both-cores", ids)
-got = sorted(s.shot_id for s in torch.utils.data.DataLoader(
-    job, batch_size=None, num_workers=2, multiprocessing_context="fork", timeout=60))
-print("ok" if got == ids else got, flush=True)
 """
 
 _FORKED_CLIENT = _PROBE.replace("import torch\n", "").replace(
