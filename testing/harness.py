@@ -172,13 +172,12 @@ class Server:
         `loaded`: wait for the "datasets loaded" line too (the server listens while its
         datasets load); else self.loaded_line() waits for it later."""
         self.args = [binary or runfile(SERVER), "--listen=127.0.0.1:0", "--drain_delay=0s"] + list(args)
-
-        def limit():
-            import resource
-            resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
-
-        self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     text=True, env=env, preexec_fn=limit if nofile else None)
+        # The limit by util-linux's prlimit (it sets it and execs the server: one pid), not
+        # by preexec_fn: that makes subprocess fork instead of vfork, which runs the fork
+        # handlers of a grpcio this process started (grpcio 1.51's can crash: epochs.md).
+        limit = ["prlimit", f"--nofile={nofile}:{nofile}", "--"] if nofile else []
+        self.proc = subprocess.Popen(limit + self.args, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True, env=env)
         if started is not None:
             started(self.proc)
         self.stderr_lines = []
