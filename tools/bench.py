@@ -711,8 +711,9 @@ def measure_binding(work, reps):
     C++ client's, stream_job against stream, and the binding's cost per shot."""
     out = binding_bench.measure(work, dict(os.environ, PYTHONPATH=package_dir()),
                                 reps=max(3, reps))
-    for k in ("cpp_gbps", "py_gbps", "stream_gbps", "job_gbps", "tiny_cpp_us", "tiny_py_us",
-              "tiny_cpp_cpu_us", "tiny_py_cpu_us"):
+    for k in ("cpp_gbps", "py_gbps", "stream_gbps", "job_gbps", "forked_gbps",
+              "forked_start_s", "tiny_cpp_us", "tiny_py_us", "tiny_cpp_cpu_us",
+              "tiny_py_cpu_us"):
         out[k] = summary(out[k])
     out["date"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     return out

@@ -5,7 +5,9 @@ itself, on loopback. Used by tools/bench.py (`bazel run -c opt //:bench -- --onl
   `shotstream bench` (the C++ client) and by shotstream.Client.stream (native, after
   shotstream.tune()), each a fresh process, alternated; and Client.stream_job over the
   same shots (one consumer: the job's shots are the stream's) against Client.stream, in
-  one process, alternated.
+  one process, alternated; and Client.stream in a process forked after its parent
+  streamed (its client in the helper process: shotstream._bridge), with the helper's
+  start.
 - Per-shot overhead of the binding (Python -> C++ -> numpy): 20,000 shots of one trace of
   256 samples (1 KiB), streamed by `shotstream bench` and by Client.stream (native, the
   shot's samples touched), alternated: each client's wall time and CPU time per shot (the
@@ -27,7 +29,9 @@ PY = r"""
 import os, sys, time, shotstream
 shotstream.tune()
 target, dataset, mode, passes = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
-with shotstream.Client(target) as c:
+
+
+def run(c):
     assert c.native
     ids = [int(s) for s in c.dataset(dataset).shot_ids]
     for _ in c.stream(dataset, ids[:8], queue_depth=4):
@@ -46,7 +50,30 @@ with shotstream.Client(target) as c:
             k += 1
             s.samples[0, 0]  # touched, as a consumer does
         out.append((time.perf_counter() - t, n, k, time.process_time() - cpu))
-    print(" ".join(f"{t} {n} {k} {c}" for t, n, k, c in out))
+    return " ".join(f"{t} {n} {k} {c}" for t, n, k, c in out)
+
+
+if mode == "forked":
+    # A process forked after its parent streamed (a DataLoader worker under fork): its
+    # client runs in the helper process (shotstream._bridge). The helper's start, then
+    # the passes as the other modes time them.
+    with shotstream.Client(target) as parent:
+        parent.dataset(dataset)
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        t = time.perf_counter()
+        with shotstream.Client(target) as c:
+            start = time.perf_counter() - t
+            os.write(w, f"{start} {run(c)}".encode())
+        os._exit(0)
+    os.close(w)
+    with os.fdopen(r) as f:
+        print(f.read())
+    assert os.waitpid(pid, 0)[1] == 0
+else:
+    with shotstream.Client(target) as c:
+        print(run(c))
 """
 
 
@@ -59,6 +86,17 @@ def python_runs(target, dataset, mode, passes, env):
     v = res.stdout.split()
     return [(float(v[i]), int(v[i + 1]), int(v[i + 2]), float(v[i + 3]))
             for i in range(0, len(v), 4)]
+
+
+def forked_runs(target, dataset, passes, env):
+    """(seconds the forked process's Client took to start its helper, the passes as
+    python_runs gives them)."""
+    res = subprocess.run([sys.executable, "-c", PY, target, dataset, "forked", str(passes)],
+                         capture_output=True, text=True, env=env, timeout=900)
+    assert res.returncode == 0, res.stderr[-3000:]
+    v = res.stdout.split()
+    return float(v[0]), [(float(v[i]), int(v[i + 1]), int(v[i + 2]), float(v[i + 3]))
+                         for i in range(1, len(v), 4)]
 
 
 def cpp_run(target, dataset, n_shots, passes):
@@ -82,6 +120,7 @@ def measure(work, env, reps=5):
         synth.write_survey(tiny, n_shots=TINY_SHOTS, traces_per_shot=1, n_samples=256,
                            n_files=1, fmt=5)
     out = {"cpp_gbps": [], "py_gbps": [], "stream_gbps": [], "job_gbps": [],
+           "forked_gbps": [], "forked_start_s": [],
            "tiny_cpp_us": [], "tiny_py_us": [], "tiny_cpp_cpu_us": [], "tiny_py_cpu_us": [], "big_shot_mb": BIG_TRACES * BIG_SAMPLES * 4 / 1e6,
            "tiny_shots": TINY_SHOTS}
     with harness.Server([f"--dataset=big={big}/*.sgy", f"--dataset=tiny={tiny}/*.sgy",
@@ -96,6 +135,10 @@ def measure(work, env, reps=5):
                 runs = python_runs(s.target, "big", mode, 2, env)
                 assert all(r[2] == BIG_SHOTS for r in runs), runs
                 out[key].append(sum(r[1] for r in runs) / sum(r[0] for r in runs) / 1e9)
+            start, runs = forked_runs(s.target, "big", 2, env)
+            assert all(r[2] == BIG_SHOTS for r in runs), runs
+            out["forked_gbps"].append(sum(r[1] for r in runs) / sum(r[0] for r in runs) / 1e9)
+            out["forked_start_s"].append(start)
             sec, _, cpu = cpp_run(s.target, "tiny", TINY_SHOTS, 1)
             out["tiny_cpp_us"].append(sec / TINY_SHOTS * 1e6)
             out["tiny_cpp_cpu_us"].append(cpu / TINY_SHOTS * 1e6)
