@@ -10,8 +10,6 @@ import sys
 import tempfile
 import unittest
 
-import grpc
-
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "testing"))
 import harness  # noqa: E402
 
@@ -334,9 +332,7 @@ class PlanAndTorchTest(unittest.TestCase):
 _PROBE = """
 import os
 import sys
-import torch
 import shotstream
-from shotstream.torch import JobDataset, ShotDataset
 
 
 def connections_to(port):
@@ -373,6 +369,8 @@ def probed(cls):
 """
 
 _WORKERS_AFTER_PARENT = _PROBE + """
+import torch
+from shotstream.torch import JobDataset, ShotDataset
 
 def main():
     target, native = sys.argv[1], eval(sys.argv[2])
@@ -394,8 +392,7 @@ if __name__ == "__main__":
     main()
 """
 
-_FORKED_CLIENT = _PROBE.replace("import torch\n", "").replace(
-    "from shotstream.torch import JobDataset, ShotDataset\n", "") + """
+_FORKED_CLIENT = _PROBE + """
 import select
 import numpy as np
 

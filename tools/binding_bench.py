@@ -77,26 +77,29 @@ else:
 """
 
 
-def python_runs(target, dataset, mode, passes, env):
-    """[(seconds, bytes, shots, CPU seconds of the process, every thread)] of each pass
-    of Client.stream or stream_job."""
+def _py_output(target, dataset, mode, passes, env):
+    """The numbers PY printed for one run of it."""
     res = subprocess.run([sys.executable, "-c", PY, target, dataset, mode, str(passes)],
                          capture_output=True, text=True, env=env, timeout=900)
     assert res.returncode == 0, res.stderr[-3000:]
-    v = res.stdout.split()
+    return res.stdout.split()
+
+
+def _passes(v):
+    """[(seconds, bytes, shots, CPU seconds of the process, every thread)] of PY's passes."""
     return [(float(v[i]), int(v[i + 1]), int(v[i + 2]), float(v[i + 3]))
             for i in range(0, len(v), 4)]
 
 
+def python_runs(target, dataset, mode, passes, env):
+    """Each pass of Client.stream or stream_job, as _passes gives them."""
+    return _passes(_py_output(target, dataset, mode, passes, env))
+
+
 def forked_runs(target, dataset, passes, env):
-    """(seconds the forked process's Client took to start its helper, the passes as
-    python_runs gives them)."""
-    res = subprocess.run([sys.executable, "-c", PY, target, dataset, "forked", str(passes)],
-                         capture_output=True, text=True, env=env, timeout=900)
-    assert res.returncode == 0, res.stderr[-3000:]
-    v = res.stdout.split()
-    return float(v[0]), [(float(v[i]), int(v[i + 1]), int(v[i + 2]), float(v[i + 3]))
-                         for i in range(1, len(v), 4)]
+    """(seconds the forked process's Client took to start its helper, its passes)."""
+    v = _py_output(target, dataset, "forked", passes, env)
+    return float(v[0]), _passes(v[1:])
 
 
 def cpp_run(target, dataset, n_shots, passes):

@@ -5,9 +5,9 @@ exec, and the results come back through two pipes.
 Why: a forked child inherits the parent's memory but none of its threads. gRPC's threads
 in the parent may hold locks at the moment of the fork (Abseil's, which both gRPC cores in
 a process share: the extension's libgrpc and grpcio's), and in the child nothing will
-ever release them, so any gRPC there, either core, can hang or crash (seen: a worker stuck
-in absl::Mutex::Lock under grpcio, a parent dead of SIGSEGV). A process started by exec
-inherits nothing; it runs an ordinary Client. docs/epochs.md says more.
+ever release them, so any gRPC there, either core, can hang (seen: a worker stuck in
+absl::Mutex::Lock under grpcio after a parent that streamed natively). A process started
+by exec inherits nothing; it runs an ordinary Client. docs/epochs.md says more.
 
 The exchange: each message is a pickle (protocol 5) whose large buffers (shot samples)
 travel out of band, straight from numpy's memory into the pipe and from the pipe into the
@@ -26,7 +26,7 @@ import subprocess
 import sys
 import threading
 import weakref
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List
 
 import grpc
 
