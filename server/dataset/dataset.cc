@@ -385,14 +385,18 @@ absl::StatusOr<ShotData> Dataset::ReadTraces(int64_t shot_id, const ReadPlan& pl
       out.big_endian = big;
     }
   }
+  // Whole traces sent zero copy with no header asked: those already checked and sent
+  // under these files need not be read and checked again (TraceRead::skip_checked_headers).
+  const bool headers_wanted =
+      select && (!sel.where.empty() || !sel.headers.empty() || sel.raw_trace_headers);
+  read.skip_checked_headers = locate && !headers_wanted;
   SS_ASSIGN_OR_RETURN(source::ReadResult got, ReadFromSource(read));
-  const source::TraceHeaders& headers = *got.headers;
-  SS_RETURN_IF_ERROR(CheckShotKeys(shot_id, traces, headers));
+  if (got.headers != nullptr) SS_RETURN_IF_ERROR(CheckShotKeys(shot_id, traces, *got.headers));
 
   // The traces kept: all, or those whose header values meet every condition.
   std::vector<size_t> kept;
   if (filter) {
-    kept = Kept(sel, headers, traces.size());
+    kept = Kept(sel, *got.headers, traces.size());
   } else {
     kept.resize(traces.size());
     for (size_t i = 0; i < kept.size(); ++i) kept[i] = i;
@@ -435,7 +439,7 @@ absl::StatusOr<ShotData> Dataset::ReadTraces(int64_t shot_id, const ReadPlan& pl
       out.crc32 = Crc32Combine(out.crc32, crc, uint64_t{n} * trace_out_bytes);
     }
   }
-  if (select) Select(sel, headers, kept, &out.headers, &out.trace_headers);
+  if (headers_wanted) Select(sel, *got.headers, kept, &out.headers, &out.trace_headers);
   return out;
 }
 

@@ -8,7 +8,10 @@
 #include <memory>
 #include <numeric>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "common/crc32.h"
 #include "common/status_macros.h"
 #include "server/common/mapping_guard.h"
@@ -246,6 +249,26 @@ absl::Status LocateTraces(absl::Span<const TraceFile* const> files,
       [&](size_t i, const uint8_t* samples) { sample_src[i] = samples; });
 }
 
+// The Crc32Joiners made for each length of piece, shared (SharedJoiner).
+ABSL_CONST_INIT absl::Mutex joiners_mu(absl::kConstInit);
+absl::flat_hash_map<size_t, std::shared_ptr<const Crc32Joiner>>* joiners
+    ABSL_GUARDED_BY(joiners_mu) ABSL_PT_GUARDED_BY(joiners_mu) = nullptr;
+
+// The Crc32Joiner for pieces of `bytes`, made once for each length (a 4 KiB table, 32
+// zlib operators) and shared: a dataset's traces have one length. Thread-safe.
+std::shared_ptr<const Crc32Joiner> SharedJoiner(size_t bytes) {
+  constexpr size_t kMaxLengths = 64;  // beyond: one made for each use
+  absl::MutexLock lock(&joiners_mu);
+  if (joiners == nullptr) {
+    joiners = new absl::flat_hash_map<size_t, std::shared_ptr<const Crc32Joiner>>();
+  }
+  auto it = joiners->find(bytes);
+  if (it != joiners->end()) return it->second;
+  auto joiner = std::make_shared<const Crc32Joiner>(bytes);
+  if (joiners->size() < kMaxLengths) joiners->emplace(bytes, joiner);
+  return joiner;
+}
+
 // Stored traces inside the mappings of TraceFiles; runs of traces that follow each other
 // in one file are touched and checksummed under one guard. Whole traces (no window) have
 // their CRC-32s kept in their file's TraceCrcs: computed on first send, joined after.
@@ -260,7 +283,7 @@ class MappedTraces final : public StoredTraces {
         pins_(std::move(pins)),
         file_of_(std::move(file_of)),
         trace_of_(std::move(trace_of)),
-        join_(trace_bytes),
+        join_(SharedJoiner(trace_bytes)),
         shot_id_(shot_id) {}
 
   absl::Status Touch() const override {
@@ -300,7 +323,7 @@ class MappedTraces final : public StoredTraces {
     for (size_t i = first; i < first + n;) {
       uint32_t kept;
       if (Kept(i, &kept)) {
-        crc = join_.Append(crc, kept);
+        crc = join_->Append(crc, kept);
         ++i;
         continue;
       }
@@ -310,7 +333,7 @@ class MappedTraces final : public StoredTraces {
         for (size_t k = from; k < from + count; ++k) {
           const uint32_t c = Crc32(0, traces_[k], trace_bytes());
           files_[file_of_[k]]->crcs().Store(trace_of_[k], c);
-          crc = join_.Append(crc, c);
+          crc = join_->Append(crc, c);
         }
       }));
       i = j;
@@ -376,9 +399,24 @@ class MappedTraces final : public StoredTraces {
   const Pins pins_;  // the mappings traces_ point into, open while this lives
   std::vector<uint32_t> file_of_;
   std::vector<uint64_t> trace_of_;
-  const Crc32Joiner join_;  // appends one trace's CRC-32
+  const std::shared_ptr<const Crc32Joiner> join_;  // appends one trace's CRC-32
   const int64_t shot_id_;
 };
+
+// The MappedTraces of `located` (whole traces when trace_of is not empty).
+std::unique_ptr<StoredTraces> MakeMapped(absl::Span<const TraceFile* const> files,
+                                         absl::Span<const TraceRef> traces,
+                                         std::vector<const uint8_t*> located,
+                                         std::vector<uint64_t> trace_of, uint32_t n_samples,
+                                         int64_t shot_id, Pins pins) {
+  std::vector<uint32_t> file_of(traces.size());
+  for (size_t i = 0; i < traces.size(); ++i) file_of[i] = traces[i].file_id;
+  const std::optional<StoredForm> form = FormOf(files, traces);
+  const bool big_endian = form.has_value() && form->byte_order == segy::ByteOrder::kBigEndian;
+  return std::make_unique<MappedTraces>(files, std::move(located), std::move(file_of),
+                                        std::move(trace_of), size_t{n_samples} * sizeof(float),
+                                        big_endian, shot_id, std::move(pins));
+}
 
 }  // namespace
 
@@ -390,10 +428,6 @@ absl::StatusOr<std::unique_ptr<StoredTraces>> LocateStoredTraces(
   Pins pins(/*keep_all=*/true);
   SS_RETURN_IF_ERROR(
       LocateTraces(files, traces, options, located.data(), header_dst, stats, range, &pins));
-  std::vector<uint32_t> file_of(traces.size());
-  for (size_t i = 0; i < traces.size(); ++i) file_of[i] = traces[i].file_id;
-  const std::optional<StoredForm> form = FormOf(files, traces);
-  const bool big_endian = form.has_value() && form->byte_order == segy::ByteOrder::kBigEndian;
   const uint32_t n = traces.empty() ? 0 : Count(range, files[traces[0].file_id]->layout());
   // Whole traces: where each is in its file, for the CRC-32s kept there.
   std::vector<uint64_t> trace_of;
@@ -404,9 +438,52 @@ absl::StatusOr<std::unique_ptr<StoredTraces>> LocateStoredTraces(
       trace_of[i] = (traces[i].offset - l.first_trace_offset) / l.trace_bytes;
     }
   }
-  return std::make_unique<MappedTraces>(files, std::move(located), std::move(file_of),
-                                        std::move(trace_of), size_t{n} * sizeof(float),
-                                        big_endian, shot_id, std::move(pins));
+  return MakeMapped(files, traces, std::move(located), std::move(trace_of), n, shot_id,
+                    std::move(pins));
+}
+
+absl::StatusOr<std::unique_ptr<StoredTraces>> LocateKeptTraces(
+    absl::Span<const TraceFile* const> files, absl::Span<const TraceRef> traces,
+    ReadStats* stats, int64_t shot_id) {
+  if (traces.empty()) return nullptr;
+  std::vector<uint64_t> trace_of(traces.size());
+  uint64_t runs = 0, bytes = 0;
+  for (size_t i = 0; i < traces.size(); ++i) {
+    const TraceRef& t = traces[i];
+    if (t.file_id >= files.size() || !files[t.file_id]->mapped()) return nullptr;
+    const TraceLayout& l = files[t.file_id]->layout();
+    if (l.trace_bytes == 0 || t.offset < l.first_trace_offset ||
+        (t.offset - l.first_trace_offset) % l.trace_bytes != 0) {
+      return nullptr;
+    }
+    trace_of[i] = (t.offset - l.first_trace_offset) / l.trace_bytes;
+    uint32_t crc;
+    if (!files[t.file_id]->crcs().Find(trace_of[i], &crc)) return nullptr;
+    runs += i == 0 || t.file_id != traces[i - 1].file_id ||
+            t.offset != traces[i - 1].offset + l.trace_bytes;
+    bytes += l.trace_bytes;
+  }
+  std::vector<const uint8_t*> located(traces.size());
+  Pins pins(/*keep_all=*/true);
+  const uint32_t n = files[traces[0].file_id]->layout().n_samples;
+  for (size_t i = 0; i < traces.size(); ++i) {
+    const TraceFile& file = *files[traces[i].file_id];
+    SS_ASSIGN_OR_RETURN(const TraceFile::Handle* handle, pins.Get(file, traces[i].file_id));
+    located[i] = handle->MappedAt(traces[i].offset + file.layout().header_bytes(),
+                                  uint64_t{n} * sizeof(float));
+    if (located[i] == nullptr) {
+      return absl::DataLossError(absl::StrCat(
+          file.path(), ": the trace at byte offset ", traces[i].offset, " (shot ", shot_id,
+          ") lies beyond the file's mapping (file truncated or replaced while serving)"));
+    }
+  }
+  if (stats != nullptr) {  // what the sends read: the runs of whole traces
+    stats->reads += runs;
+    stats->bytes_read += bytes;
+    stats->bytes_wanted += bytes;
+  }
+  return MakeMapped(files, traces, std::move(located), std::move(trace_of), n, shot_id,
+                    std::move(pins));
 }
 
 std::optional<StoredForm> FormOf(absl::Span<const TraceFile* const> files,

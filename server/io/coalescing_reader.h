@@ -107,6 +107,15 @@ absl::StatusOr<std::unique_ptr<StoredTraces>> LocateStoredTraces(
     const CoalesceOptions& options, uint8_t* header_dst, ReadStats* stats, SampleRange range,
     int64_t shot_id);
 
+// As LocateStoredTraces for whole traces with no header wanted, where every trace of
+// `traces` has its CRC-32 kept in its file (so it was located, its header checked and its
+// samples sent whole before, under these same files): each trace is located from its
+// offset alone, with no header copied, no page read and no stat. Null (nothing done)
+// where a trace has no CRC-32 kept or a file is not mapped: LocateStoredTraces then.
+absl::StatusOr<std::unique_ptr<StoredTraces>> LocateKeptTraces(
+    absl::Span<const TraceFile* const> files, absl::Span<const TraceRef> traces,
+    ReadStats* stats, int64_t shot_id);
+
 // Bytes of stored traces their Touch has mapped in ahead of a send, in this process so
 // far (a first pass over a file; a run whose CRC-32s are all kept is not touched again).
 // Thread-safe.

@@ -289,6 +289,45 @@ TEST_F(StoredTracesTest, RunsWhoseCrcsAreKeptAreNotTouchedAgain) {
   EXPECT_EQ(StoredBytesTouched() - at, 2 * once);
 }
 
+TEST_F(StoredTracesTest, KeptTracesAreLocatedWithoutAReadOnceAllWereSent) {
+  std::vector<TraceRef> traces;
+  for (int t : {6, 7, 8, 2, 3}) traces.push_back({1, files_[1]->layout().TraceOffset(t)});
+  // None sent yet: nothing kept, nothing located.
+  auto none = LocateKeptTraces(files_, traces, nullptr, 7);
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_EQ(*none, nullptr);
+  auto first = LocateStoredTraces(files_, traces, CoalesceOptions{}, nullptr, nullptr, {}, 7);
+  ASSERT_TRUE(first.ok());
+  absl::StatusOr<uint32_t> sent = (*first)->Crc(0, traces.size(), 0);
+  ASSERT_TRUE(sent.ok());
+
+  const uint64_t reads_before = files_[1]->read_calls();
+  ReadStats stats;
+  auto kept = LocateKeptTraces(files_, traces, &stats, 7);
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  ASSERT_NE(*kept, nullptr);
+  EXPECT_EQ(files_[1]->read_calls(), reads_before);  // no read, no stat
+  EXPECT_EQ((*kept)->traces(), (*first)->traces());  // the same samples, in the same order
+  EXPECT_EQ((*kept)->trace_bytes(), (*first)->trace_bytes());
+  EXPECT_EQ((*kept)->big_endian(), (*first)->big_endian());
+  absl::StatusOr<uint32_t> again = (*kept)->Crc(0, traces.size(), 0);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(*again, *sent);
+  EXPECT_EQ(*again, CrcNow(**kept, 0, traces.size()));
+  EXPECT_EQ(stats.reads, 2u);  // the runs 6-8 and 2-3
+  EXPECT_EQ(stats.bytes_wanted, traces.size() * files_[1]->layout().trace_bytes);
+
+  // One trace never sent, or a file read by pread: not located here.
+  traces.push_back({1, files_[1]->layout().TraceOffset(12)});
+  auto one_new = LocateKeptTraces(files_, traces, nullptr, 7);
+  ASSERT_TRUE(one_new.ok());
+  EXPECT_EQ(*one_new, nullptr);
+  std::vector<TraceRef> unmapped = {{0, files_[0]->layout().TraceOffset(6)}};
+  auto by_pread = LocateKeptTraces(files_, unmapped, nullptr, 7);
+  ASSERT_TRUE(by_pread.ok());
+  EXPECT_EQ(*by_pread, nullptr);
+}
+
 TEST_F(StoredTracesTest, BeyondTheBudgetAreReadEveryTime) {
   TraceCrcBudget& budget = TraceCrcBudget::Default();
   const uint64_t limit = budget.limit();

@@ -22,6 +22,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/types/span.h"
 #include "segy/sample_format.h"
 #include "server/common/file_identity.h"
 #include "server/env/env.h"
@@ -78,6 +79,14 @@ class TraceFile final : public CachedFile {
     // Mapped files only: the byte offset in the file of `p`, a pointer into the mapping.
     uint64_t MappedOffset(const uint8_t* p) const {
       return static_cast<uint64_t>(p - open_->mapping().data());
+    }
+    // Mapped files only: where the `length` bytes at `offset` lie in the mapping, with no
+    // read and no stat; null where the mapping does not hold them. Whatever reads them must
+    // guard the mapping (mapping_guard.h): the file may have shrunk since it was mapped.
+    const uint8_t* MappedAt(uint64_t offset, uint64_t length) const {
+      const absl::Span<const uint8_t> map = open_->mapping();
+      if (offset > map.size() || length > map.size() - offset) return nullptr;
+      return map.data() + offset;
     }
 
    private:

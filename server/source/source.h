@@ -96,6 +96,10 @@ struct TraceRead {
   // kFloat32, kStored: trace i's CRC-32 of its samples as float32 (what a client gets).
   uint32_t* trace_crc = nullptr;
   io::ReadStats* stats = nullptr;  // may be null
+  // kLocate of whole traces where no header is wanted: a source may then leave out the
+  // headers of traces it has read, checked and sent whole before, under the same files
+  // (their CRC-32s kept); ReadResult::headers comes back null when it did.
+  bool skip_checked_headers = false;
 };
 
 // The header values of the traces of one read. Thread-compatible.
@@ -110,6 +114,7 @@ class TraceHeaders {
 };
 
 struct ReadResult {
+  // Null only where TraceRead::skip_checked_headers let the source leave them out.
   std::unique_ptr<TraceHeaders> headers;
   std::unique_ptr<io::StoredTraces> stored;  // kLocate only
 };

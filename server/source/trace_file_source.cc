@@ -82,6 +82,13 @@ std::optional<io::StoredForm> TraceFileSource::FormOf(
 }
 
 absl::StatusOr<ReadResult> TraceFileSource::Read(const TraceRead& read) const {
+  if (read.form == SampleForm::kLocate && read.skip_checked_headers &&
+      read.range.start == 0 && read.range.count == info_.n_samples) {
+    ReadResult out;
+    SS_ASSIGN_OR_RETURN(out.stored, io::LocateKeptTraces(file_ptrs_, read.traces, read.stats,
+                                                         read.shot_id));
+    if (out.stored != nullptr) return out;  // else some trace is new: read its header
+  }
   bool with_headers = false;
   for (const io::TraceRef& t : read.traces) {
     with_headers |= files_[t.file_id]->layout().header_bytes() > 0;
