@@ -48,6 +48,7 @@
 #include "absl/time/clock.h"
 #include "shotstream/client/grpc_tuning.h"
 #include "common/malloc_tuning.h"
+#include "common/process_cpu.h"
 #include "shotstream/client/client.h"
 #include "shotstream/client/epoch_shots.h"
 #include "client/npy.h"
@@ -477,6 +478,7 @@ int Bench(Client& client, const std::string& dataset) {
   std::atomic<uint64_t> verified{0};  // counted by the readers, not by this loop
   std::vector<absl::Status> errors(streams);
   std::vector<double> stream_seconds(streams);
+  const double cpu_start = shotstream::ProcessCpuSeconds();
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::thread> threads;
   for (int s = 0; s < streams; ++s) {
@@ -516,6 +518,7 @@ int Bench(Client& client, const std::string& dataset) {
   for (auto& t : threads) t.join();
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double cpu_seconds = shotstream::ProcessCpuSeconds() - cpu_start;
   for (const absl::Status& e : errors) {
     if (!e.ok()) return Fail(e);
   }
@@ -531,7 +534,7 @@ int Bench(Client& client, const std::string& dataset) {
       "\"slowest_stream_seconds\": %.6f, \"fastest_stream_seconds\": %.6f, "
       "\"in_order\": %s, \"reconnects\": %d, \"buffers\": \"%s\", \"pinned\": %s, "
       "\"buffer_allocations\": %llu, \"wire_bytes\": %llu, \"encoding\": \"%s\", "
-      "\"pieces\": %s}\n",
+      "\"pieces\": %s, \"cpu_seconds\": %.6f}\n",
       static_cast<unsigned long long>(shots.load()), static_cast<unsigned long long>(bytes.load()),
       seconds, bytes.load() / seconds / 1e9, streams, options.queue_depth, repeat,
       static_cast<unsigned long long>(verified.load()), slowest, fastest,
@@ -539,7 +542,7 @@ int Bench(Client& client, const std::string& dataset) {
       absl::GetFlag(FLAGS_buffers).c_str(), client.pool().pinned() ? "true" : "false",
       static_cast<unsigned long long>(pool.allocations),
       static_cast<unsigned long long>(wire_bytes.load()), encodings[0].c_str(),
-      options.pieces ? "true" : "false");
+      options.pieces ? "true" : "false", cpu_seconds);
   return 0;
 }
 

@@ -18,7 +18,8 @@
 //     Streams shots 1..N R times after W untimed shots and drops every message unread:
 //     the client side of gRPC alone. With --copy, each chunk's samples are copied into one
 //     reused buffer with their CRC-32 checked, as the client library does. Prints a JSON
-//     line with "gbps" like `shotstream bench`.
+//     line with "gbps" and "cpu_seconds" (this process's CPU over the timed passes) like
+//     `shotstream bench`.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -38,6 +39,7 @@
 #include "grpcpp/support/sync_stream.h"
 #include "common/crc32.h"
 #include "common/malloc_tuning.h"
+#include "common/process_cpu.h"
 #include "wire/chunk_codec.h"
 #include "shotstream/v1/shotstream.grpc.pb.h"
 
@@ -259,15 +261,18 @@ int Receive() {
     return 1;
   }
   bytes = 0;
+  const double cpu_start = shotstream::ProcessCpuSeconds();
   const auto start = std::chrono::steady_clock::now();
   for (int r = 0; r < absl::GetFlag(FLAGS_repeat); ++r) {
     if (!StreamOnce(channel.get(), ids, copy, &dst, &bytes)) return 1;
   }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::printf("{\"bytes\": %llu, \"seconds\": %.6f, \"gbps\": %.4f, \"copy\": %s}\n",
+  const double cpu_seconds = shotstream::ProcessCpuSeconds() - cpu_start;
+  std::printf("{\"bytes\": %llu, \"seconds\": %.6f, \"gbps\": %.4f, \"copy\": %s, "
+              "\"cpu_seconds\": %.6f}\n",
               static_cast<unsigned long long>(bytes), seconds, bytes / seconds / 1e9,
-              copy ? "true" : "false");
+              copy ? "true" : "false", cpu_seconds);
   return 0;
 }
 
