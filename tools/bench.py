@@ -192,23 +192,27 @@ def grpc_alone(server, ids, reps, traces, samples):
                                  capture_output=True, text=True, check=True, timeout=300)
             return json.loads(out.stdout.strip().splitlines()[-1])
 
+        # Each pair the headline compares runs back to back (gRPC alone and shotstream;
+        # both servers to `receive --copy`; both clients from `grpc_ceiling serve`), and
+        # every other round in the reverse order, so that a ratio of one round's pair
+        # sees one machine state and no side always goes first.
         cases = (("grpc_alone", ceiling.pid, lambda: receive(target)),
+                 ("shotstream", server.proc.pid,
+                  lambda: cpp_bench(server.target, "ieee", repeat=CPP_PASSES,
+                                    warmup_shots=WARM_SHOTS)),
+                 ("server_to_copy", server.proc.pid, lambda: receive(server.target, "--copy")),
                  ("ceiling_to_copy", ceiling.pid, lambda: receive(target, "--copy")),
-                 ("memory_alone", memory.pid, lambda: receive(memory_target)),
-                 ("memory_to_copy", memory.pid, lambda: receive(memory_target, "--copy")),
-                 ("layout_to_copy", layout.pid, lambda: receive(layout_target, "--copy")),
                  ("ceiling_to_client", ceiling.pid,
                   lambda: cpp_bench(target, "ieee", shots=shots, repeat=CPP_PASSES,
                                     warmup_shots=WARM_SHOTS)),
-                 ("server_to_copy", server.proc.pid, lambda: receive(server.target, "--copy")),
-                 ("shotstream", server.proc.pid,
-                  lambda: cpp_bench(server.target, "ieee", repeat=CPP_PASSES,
-                                    warmup_shots=WARM_SHOTS)))
+                 ("memory_alone", memory.pid, lambda: receive(memory_target)),
+                 ("memory_to_copy", memory.pid, lambda: receive(memory_target, "--copy")),
+                 ("layout_to_copy", layout.pid, lambda: receive(layout_target, "--copy")))
         for _, _, run in cases:
             run()  # connections and first touches out of the figures
         runs = {name: [] for name, _, _ in cases}
-        for _ in reps:
-            for name, pid, run in cases:
+        for k in reps:
+            for name, pid, run in (cases if k % 2 == 0 else cases[::-1]):
                 s0 = cpu_seconds(pid)
                 c0 = resource.getrusage(resource.RUSAGE_CHILDREN)
                 r = run()
