@@ -602,20 +602,31 @@ class GrpcShotReader final : public ShotReader {
         return absl::OkStatus();
       }
       if (shot.first_trace < parts_delivered_) TrimFront(&shot, parts_delivered_);
-      absl::MutexLock lock(&mu_);
-      if (shot.last_piece) ++checksums_verified_;  // the shot's CRC-32 matched the server's
-      wire_bytes_ += assembler.shot_wire_bytes() - counted;
-      counted = shot.last_piece ? 0 : assembler.shot_wire_bytes();
-      last_encoding_ = std::string(wire::EncodingName(assembler.shot_encoding()));
-      auto room = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return ready_.size() < depth_ || cancelled_;
-      };
-      mu_.Await(absl::Condition(&room));
-      if (cancelled_) return absl::CancelledError("stream cancelled by the client");
-      const bool last = shot.last_piece;
-      parts_delivered_ = last ? 0 : shot.first_trace + shot.n_traces;
-      ready_.push_back(std::move(shot));
-      if (last) ++*delivered;
+      const size_t shot_floats = shot.samples.size();
+      size_t prefill = 0;  // buffers to have ready once this shot is handed over
+      {
+        absl::MutexLock lock(&mu_);
+        if (shot.last_piece) ++checksums_verified_;  // the shot's CRC-32 matched the server's
+        wire_bytes_ += assembler.shot_wire_bytes() - counted;
+        counted = shot.last_piece ? 0 : assembler.shot_wire_bytes();
+        last_encoding_ = std::string(wire::EncodingName(assembler.shot_encoding()));
+        auto room = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+          return ready_.size() < depth_ || cancelled_;
+        };
+        mu_.Await(absl::Condition(&room));
+        if (cancelled_) return absl::CancelledError("stream cancelled by the client");
+        const bool last = shot.last_piece;
+        parts_delivered_ = last ? 0 : shot.first_trace + shot.n_traces;
+        ready_.push_back(std::move(shot));
+        if (last) ++*delivered;
+        // Whole shots: after the first, the buffers the stream will hold at its fullest (the
+        // queue, the shot being received; the consumer holds this one), for the shots left.
+        if (last && !prefilled_ && !options_.pieces) {
+          prefilled_ = true;
+          prefill = std::min(depth_ + 1, ids_.size() - std::min(ids_.size(), *delivered));
+        }
+      }
+      if (prefill > 0) client_->pool->Prefill(shot_floats, prefill);
       return absl::OkStatus();
     }));
     if (assembler.in_shot()) {
@@ -646,6 +657,7 @@ class GrpcShotReader final : public ShotReader {
   const std::vector<int64_t> ids_;
   const StreamOptions options_;
   const size_t depth_;
+  bool prefilled_ = false;  // the receive thread's own: the pool was prefilled (Prefill)
   std::thread thread_;
   mutable absl::Mutex mu_;
   std::deque<Shot> ready_ ABSL_GUARDED_BY(mu_);  // received, verified, not yet taken

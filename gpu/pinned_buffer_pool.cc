@@ -3,7 +3,9 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
+#include <vector>
 
 #include "shotstream/gpu/cuda_runtime.h"
 
@@ -114,6 +116,37 @@ HostBuffer PinnedBufferPool::Acquire(size_t n_floats) {
   stats_.bytes_allocated += capacity;
   ++stats_.outstanding;
   return out;
+}
+
+size_t PinnedBufferPool::Prefill(size_t n_floats, size_t count) {
+  const size_t bytes = n_floats * sizeof(float);
+  size_t missing;
+  {
+    absl::MutexLock lock(&mu_);
+    size_t fitting = 0;
+    for (const Block& b : free_) fitting += b.capacity >= bytes;
+    const size_t room = options_.max_free_buffers - std::min(free_.size(),
+                                                             options_.max_free_buffers);
+    missing = std::min(count - std::min(count, fitting), room);
+  }
+  std::vector<HostBuffer> made;  // held until the end, then all back to the free list
+  size_t allocated = 0;
+  for (size_t i = 0; i < missing; ++i) {
+    const uint64_t before = stats().allocations;
+    HostBuffer b = Acquire(n_floats);
+    if (b.data() == nullptr) break;
+    if (stats().allocations != before) {
+      ++allocated;
+      // One write a page: each page is mapped now (zeroed by the kernel), not during the
+      // copy of a later shot into it. Page-locked memory is mapped already.
+      if (!b.pinned()) {
+        volatile uint8_t* p = reinterpret_cast<volatile uint8_t*>(b.data());
+        for (size_t off = 0; off < b.capacity_bytes(); off += 4096) p[off] = 0;
+      }
+    }
+    made.push_back(std::move(b));
+  }
+  return allocated;
 }
 
 void PinnedBufferPool::Return(const Block& block) {

@@ -80,6 +80,12 @@ class PinnedBufferPool {
   // when memory cannot be had.
   HostBuffer Acquire(size_t n_floats) ABSL_LOCKS_EXCLUDED(mu_);
 
+  // Makes sure `count` free buffers of at least `n_floats` floats wait in the pool (at most
+  // max_free_buffers), allocating the missing ones now with their pages first touched: a
+  // stream that will hold that many shots calls it once it has its first, so that no later
+  // shot waits on the first touch of fresh memory (milliseconds a buffer under a
+  // hypervisor). Returns how many buffers it allocated.
+  size_t Prefill(size_t n_floats, size_t count) ABSL_LOCKS_EXCLUDED(mu_);
   Stats stats() const ABSL_LOCKS_EXCLUDED(mu_);
   // Whether buffers are page-locked (false without CUDA or without a GPU).
   bool pinned() const { return pinned_; }

@@ -33,6 +33,27 @@ TEST(PinnedBufferPoolTest, ReusesBuffersWithNoAllocationPerShotInSteadyState) {
   EXPECT_EQ(pool.stats().outstanding, 1u);
 }
 
+TEST(PinnedBufferPoolTest, PrefillLeavesTheBuffersAStreamWillHoldFree) {
+  PinnedBufferPool::Options options;
+  options.max_free_buffers = 4;
+  PinnedBufferPool pool(options);
+  const size_t shot = 480 * 4000;
+  HostBuffer first = pool.Acquire(shot);  // a stream's first shot
+  EXPECT_EQ(pool.Prefill(shot, 3), 3u);
+  EXPECT_EQ(pool.stats().allocations, 4u);
+  EXPECT_EQ(pool.stats().outstanding, 1u);
+  EXPECT_EQ(pool.Prefill(shot, 3), 0u);   // there already
+  EXPECT_EQ(pool.Prefill(shot / 2, 2), 0u);  // smaller shots fit them
+  {
+    std::vector<HostBuffer> held;  // the stream at its fullest: nothing more allocated
+    for (int i = 0; i < 3; ++i) held.push_back(pool.Acquire(shot));
+    for (HostBuffer& h : held) std::memset(h.data(), 1, shot * sizeof(float));
+    EXPECT_EQ(pool.stats().allocations, 4u);
+  }
+  EXPECT_EQ(pool.Prefill(2 * shot, 9), 1u);  // larger shots: up to max_free_buffers
+  EXPECT_EQ(pool.stats().allocations, 5u);
+}
+
 TEST(PinnedBufferPoolTest, PageableShotBuffersSitOnHugePageBoundaries) {
   PinnedBufferPool::Options options;
   options.pinned = false;
