@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
-#include <vector>
 
 #include "shotstream/gpu/cuda_runtime.h"
 
@@ -99,23 +98,30 @@ HostBuffer PinnedBufferPool::Acquire(size_t n_floats) {
       return out;
     }
   }
+  const Block block = NewBlock(bytes);
+  if (block.data == nullptr) return HostBuffer();
+  out.data_ = block.data;
+  out.capacity_ = block.capacity;
+  out.pinned_ = block.pinned;
+  absl::MutexLock lock(&mu_);
+  ++stats_.outstanding;
+  return out;
+}
+
+PinnedBufferPool::Block PinnedBufferPool::NewBlock(size_t bytes) {
   const size_t capacity = std::max(kRoundBytes, (bytes + kRoundBytes - 1) / kRoundBytes * kRoundBytes);
   void* p = nullptr;
+  bool pinned = false;
 #ifdef SHOTSTREAM_CUDA
   if (pinned_ && cudaHostAlloc(&p, capacity, cudaHostAllocDefault) != cudaSuccess) p = nullptr;
+  pinned = p != nullptr;
 #endif
-  if (p == nullptr) {
-    p = AllocateHostMemory(capacity);
-    out.pinned_ = false;
-  }
-  if (p == nullptr) return HostBuffer();
-  out.data_ = static_cast<float*>(p);
-  out.capacity_ = capacity;
+  if (p == nullptr) p = AllocateHostMemory(capacity);
+  if (p == nullptr) return Block{nullptr, 0, false};
   absl::MutexLock lock(&mu_);
   ++stats_.allocations;
   stats_.bytes_allocated += capacity;
-  ++stats_.outstanding;
-  return out;
+  return Block{static_cast<float*>(p), capacity, pinned};
 }
 
 size_t PinnedBufferPool::Prefill(size_t n_floats, size_t count) {
@@ -129,24 +135,20 @@ size_t PinnedBufferPool::Prefill(size_t n_floats, size_t count) {
                                                              options_.max_free_buffers);
     missing = std::min(count - std::min(count, fitting), room);
   }
-  std::vector<HostBuffer> made;  // held until the end, then all back to the free list
-  size_t allocated = 0;
-  for (size_t i = 0; i < missing; ++i) {
-    const uint64_t before = stats().allocations;
-    HostBuffer b = Acquire(n_floats);
-    if (b.data() == nullptr) break;
-    if (stats().allocations != before) {
-      ++allocated;
-      // One write a page: each page is mapped now (zeroed by the kernel), not during the
-      // copy of a later shot into it. Page-locked memory is mapped already.
-      if (!b.pinned()) {
-        volatile uint8_t* p = reinterpret_cast<volatile uint8_t*>(b.data());
-        for (size_t off = 0; off < b.capacity_bytes(); off += 4096) p[off] = 0;
-      }
+  size_t made = 0;
+  for (; made < missing; ++made) {
+    const Block block = NewBlock(bytes);
+    if (block.data == nullptr) break;
+    // One write a page: each page is mapped now (zeroed by the kernel), not during the copy
+    // of a later shot into it. Page-locked memory is mapped already.
+    if (!block.pinned) {
+      volatile uint8_t* p = reinterpret_cast<volatile uint8_t*>(block.data);
+      for (size_t off = 0; off < block.capacity; off += 4096) p[off] = 0;
     }
-    made.push_back(std::move(b));
+    absl::MutexLock lock(&mu_);
+    free_.push_back(block);
   }
-  return allocated;
+  return made;
 }
 
 void PinnedBufferPool::Return(const Block& block) {

@@ -97,6 +97,9 @@ class PinnedBufferPool {
     size_t capacity;
     bool pinned;
   };
+  // A new block of at least `bytes` (page-locked where the pool is and CUDA gives it),
+  // counted in the stats; data null when memory cannot be had.
+  Block NewBlock(size_t bytes) ABSL_LOCKS_EXCLUDED(mu_);
   void Return(const Block& block) ABSL_LOCKS_EXCLUDED(mu_);
   void FreeBlock(const Block& b);
 

@@ -277,16 +277,19 @@ class MappedTraces final : public StoredTraces {
   // trace_of[i]: trace i's index in its file, for whole traces; empty for a window.
   MappedTraces(absl::Span<const TraceFile* const> files, std::vector<const uint8_t*> traces,
                std::vector<uint32_t> file_of, std::vector<uint64_t> trace_of,
-               size_t trace_bytes, bool big_endian, int64_t shot_id, Pins pins)
+               size_t trace_bytes, bool big_endian, int64_t shot_id, Pins pins,
+               bool all_kept)
       : StoredTraces(std::move(traces), trace_bytes, big_endian),
         files_(files.begin(), files.end()),
         pins_(std::move(pins)),
         file_of_(std::move(file_of)),
         trace_of_(std::move(trace_of)),
-        join_(SharedJoiner(trace_bytes)),
-        shot_id_(shot_id) {}
+        join_(trace_of_.empty() ? nullptr : SharedJoiner(trace_bytes)),
+        shot_id_(shot_id),
+        all_kept_(all_kept) {}
 
   absl::Status Touch() const override {
+    if (all_kept_) return absl::OkStatus();  // every run below would be skipped
     return ForEachRun(0, traces_.size(), [&](size_t first, size_t count, size_t span) {
       // A run whose every trace has its CRC-32 kept was read through this mapping
       // already: its pages are mapped, and populating them again would only walk their
@@ -399,23 +402,26 @@ class MappedTraces final : public StoredTraces {
   const Pins pins_;  // the mappings traces_ point into, open while this lives
   std::vector<uint32_t> file_of_;
   std::vector<uint64_t> trace_of_;
-  const std::shared_ptr<const Crc32Joiner> join_;  // appends one trace's CRC-32
+  // Appends one trace's CRC-32; whole traces only (a window's CRC is read, not joined).
+  const std::shared_ptr<const Crc32Joiner> join_;
   const int64_t shot_id_;
+  const bool all_kept_;  // every trace's CRC-32 was found kept when located
 };
 
-// The MappedTraces of `located` (whole traces when trace_of is not empty).
+// The MappedTraces of `located` (whole traces when trace_of is not empty; `all_kept`:
+// every one's CRC-32 was found kept, so Touch has nothing to do).
 std::unique_ptr<StoredTraces> MakeMapped(absl::Span<const TraceFile* const> files,
                                          absl::Span<const TraceRef> traces,
                                          std::vector<const uint8_t*> located,
                                          std::vector<uint64_t> trace_of, uint32_t n_samples,
-                                         int64_t shot_id, Pins pins) {
+                                         int64_t shot_id, Pins pins, bool all_kept) {
   std::vector<uint32_t> file_of(traces.size());
   for (size_t i = 0; i < traces.size(); ++i) file_of[i] = traces[i].file_id;
   const std::optional<StoredForm> form = FormOf(files, traces);
   const bool big_endian = form.has_value() && form->byte_order == segy::ByteOrder::kBigEndian;
   return std::make_unique<MappedTraces>(files, std::move(located), std::move(file_of),
                                         std::move(trace_of), size_t{n_samples} * sizeof(float),
-                                        big_endian, shot_id, std::move(pins));
+                                        big_endian, shot_id, std::move(pins), all_kept);
 }
 
 }  // namespace
@@ -434,12 +440,11 @@ absl::StatusOr<std::unique_ptr<StoredTraces>> LocateStoredTraces(
   if (!traces.empty() && n == files[traces[0].file_id]->layout().n_samples) {
     trace_of.resize(traces.size());
     for (size_t i = 0; i < traces.size(); ++i) {
-      const TraceLayout& l = files[traces[i].file_id]->layout();
-      trace_of[i] = (traces[i].offset - l.first_trace_offset) / l.trace_bytes;
+      trace_of[i] = files[traces[i].file_id]->layout().TraceIndex(traces[i].offset);
     }
   }
   return MakeMapped(files, traces, std::move(located), std::move(trace_of), n, shot_id,
-                    std::move(pins));
+                    std::move(pins), /*all_kept=*/false);
 }
 
 absl::StatusOr<std::unique_ptr<StoredTraces>> LocateKeptTraces(
@@ -452,11 +457,9 @@ absl::StatusOr<std::unique_ptr<StoredTraces>> LocateKeptTraces(
     const TraceRef& t = traces[i];
     if (t.file_id >= files.size() || !files[t.file_id]->mapped()) return nullptr;
     const TraceLayout& l = files[t.file_id]->layout();
-    if (l.trace_bytes == 0 || t.offset < l.first_trace_offset ||
-        (t.offset - l.first_trace_offset) % l.trace_bytes != 0) {
-      return nullptr;
-    }
-    trace_of[i] = (t.offset - l.first_trace_offset) / l.trace_bytes;
+    if (l.trace_bytes == 0 || t.offset < l.first_trace_offset) return nullptr;
+    trace_of[i] = l.TraceIndex(t.offset);
+    if (l.TraceOffset(trace_of[i]) != t.offset) return nullptr;  // not a trace's start
     uint32_t crc;
     if (!files[t.file_id]->crcs().Find(trace_of[i], &crc)) return nullptr;
     runs += i == 0 || t.file_id != traces[i - 1].file_id ||
@@ -483,7 +486,7 @@ absl::StatusOr<std::unique_ptr<StoredTraces>> LocateKeptTraces(
     stats->bytes_wanted += bytes;
   }
   return MakeMapped(files, traces, std::move(located), std::move(trace_of), n, shot_id,
-                    std::move(pins));
+                    std::move(pins), /*all_kept=*/true);
 }
 
 std::optional<StoredForm> FormOf(absl::Span<const TraceFile* const> files,

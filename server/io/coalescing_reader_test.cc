@@ -314,6 +314,9 @@ TEST_F(StoredTracesTest, KeptTracesAreLocatedWithoutAReadOnceAllWereSent) {
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(*again, *sent);
   EXPECT_EQ(*again, CrcNow(**kept, 0, traces.size()));
+  const uint64_t touched = StoredBytesTouched();
+  ASSERT_TRUE((*kept)->Touch().ok());  // mapped already: nothing populated
+  EXPECT_EQ(StoredBytesTouched(), touched);
   EXPECT_EQ(stats.reads, 2u);  // the runs 6-8 and 2-3
   EXPECT_EQ(stats.bytes_wanted, traces.size() * files_[1]->layout().trace_bytes);
 

@@ -50,6 +50,8 @@ struct TraceLayout {
   uint64_t header_bytes() const { return trace_header_bytes; }
   uint64_t sample_bytes() const { return uint64_t{n_samples} * bytes_per_sample; }
   uint64_t TraceOffset(uint64_t trace) const { return first_trace_offset + trace * trace_bytes; }
+  // The index of the trace starting at `offset` (one TraceOffset gave; trace_bytes > 0).
+  uint64_t TraceIndex(uint64_t offset) const { return (offset - first_trace_offset) / trace_bytes; }
 };
 
 // Reads exactly `length` bytes at `offset` into `dst`, or an error naming the file.
