@@ -52,9 +52,10 @@ struct ShotHead {
 // Either decoded (little-endian, in `chunks`, crc32 set), or, where the stored bytes need
 // no decoding, located: `stored` says where each trace's samples are in a file mapping
 // (which lives as long as the source), sent without a copy, traces_per_chunk traces a
-// chunk, big-endian when `big_endian`; ReadShot leaves crc32 0 for them (the stream window
-// takes it chunk by chunk, as each is sent: StoredTraces::Crc, kept per trace for whole
-// traces), unless the stream's encoder makes INT16 chunks of them first.
+// chunk, big-endian when `big_endian`; ReadShot leaves crc32 0 for them (the stream's
+// pipeline joins each chunk's where every trace's CRC-32 is kept; else the window takes
+// them chunk by chunk, as each is sent: StoredTraces::Crc), unless the stream's encoder
+// makes INT16 chunks of them first.
 struct ShotData {
   int64_t shot_id = 0;
   uint32_t n_traces = 0;
@@ -68,8 +69,9 @@ struct ShotData {
   // With raw_trace_headers: n_traces * 240 bytes, each trace header big-endian.
   std::string trace_headers;
   uint32_t crc32 = 0;
-  // Decoded (and encoded) chunks: each one's CRC-32 by the same rule as crc32 (which is
-  // their join). Empty for stored traces (the window takes theirs as it sends them).
+  // Each chunk's CRC-32 by the same rule as crc32 (which is their join): every decoded
+  // (and encoded) chunk's; for stored traces, every chunk's or none (the window takes
+  // them as it sends them).
   std::vector<uint32_t> chunk_crc32;
   // A piece of a shot read in pieces: the shot's head, and the piece's first trace in it
   // (n_traces, total_bytes and the chunks are the piece's; headers stay in the head).

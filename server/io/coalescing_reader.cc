@@ -344,6 +344,17 @@ class MappedTraces final : public StoredTraces {
     return crc;
   }
 
+  std::optional<uint32_t> KeptCrc(size_t first, size_t n) const override {
+    if (trace_of_.empty()) return std::nullopt;  // a window: its CRC-32 is never kept
+    uint32_t crc = 0;
+    for (size_t i = first; i < first + n; ++i) {
+      uint32_t kept;
+      if (!Kept(i, &kept)) return std::nullopt;
+      crc = join_->Append(crc, kept);
+    }
+    return crc;
+  }
+
   void Keep(absl::Span<const size_t> kept) override {
     file_of_ = Select(file_of_, kept);
     if (!trace_of_.empty()) trace_of_ = Select(trace_of_, kept);

@@ -210,6 +210,7 @@ TEST_F(StoredTracesTest, KeepTheirCrcsForTheFileAndWindowsDoNot) {
   auto stored = LocateStoredTraces(files_, traces, CoalesceOptions{}, nullptr, nullptr, {}, 7);
   ASSERT_TRUE(stored.ok()) << stored.status();
   EXPECT_EQ(files_[1]->crcs().held_bytes(), 0u);
+  EXPECT_EQ((*stored)->KeptCrc(0, traces.size()), std::nullopt) << "none kept yet";
   const uint32_t before = CrcNow(**stored, 0, traces.size());
   // Computed on first use, in any split, each piece continuing the last.
   absl::StatusOr<uint32_t> head = (*stored)->Crc(0, 2, 0);
@@ -221,6 +222,9 @@ TEST_F(StoredTracesTest, KeepTheirCrcsForTheFileAndWindowsDoNot) {
   uint32_t kept;
   EXPECT_TRUE(files_[1]->crcs().Find(3, &kept));
   EXPECT_FALSE(files_[1]->crcs().Find(2, &kept));  // never sent
+  // Kept: joined without a read, in any split (traces 4-5-9, then the whole set).
+  EXPECT_EQ((*stored)->KeptCrc(1, 3), std::optional<uint32_t>(CrcNow(**stored, 1, 3)));
+  EXPECT_EQ((*stored)->KeptCrc(0, traces.size()), std::optional<uint32_t>(before));
 
   // A byte that changes in storage after the first send (bit rot, a write in place):
   // the kept CRC still says what was there, so the client's check fails on it.
@@ -238,6 +242,8 @@ TEST_F(StoredTracesTest, KeepTheirCrcsForTheFileAndWindowsDoNot) {
   absl::StatusOr<uint32_t> sent = (*again)->Crc(0, traces.size(), 0);
   ASSERT_TRUE(sent.ok());
   EXPECT_EQ(*sent, before);
+  EXPECT_EQ((*again)->KeptCrc(0, traces.size()), std::optional<uint32_t>(before))
+      << "the kept CRC, not the rotten bytes'";
 
   // A window reads its bytes every time, and keeps nothing.
   const SampleRange range{1, 9};
@@ -246,6 +252,7 @@ TEST_F(StoredTracesTest, KeepTheirCrcsForTheFileAndWindowsDoNot) {
   absl::StatusOr<uint32_t> window_crc = (*window)->Crc(0, traces.size(), 0);
   ASSERT_TRUE(window_crc.ok());
   EXPECT_EQ(*window_crc, CrcNow(**window, 0, traces.size()));
+  EXPECT_EQ((*window)->KeptCrc(0, traces.size()), std::nullopt);
   EXPECT_FALSE(files_[1]->crcs().Find(2, &kept));
   // Keep() keeps each trace's place in its file: trace 9 (index 3) first.
   (*again)->Keep(std::vector<size_t>{3, 5});

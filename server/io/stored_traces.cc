@@ -18,6 +18,8 @@ absl::StatusOr<uint32_t> StoredTraces::Crc(size_t first, size_t n, uint32_t crc)
   return crc;
 }
 
+std::optional<uint32_t> StoredTraces::KeptCrc(size_t, size_t) const { return std::nullopt; }
+
 void StoredTraces::Keep(absl::Span<const size_t> kept) {
   std::vector<const uint8_t*> traces;
   traces.reserve(kept.size());

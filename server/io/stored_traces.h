@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -41,6 +42,10 @@ class StoredTraces {
   // The CRC-32 (zlib) of traces [first, first + n) continued from `crc` (by default read
   // through Visit).
   virtual absl::StatusOr<uint32_t> Crc(size_t first, size_t n, uint32_t crc) const;
+  // The CRC-32 of traces [first, first + n) where it takes no read: every one's is kept
+  // (whole traces of a file), and this is their join; else nullopt (Crc reads them).
+  // Never touches the traces' memory. The default keeps none.
+  virtual std::optional<uint32_t> KeptCrc(size_t first, size_t n) const;
   // Keeps only traces `kept` (ascending indices into the current set).
   virtual void Keep(absl::Span<const size_t> kept);
 

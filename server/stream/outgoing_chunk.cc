@@ -62,7 +62,7 @@ uint32_t TakeChunk(dataset::ShotData& shot, const ChunkAt& at, bool last,
   const bool first_of_shot = at.piece == 0 && c == 0;
   writer->Frame(frame, first_of_shot, traces, out->sample_bytes(), last, &out->meta);
   if (first_of_shot) AddHeaders(shot, &out->meta);
-  if (!shot.is_stored()) writer->Seal(shot.chunk_crc32[c], &out->meta);
+  if (!shot.chunk_crc32.empty()) writer->Seal(shot.chunk_crc32[c], &out->meta);
   return traces;
 }
 

@@ -43,8 +43,9 @@ struct ChunkAt {
 };
 
 // Cuts chunk `at.chunk` of unit `shot` into `out` (its samples moved out of the shot, or
-// its stored traces' addresses) and frames it with `writer`. A decoded chunk is sealed
-// with its CRC-32; a stored chunk is not (its CRC-32 is the caller's to take, then Seal).
+// its stored traces' addresses) and frames it with `writer`, sealed with its CRC-32 where
+// the shot has its chunks' (chunk_crc32: decoded chunks, and stored ones whose traces'
+// CRC-32s were all kept); else unsealed (the caller takes the CRC-32, then Seal).
 // A shot's first chunk carries its header columns (moved out of a shot read whole) and
 // raw trace headers. Returns the chunk's traces.
 uint32_t TakeChunk(dataset::ShotData& shot, const ChunkAt& at, bool last,

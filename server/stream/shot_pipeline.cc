@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -45,6 +46,7 @@ absl::StatusOr<dataset::ShotData> ShotPipeline::Read(const ShotUnit& unit, int64
   if (shot.ok()) {  // compression, here on the executor too
     if (absl::Status encoded = Encode(unit, &*shot); !encoded.ok()) shot = encoded;
   }
+  if (shot.ok() && shot->is_stored()) JoinKeptCrcs(&*shot);
   if (shot.ok() && !shot->is_stored() && shot->chunk_crc32.size() != shot->chunks.size()) {
     shot = absl::InternalError(
         absl::StrCat("shot ", shot->shot_id, ": its chunks' CRC-32s are missing"));
@@ -58,6 +60,19 @@ absl::StatusOr<dataset::ShotData> ShotPipeline::Read(const ShotUnit& unit, int64
     shot->chunks[0].data()[0] ^= 0x01;  // after its CRC-32 was taken
   }
   return shot;
+}
+
+void ShotPipeline::JoinKeptCrcs(dataset::ShotData* shot) {
+  const io::StoredTraces& stored = *shot->stored;
+  const size_t per = std::max<uint32_t>(shot->traces_per_chunk, 1);
+  std::vector<uint32_t> crcs;
+  crcs.reserve(shot->n_chunks());
+  for (size_t first = 0; first < stored.size(); first += per) {
+    std::optional<uint32_t> crc = stored.KeptCrc(first, std::min(per, stored.size() - first));
+    if (!crc.has_value()) return;  // the window takes them all as it sends them
+    crcs.push_back(*crc);
+  }
+  shot->chunk_crc32 = std::move(crcs);
 }
 
 absl::StatusOr<dataset::ShotData> ShotPipeline::ReadSource(const ShotUnit& unit, int64_t id,

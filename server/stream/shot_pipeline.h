@@ -44,6 +44,11 @@ class ShotPipeline {
                                                const dataset::ReadPlan& plan,
                                                ShotReadCost* cost) const;
   absl::Status Encode(const ShotUnit& unit, dataset::ShotData* shot) const;
+  // A stored shot's chunk_crc32 where every trace's CRC-32 is kept (joined: no byte is
+  // read), so that the writer, whose turns a stream's sends wait on, only frames them.
+  // Else none: the window reads them just before each write, the pages then in cache for
+  // the kernel's copy.
+  static void JoinKeptCrcs(dataset::ShotData* shot);
   // ENCODING_AUTO's probes: the first traces of the shot encoded with each candidate.
   void Probe(const dataset::ShotData& shot) const;
 

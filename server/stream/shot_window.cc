@@ -188,12 +188,15 @@ ShotWindow::Pull ShotWindow::Next(OutgoingChunk* chunk, absl::Status* end) {
       *end = *stopped_;
       return Pull::kEnd;
     }
+    const bool sealed = !slot.shot->chunk_crc32.empty();  // (every chunk's, or none)
     FillChunkLocked(slot, chunk);
-    if (chunk->stored.empty()) return Pull::kChunk;
+    if (sealed) return Pull::kChunk;
   }
-  // A stored chunk's CRC-32, taken by the writer without the lock (the pages were
-  // touched on the executor); chunks_ waits for it to seal the chunk (only the writer
-  // frames and seals).
+  // A stored chunk whose traces must be read for their CRC-32 (the pipeline joined those
+  // of the shots whose every trace's is kept): taken here, by the writer, without the
+  // lock, just before the write, so that the kernel's copy finds the pages in cache
+  // (docs/design.md); chunks_ waits for it to seal the chunk (only the writer frames and
+  // seals).
   absl::StatusOr<uint32_t> crc =
       chunk->stored_set->Crc(chunk->stored_first, chunk->stored.size(), 0);
   absl::MutexLock lock(&mu_);

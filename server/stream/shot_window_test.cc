@@ -60,6 +60,7 @@ class FakeStored final : public io::StoredTraces {
       : StoredTraces(std::move(traces), trace_bytes, false), source_(source), id_(id) {}
   absl::Status Touch() const override;
   absl::StatusOr<uint32_t> Crc(size_t first, size_t n, uint32_t crc) const override;
+  std::optional<uint32_t> KeptCrc(size_t first, size_t n) const override;
 
  private:
   const FakeSource* const source_;
@@ -89,6 +90,9 @@ class FakeSource final : public ShotSource {
   mutable std::atomic<int> pieces_read{0};
   mutable std::atomic<int> touches_off_the_executor{0};
   mutable std::atomic<int> crcs_on_the_executor{0};
+  mutable std::atomic<int> crcs_by_writer{0};  // Crc off the executor
+  mutable std::atomic<int> kept_crcs_off_the_executor{0};
+  std::set<int64_t> kept;  // shots whose traces' CRC-32s FakeStored reports kept
   const ManualExecutor* executor() const { return executor_; }
 
   double sample_interval_us() const override { return 2000; }
@@ -176,9 +180,21 @@ absl::Status FakeStored::Touch() const {
   return absl::OkStatus();
 }
 
+std::optional<uint32_t> FakeStored::KeptCrc(size_t first, size_t n) const {
+  if (source_->kept.count(id_) == 0) return std::nullopt;
+  if (source_->executor() != nullptr && !source_->executor()->running()) {
+    ++source_->kept_crcs_off_the_executor;
+  }
+  uint32_t crc = 0;
+  for (size_t k = first; k < first + n; ++k) crc = Crc32(crc, traces()[k], trace_bytes());
+  return crc;
+}
+
 absl::StatusOr<uint32_t> FakeStored::Crc(size_t first, size_t n, uint32_t crc) const {
   if (source_->executor() != nullptr && source_->executor()->running()) {
     ++source_->crcs_on_the_executor;
+  } else {
+    ++source_->crcs_by_writer;
   }
   if (source_->fail_crc.count(id_)) return absl::DataLossError("file truncated under shot");
   for (size_t k = first; k < first + n; ++k) crc = Crc32(crc, traces()[k], trace_bytes());
@@ -713,6 +729,34 @@ TEST_F(ShotWindowTest, StoredShotsAreTouchedOnTheExecutorAndSentFromWhereTheyAre
   EXPECT_EQ(counters_.shots_sent_zero_copy.load(), 2);
 }
 
+// A stored shot whose every trace's CRC-32 is kept: its chunks' joined with its read, on
+// the executor, and none taken by the writer; a shot with one to read is as before.
+TEST_F(ShotWindowTest, AStoredShotWithItsCrcsKeptHasThemJoinedOnTheExecutor) {
+  source_->kept = {2};
+  WindowPlan plan = Plan({2, 4});
+  plan.shot.read.zero_copy = dataset::ZeroCopy::kLittleEndian;
+  auto w = Make(std::move(plan));
+  executor_.RunAll();
+  for (int64_t id : {2, 4}) {
+    for (int c = 0; c < 3; ++c) {
+      OutgoingChunk chunk = MustChunk(*w);
+      ASSERT_EQ(chunk.meta.shot_id(), id);
+      const size_t n = c < 2 ? 2 : 1;
+      EXPECT_EQ(chunk.meta.chunk_crc32(),
+                Crc32(0, source_->bytes_of(id) + 2 * c * source_->trace_bytes(),
+                      n * source_->trace_bytes()));
+      if (chunk.meta.last()) {
+        EXPECT_EQ(chunk.meta.crc32(), Crc32(0, source_->bytes_of(id), source_->shot_bytes()));
+      }
+      EXPECT_EQ(source_->crcs_by_writer.load(), id == 2 ? 0 : c + 1)
+          << "shot " << id << " chunk " << c;
+      w->Sent();
+    }
+  }
+  EXPECT_TRUE(MustEnd(*w).ok());
+  EXPECT_EQ(source_->kept_crcs_off_the_executor.load(), 0);
+}
+
 TEST_F(ShotWindowTest, AStoredShotThatCannotBeTouchedEndsTheStreamAfterTheShotsBefore) {
   source_->fail_touch = {2};
   WindowPlan plan = Plan({1, 2});
@@ -733,6 +777,21 @@ TEST_F(ShotWindowTest, AStoredChunkWhoseCrcCannotBeReadEndsTheStream) {
   auto w = Make(std::move(plan));
   executor_.RunAll();
   EXPECT_EQ(MustEnd(*w), absl::DataLossError("file truncated under shot"));
+  EXPECT_EQ(MustEnd(*w), absl::DataLossError("file truncated under shot"));
+}
+
+// The CRC-32s are taken with the read: a shot whose CRC cannot be read ends the stream
+// where that shot would start, after every chunk of the shots before it.
+TEST_F(ShotWindowTest, AStoredShotWhoseCrcCannotBeReadEndsTheStreamAfterTheShotsBefore) {
+  source_->fail_crc = {2};
+  WindowPlan plan = Plan({1, 2});
+  plan.shot.read.zero_copy = dataset::ZeroCopy::kLittleEndian;
+  auto w = Make(std::move(plan));
+  executor_.RunAll();
+  for (int c = 0; c < 3; ++c) {
+    EXPECT_EQ(MustChunk(*w).meta.shot_id(), 1);
+    w->Sent();
+  }
   EXPECT_EQ(MustEnd(*w), absl::DataLossError("file truncated under shot"));
 }
 
