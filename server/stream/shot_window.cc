@@ -238,16 +238,27 @@ void ShotWindow::FillChunkLocked(Slot& slot, OutgoingChunk* chunk) {
 }
 
 void ShotWindow::Sent() {
+  Written();
+  Refill();
+}
+
+void ShotWindow::Written() {
+  absl::MutexLock lock(&mu_);
+  link_.ChunkSent(absl::Now());
+  if (stalled_) {  // the consumer reads again: what was given back is read again
+    stalled_ = false;
+    counters_->stalled_streams--;
+  }
+  release_on_refill_ += release_after_sent_;
+  release_after_sent_ = 0;
+}
+
+void ShotWindow::Refill() {
   uint64_t release;
   {
     absl::MutexLock lock(&mu_);
-    link_.ChunkSent(absl::Now());
-    if (stalled_) {  // the consumer reads again: what was given back is read again
-      stalled_ = false;
-      counters_->stalled_streams--;
-    }
-    release = release_after_sent_;
-    release_after_sent_ = 0;
+    release = release_on_refill_;
+    release_on_refill_ = 0;
     held_bytes_ -= release;
     counters_->inflight_bytes -= static_cast<int64_t>(release);
   }

@@ -73,8 +73,14 @@ class ShotWindow final : public ByteBudget::Waiter,
   // Next() again.
   Pull Next(OutgoingChunk* chunk, absl::Status* end) ABSL_LOCKS_EXCLUDED(mu_);
   // The chunk from the last Next() is written: a shot fully written gives its bytes back
-  // to the budget, and the window reads ahead again.
+  // to the budget, and the window reads ahead again. Written() then Refill().
   void Sent() ABSL_LOCKS_EXCLUDED(mu_);
+  // Sent() in two steps, for a writer that starts its next write between them, so that
+  // the refill's wake-ups (a reader's, other windows') are not on the stream's path:
+  // Written() ends a stall and marks the bytes the write gives back; Refill() gives them
+  // back and reads ahead (anywhere after Written(), before or after the next Next()).
+  void Written() ABSL_LOCKS_EXCLUDED(mu_);
+  void Refill() ABSL_LOCKS_EXCLUDED(mu_);
   // No more reads; Next() answers kEnd with `why`, and on_ready is called so that a
   // writer waiting for a chunk hears it. Once stopped (or ended by an error), later
   // Stops change nothing.
@@ -141,6 +147,7 @@ class ShotWindow final : public ByteBudget::Waiter,
   wire::ChunkWriter chunks_ ABSL_GUARDED_BY(mu_);   // frames the chunks handed out
   uint64_t held_bytes_ ABSL_GUARDED_BY(mu_) = 0;    // taken from the budget, not given back
   uint64_t release_after_sent_ ABSL_GUARDED_BY(mu_) = 0;  // bytes of a shot on the wire
+  uint64_t release_on_refill_ ABSL_GUARDED_BY(mu_) = 0;   // of one written, not yet given
   bool waiting_ ABSL_GUARDED_BY(mu_) = false;             // queued in the byte budget
   Unit waiting_unit_ ABSL_GUARDED_BY(mu_);  // the unit it asked the budget for (its bytes)
   // While waiting_: the window itself, so that the budget's Wake finds it alive.

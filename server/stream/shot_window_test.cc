@@ -418,6 +418,40 @@ TEST_F(ShotWindowTest, TheBudgetHoldsBackReadsUntilASentShotGivesItsBytesBack) {
   ExpectNothingHeld();
 }
 
+// Sent() in two steps: Written() gives nothing back; the writer may take the next chunk
+// before Refill(), which gives back the written shot's bytes alone and reads ahead.
+TEST_F(ShotWindowTest, WrittenMarksAShotsBytesAndRefillGivesThemBackAndReadsAhead) {
+  const uint64_t shot = source_->shot_bytes();
+  ByteBudget budget(2 * shot);
+  WindowPlan plan = Plan({1, 2, 3, 4}, /*depth=*/2);
+  plan.budget = &budget;
+  auto w = Make(std::move(plan));
+  executor_.RunAll();
+  for (int c = 0; c < 2; ++c) {
+    EXPECT_EQ(MustChunk(*w).meta.shot_id(), 1);
+    w->Written();
+    w->Refill();
+  }
+  EXPECT_TRUE(MustChunk(*w).meta.last());  // shot 1's last chunk
+  w->Written();
+  EXPECT_EQ(budget.in_use(), 2 * shot) << "Written() gives nothing back";
+  EXPECT_EQ(executor_.pending(), 0u);
+  EXPECT_EQ(MustChunk(*w).meta.shot_id(), 2) << "the next write may start first";
+  w->Refill();
+  EXPECT_EQ(executor_.pending(), 1u) << "shot 3 is read in shot 1's bytes";
+  EXPECT_EQ(budget.in_use(), 2 * shot) << "shot 2, on the wire, still holds its bytes";
+  EXPECT_EQ(counters_.inflight_bytes.load(), static_cast<int64_t>(2 * shot));
+  w->Refill();  // nothing more was written: nothing more goes back
+  EXPECT_EQ(budget.in_use(), 2 * shot);
+  // Written, then closed before its Refill: the window's bytes all go back all the same.
+  w->Written();
+  w->Close();
+  w.reset();
+  executor_.RunAll();
+  EXPECT_EQ(budget.in_use(), 0u);
+  ExpectNothingHeld();
+}
+
 TEST_F(ShotWindowTest, StopWhileWaitingForTheBudgetFreesEverything) {
   ByteBudget budget(source_->shot_bytes());
   WindowPlan plan = Plan({1, 2, 3}, /*depth=*/2);

@@ -166,10 +166,11 @@ class JobReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::
 
   void OnWriteDone(bool ok) override {
     const std::shared_ptr<stream::ShotWindow> w = window();
-    w->Sent();
+    w->Written();
     if (!ok) w->Stop(absl::CancelledError("stream broken"));
     turn_.WriteDone();
     Pump();
+    w->Refill();  // after the next write started, as StreamReactor does
   }
 
   void OnCancel() override {

@@ -109,10 +109,14 @@ class StreamReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   void Cut(const absl::Status& status) { window_->Stop(status); }
 
   void OnWriteDone(bool ok) override {
-    window_->Sent();
+    window_->Written();
     if (!ok) window_->Stop(absl::CancelledError("stream broken"));  // the client is gone
     turn_.WriteDone();
     Pump();
+    // After the next write started (gRPC often writes it within Pump): the reads this
+    // gives room for wake a reader off the path between one write and the next. (OnDone,
+    // which ends the reactor, waits for this reaction to return.)
+    window_->Refill();
   }
 
   void OnCancel() override {
