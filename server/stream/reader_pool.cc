@@ -1,5 +1,7 @@
 #include "server/stream/reader_pool.h"
 
+#include <sched.h>
+
 #include <algorithm>
 
 namespace shotstream::stream {
@@ -23,6 +25,11 @@ void ReaderPool::Submit(std::function<void()> task) {
 }
 
 void ReaderPool::Run() {
+  // SCHED_BATCH: a reader woken by a submit does not preempt the thread that submitted it
+  // (on a busy core, a stream's writer): a read is work for soon, not for now. The same
+  // CPU share as before; unprivileged, best effort.
+  sched_param batch{};
+  sched_setscheduler(0, SCHED_BATCH, &batch);
   for (;;) {
     std::function<void()> task;
     {
