@@ -814,21 +814,6 @@ TEST_F(ShotWindowTest, AStoredChunkWhoseCrcCannotBeReadEndsTheStream) {
   EXPECT_EQ(MustEnd(*w), absl::DataLossError("file truncated under shot"));
 }
 
-// The CRC-32s are taken with the read: a shot whose CRC cannot be read ends the stream
-// where that shot would start, after every chunk of the shots before it.
-TEST_F(ShotWindowTest, AStoredShotWhoseCrcCannotBeReadEndsTheStreamAfterTheShotsBefore) {
-  source_->fail_crc = {2};
-  WindowPlan plan = Plan({1, 2});
-  plan.shot.read.zero_copy = dataset::ZeroCopy::kLittleEndian;
-  auto w = Make(std::move(plan));
-  executor_.RunAll();
-  for (int c = 0; c < 3; ++c) {
-    EXPECT_EQ(MustChunk(*w).meta.shot_id(), 1);
-    w->Sent();
-  }
-  EXPECT_EQ(MustEnd(*w), absl::DataLossError("file truncated under shot"));
-}
-
 TEST_F(ShotWindowTest, TheTestHookCorruptsOneByteAfterTheCrcOfADecodedShot) {
   WindowPlan plan = Plan({1});
   plan.shot.read.zero_copy = dataset::ZeroCopy::kLittleEndian;
