@@ -278,7 +278,7 @@ class MappedTraces final : public StoredTraces {
   MappedTraces(absl::Span<const TraceFile* const> files, std::vector<const uint8_t*> traces,
                std::vector<uint32_t> file_of, std::vector<uint64_t> trace_of,
                size_t trace_bytes, bool big_endian, int64_t shot_id, Pins pins,
-               bool all_kept)
+               std::vector<uint32_t> kept_crc)
       : StoredTraces(std::move(traces), trace_bytes, big_endian),
         files_(files.begin(), files.end()),
         pins_(std::move(pins)),
@@ -286,10 +286,10 @@ class MappedTraces final : public StoredTraces {
         trace_of_(std::move(trace_of)),
         join_(trace_of_.empty() ? nullptr : SharedJoiner(trace_bytes)),
         shot_id_(shot_id),
-        all_kept_(all_kept) {}
+        kept_crc_(std::move(kept_crc)) {}
 
   absl::Status Touch() const override {
-    if (all_kept_) return absl::OkStatus();  // every run below would be skipped
+    if (!kept_crc_.empty()) return absl::OkStatus();  // every run below would be skipped
     return ForEachRun(0, traces_.size(), [&](size_t first, size_t count, size_t span) {
       // A run whose every trace has its CRC-32 kept was read through this mapping
       // already: its pages are mapped, and populating them again would only walk their
@@ -358,6 +358,7 @@ class MappedTraces final : public StoredTraces {
   void Keep(absl::Span<const size_t> kept) override {
     file_of_ = Select(file_of_, kept);
     if (!trace_of_.empty()) trace_of_ = Select(trace_of_, kept);
+    if (!kept_crc_.empty()) kept_crc_ = Select(kept_crc_, kept);
     StoredTraces::Keep(kept);
   }
 
@@ -387,8 +388,13 @@ class MappedTraces final : public StoredTraces {
     return absl::OkStatus();
   }
 
-  // Whether trace i's CRC-32 is kept in its file's table (then *crc is it).
+  // Whether trace i's CRC-32 is kept (found when located, or in its file's table; then
+  // *crc is it).
   bool Kept(size_t i, uint32_t* crc) const {
+    if (!kept_crc_.empty()) {  // found when located
+      *crc = kept_crc_[i];
+      return true;
+    }
     return files_[file_of_[i]]->crcs().Find(trace_of_[i], crc);
   }
   // Whether traces [first, first + n) are whole and all have their CRC-32s kept.
@@ -416,23 +422,27 @@ class MappedTraces final : public StoredTraces {
   // Appends one trace's CRC-32; whole traces only (a window's CRC is read, not joined).
   const std::shared_ptr<const Crc32Joiner> join_;
   const int64_t shot_id_;
-  const bool all_kept_;  // every trace's CRC-32 was found kept when located
+  // Each trace's CRC-32 where every one was found kept when located (LocateKeptTraces),
+  // so that none is looked up again and Touch has nothing to do; else empty.
+  std::vector<uint32_t> kept_crc_;
 };
 
-// The MappedTraces of `located` (whole traces when trace_of is not empty; `all_kept`:
-// every one's CRC-32 was found kept, so Touch has nothing to do).
+// The MappedTraces of `located` (whole traces when trace_of is not empty; kept_crc: each
+// one's CRC-32 where all were found kept, else empty).
 std::unique_ptr<StoredTraces> MakeMapped(absl::Span<const TraceFile* const> files,
                                          absl::Span<const TraceRef> traces,
                                          std::vector<const uint8_t*> located,
                                          std::vector<uint64_t> trace_of, uint32_t n_samples,
-                                         int64_t shot_id, Pins pins, bool all_kept) {
+                                         int64_t shot_id, Pins pins,
+                                         std::vector<uint32_t> kept_crc) {
   std::vector<uint32_t> file_of(traces.size());
   for (size_t i = 0; i < traces.size(); ++i) file_of[i] = traces[i].file_id;
   const std::optional<StoredForm> form = FormOf(files, traces);
   const bool big_endian = form.has_value() && form->byte_order == segy::ByteOrder::kBigEndian;
   return std::make_unique<MappedTraces>(files, std::move(located), std::move(file_of),
                                         std::move(trace_of), size_t{n_samples} * sizeof(float),
-                                        big_endian, shot_id, std::move(pins), all_kept);
+                                        big_endian, shot_id, std::move(pins),
+                                        std::move(kept_crc));
 }
 
 }  // namespace
@@ -455,7 +465,7 @@ absl::StatusOr<std::unique_ptr<StoredTraces>> LocateStoredTraces(
     }
   }
   return MakeMapped(files, traces, std::move(located), std::move(trace_of), n, shot_id,
-                    std::move(pins), /*all_kept=*/false);
+                    std::move(pins), /*kept_crc=*/{});
 }
 
 absl::StatusOr<std::unique_ptr<StoredTraces>> LocateKeptTraces(
@@ -463,6 +473,7 @@ absl::StatusOr<std::unique_ptr<StoredTraces>> LocateKeptTraces(
     ReadStats* stats, int64_t shot_id) {
   if (traces.empty()) return nullptr;
   std::vector<uint64_t> trace_of(traces.size());
+  std::vector<uint32_t> kept_crc(traces.size());
   uint64_t runs = 0, bytes = 0;
   for (size_t i = 0; i < traces.size(); ++i) {
     const TraceRef& t = traces[i];
@@ -471,8 +482,7 @@ absl::StatusOr<std::unique_ptr<StoredTraces>> LocateKeptTraces(
     if (l.trace_bytes == 0 || t.offset < l.first_trace_offset) return nullptr;
     trace_of[i] = l.TraceIndex(t.offset);
     if (l.TraceOffset(trace_of[i]) != t.offset) return nullptr;  // not a trace's start
-    uint32_t crc;
-    if (!files[t.file_id]->crcs().Find(trace_of[i], &crc)) return nullptr;
+    if (!files[t.file_id]->crcs().Find(trace_of[i], &kept_crc[i])) return nullptr;
     runs += i == 0 || t.file_id != traces[i - 1].file_id ||
             t.offset != traces[i - 1].offset + l.trace_bytes;
     bytes += l.trace_bytes;
@@ -497,7 +507,7 @@ absl::StatusOr<std::unique_ptr<StoredTraces>> LocateKeptTraces(
     stats->bytes_wanted += bytes;
   }
   return MakeMapped(files, traces, std::move(located), std::move(trace_of), n, shot_id,
-                    std::move(pins), /*all_kept=*/true);
+                    std::move(pins), std::move(kept_crc));
 }
 
 std::optional<StoredForm> FormOf(absl::Span<const TraceFile* const> files,
