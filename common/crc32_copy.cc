@@ -120,9 +120,11 @@ bool CpuHasPclmul() {
 }
 
 template <bool kSwap>
-uint32_t Dispatch(uint32_t crc, const uint8_t* src, size_t size, uint8_t* dst) {
+uint32_t Dispatch(uint32_t crc, const uint8_t* src, size_t size, uint8_t* dst,
+                  size_t whole_copy) {
   if (!CpuHasPclmul()) return TwoPass<kSwap>(crc, src, size, dst);
-  if (size >= kStreamMinBytes) {
+  // (A piece of a larger copy streams too, where it is more than its unaligned head.)
+  if (std::max(size, whole_copy) >= kStreamMinBytes && size >= 64) {
     // Streaming stores need a 16-byte-aligned destination: the bytes before it go first.
     const size_t head = (16 - reinterpret_cast<uintptr_t>(dst) % 16) % 16;
     if (!kSwap || head % 4 == 0) {
@@ -134,19 +136,21 @@ uint32_t Dispatch(uint32_t crc, const uint8_t* src, size_t size, uint8_t* dst) {
 }
 #else
 template <bool kSwap>
-uint32_t Dispatch(uint32_t crc, const uint8_t* src, size_t size, uint8_t* dst) {
+uint32_t Dispatch(uint32_t crc, const uint8_t* src, size_t size, uint8_t* dst, size_t) {
   return TwoPass<kSwap>(crc, src, size, dst);
 }
 #endif
 
 }  // namespace
 
-uint32_t CopyCrc32(uint32_t crc, const uint8_t* src, size_t size, uint8_t* dst) {
-  return Dispatch<false>(crc, src, size, dst);
+uint32_t CopyCrc32(uint32_t crc, const uint8_t* src, size_t size, uint8_t* dst,
+                   size_t whole_copy) {
+  return Dispatch<false>(crc, src, size, dst, whole_copy);
 }
 
-uint32_t SwapCopyCrc32(uint32_t crc, const uint8_t* src, size_t size, uint8_t* dst) {
-  return Dispatch<true>(crc, src, size, dst);
+uint32_t SwapCopyCrc32(uint32_t crc, const uint8_t* src, size_t size, uint8_t* dst,
+                       size_t whole_copy) {
+  return Dispatch<true>(crc, src, size, dst, whole_copy);
 }
 
 namespace crc32_copy_internal {

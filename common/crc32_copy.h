@@ -19,12 +19,16 @@
 namespace shotstream {
 
 // Copies `size` bytes from `src` to `dst` (not overlapping) and returns the CRC-32 of
-// them, continued from `crc` (start with 0).
-uint32_t CopyCrc32(uint32_t crc, const uint8_t* src, size_t size, uint8_t* dst);
+// them, continued from `crc` (start with 0). `whole_copy`: the bytes of the copy this
+// call is a piece of (the traces of a chunk, copied one by one), which decides the
+// stores as `size` does when 0.
+uint32_t CopyCrc32(uint32_t crc, const uint8_t* src, size_t size, uint8_t* dst,
+                   size_t whole_copy = 0);
 
 // The same, with the 4 bytes of each 32-bit word reversed in `dst` (big-endian float32
 // or int32 to little-endian); the CRC-32 is of `src` as it is. REQUIRES: size % 4 == 0.
-uint32_t SwapCopyCrc32(uint32_t crc, const uint8_t* src, size_t size, uint8_t* dst);
+uint32_t SwapCopyCrc32(uint32_t crc, const uint8_t* src, size_t size, uint8_t* dst,
+                       size_t whole_copy = 0);
 
 namespace crc32_copy_internal {  // the fallback, for tests on CPUs that have the kernel
 uint32_t TwoPassCopyCrc32(uint32_t crc, const uint8_t* src, size_t size, uint8_t* dst);

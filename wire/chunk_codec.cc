@@ -3,16 +3,19 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include "grpc/slice.h"
 #include "common/crc32.h"
 #include "common/crc32_copy.h"
+#include "wire/chunk_cut.h"
 
 namespace shotstream::wire {
 namespace {
 
-constexpr int kSamplesField = 15;  // ShotChunk.samples: the highest field number
+constexpr int kSamplesField = 15;     // ShotChunk.samples
+constexpr int kTraceGapField = 18;    // ShotChunk.trace_gap
 
 
 void AppendVarint(uint64_t v, std::string* out) {
@@ -77,10 +80,15 @@ absl::Status Malformed(const char* what) {
 
 void DestroyBytes(void* p) { delete[] static_cast<uint8_t*>(p); }
 
-// The serialized metadata followed by the samples field's tag and length.
-std::string Prefix(const v1::ShotChunk& meta, uint64_t samples_size) {
+// The serialized metadata (and a trace gap, when not 0) followed by the samples field's
+// tag and length.
+std::string Prefix(const v1::ShotChunk& meta, uint64_t samples_size, uint64_t trace_gap = 0) {
   std::string prefix;
-  meta.SerializeToString(&prefix);  // fields 1..11, in field order, before field 15
+  meta.SerializeToString(&prefix);  // every field but the samples (protobuf takes any order)
+  if (trace_gap > 0) {
+    AppendVarint(kTraceGapField << 3, &prefix);  // varint
+    AppendVarint(trace_gap, &prefix);
+  }
   if (samples_size == 0) return prefix;
   AppendVarint((kSamplesField << 3) | 2, &prefix);  // length-delimited
   AppendVarint(samples_size, &prefix);
@@ -130,11 +138,38 @@ size_t RunEnd(absl::Span<const uint8_t* const> traces, size_t first, size_t trac
   return last + 1;
 }
 
+// The gap between traces evenly spaced in memory, at most `max_gap` (0: they follow one
+// another), or nullopt.
+std::optional<size_t> EvenTraceGap(absl::Span<const uint8_t* const> traces,
+                                   size_t trace_bytes, size_t max_gap) {
+  if (traces.empty()) return std::nullopt;
+  if (traces.size() == 1) return 0;
+  if (traces[1] < traces[0] + trace_bytes) return std::nullopt;
+  const size_t stride = static_cast<size_t>(traces[1] - traces[0]);
+  if (stride - trace_bytes > max_gap) return std::nullopt;
+  for (size_t i = 2; i < traces.size(); ++i) {
+    if (traces[i] != traces[i - 1] + stride) return std::nullopt;
+  }
+  return stride - trace_bytes;
+}
+
 }  // namespace
 
 grpc::ByteBuffer EncodeStoredChunk(const v1::ShotChunk& meta,
                                    absl::Span<const uint8_t* const> traces, size_t trace_bytes,
-                                   std::shared_ptr<const void> keep) {
+                                   std::shared_ptr<const void> keep, bool trace_gaps) {
+  const std::optional<size_t> gap =
+      EvenTraceGap(traces, trace_bytes, trace_gaps ? MaxTraceGap(trace_bytes) : 0);
+  if (gap.has_value() && trace_bytes > 0) {  // one slice over the traces (and the gaps)
+    const size_t size = traces.size() * (trace_bytes + *gap) - *gap;
+    auto* keeper = new SliceKeeper{std::move(keep), {1}};
+    grpc::Slice slices[2] = {
+        grpc::Slice(Prefix(meta, size, *gap)),
+        grpc::Slice(grpc_slice_new_with_user_data(const_cast<uint8_t*>(traces[0]), size,
+                                                  &SliceKeeper::Release, keeper),
+                    grpc::Slice::STEAL_REF)};
+    return grpc::ByteBuffer(slices, 2);
+  }
   std::vector<grpc::Slice> slices;
   slices.reserve(traces.size() + 1);
   slices.emplace_back(Prefix(meta, uint64_t{trace_bytes} * traces.size()));
@@ -165,7 +200,9 @@ grpc::ByteBuffer EncodeStoredChunk(const v1::ShotChunk& meta,
 absl::Status ReceivedChunk::Parse(grpc::ByteBuffer* bb) {
   slices_.clear();
   meta_.Clear();
+  payload_size_ = 0;
   samples_size_ = 0;
+  trace_bytes_ = 0;
   if (!bb->Dump(&slices_).ok()) return Malformed("cannot read the message");
   Cursor c(slices_);
   meta_bytes_.clear();  // kept: its capacity serves the next chunk
@@ -178,7 +215,7 @@ absl::Status ReceivedChunk::Parse(grpc::ByteBuffer* bb) {
       if (!c.Varint(&len)) return Malformed("truncated samples length");
       samples_slice_ = c.slice();
       samples_offset_ = c.offset();
-      samples_size_ = len;
+      payload_size_ = len;
       if (!c.Skip(len, nullptr)) return Malformed("samples past the end");
       continue;
     }
@@ -209,20 +246,64 @@ absl::Status ReceivedChunk::Parse(grpc::ByteBuffer* bb) {
     }
   }
   if (!meta_.ParseFromString(meta_bytes_)) return Malformed("metadata does not parse");
+  samples_size_ = payload_size_;
+  if (const uint64_t gap = meta_.trace_gap(); gap > 0) {
+    // k traces and the k - 1 gaps between them.
+    trace_bytes_ = uint64_t{meta_.n_samples()} * sizeof(float);
+    if (meta_.encoding() != v1::ENCODING_FLOAT32 || trace_bytes_ == 0 ||
+        (payload_size_ + gap) % (trace_bytes_ + gap) != 0) {
+      return Malformed("trace_gap does not fit the samples' length");
+    }
+    samples_size_ = (payload_size_ + gap) / (trace_bytes_ + gap) * trace_bytes_;
+  }
   return absl::OkStatus();
 }
 
+namespace {
+
+// Calls fn(p, n) for each piece of the sample bytes in `slices` from (slice, offset), in
+// order: `payload` bytes in all, of which runs of `trace_bytes` samples with `gap` bytes
+// skipped between them (gap 0: all samples), cut where the slices end.
+template <typename Fn>
+void ForEachSamplePiece(const std::vector<grpc::Slice>& slices, size_t slice, size_t offset,
+                        uint64_t payload, uint64_t trace_bytes, uint64_t gap, Fn fn) {
+  uint64_t take = gap > 0 ? trace_bytes : payload;  // sample bytes before the next gap
+  uint64_t skip = 0;                                // gap bytes still to skip
+  while (payload > 0 && slice < slices.size()) {
+    const uint64_t here = std::min<uint64_t>(payload, slices[slice].size() - offset);
+    const uint64_t n = std::min(here, skip > 0 ? skip : take);
+    if (skip > 0) {
+      skip -= n;
+    } else {
+      fn(slices[slice].begin() + offset, static_cast<size_t>(n));
+      take -= n;
+      if (take == 0) {
+        take = trace_bytes;
+        skip = gap;
+      }
+    }
+    payload -= n;
+    offset += n;
+    if (offset == slices[slice].size()) {
+      ++slice;
+      offset = 0;
+    }
+  }
+}
+
+}  // namespace
+
 const uint8_t* ReceivedChunk::ContiguousPayload() const {
-  if (samples_size_ == 0) return nullptr;
+  if (payload_size_ == 0) return nullptr;
   if (samples_slice_ >= slices_.size() ||
-      slices_[samples_slice_].size() - samples_offset_ < samples_size_) {
+      slices_[samples_slice_].size() - samples_offset_ < payload_size_) {
     return nullptr;
   }
   return slices_[samples_slice_].begin() + samples_offset_;
 }
 
 void ReceivedChunk::CopyPayload(uint8_t* dst) const {
-  uint64_t left = samples_size_;
+  uint64_t left = payload_size_;
   size_t slice = samples_slice_, offset = samples_offset_;
   while (left > 0 && slice < slices_.size()) {
     const size_t n = std::min<uint64_t>(left, slices_[slice].size() - offset);
@@ -238,18 +319,12 @@ uint32_t ReceivedChunk::CopySamples(uint8_t* dst, uint32_t crc) const {
   const bool swap = meta_.big_endian();
   uint8_t carry[4];  // big-endian: a sample split between two slices
   size_t carried = 0;
-  uint64_t left = samples_size_;
-  size_t slice = samples_slice_, offset = samples_offset_;
-  while (left > 0 && slice < slices_.size()) {
-    const uint8_t* p = slices_[slice].begin() + offset;
-    size_t n = std::min<uint64_t>(left, slices_[slice].size() - offset);
-    left -= n;
-    ++slice;
-    offset = 0;
+  ForEachSamplePiece(slices_, samples_slice_, samples_offset_, payload_size_, trace_bytes_,
+                     meta_.trace_gap(), [&](const uint8_t* p, size_t n) {
     if (!swap) {  // one read of each byte: copied and checksummed together
-      crc = CopyCrc32(crc, p, n, dst);
+      crc = CopyCrc32(crc, p, n, dst, samples_size_);
       dst += n;
-      continue;
+      return;
     }
     if (carried > 0) {  // finish the split sample first
       const size_t take = std::min(4 - carried, n);
@@ -258,7 +333,7 @@ uint32_t ReceivedChunk::CopySamples(uint8_t* dst, uint32_t crc) const {
       carried += take;
       p += take;
       n -= take;
-      if (carried < 4) continue;
+      if (carried < 4) return;
       uint32_t word;  // its bytes are in the CRC-32 already: swapped into place alone
       std::memcpy(&word, carry, 4);
       word = __builtin_bswap32(word);
@@ -267,12 +342,12 @@ uint32_t ReceivedChunk::CopySamples(uint8_t* dst, uint32_t crc) const {
       carried = 0;
     }
     const size_t whole = n / 4 * 4;
-    crc = SwapCopyCrc32(crc, p, whole, dst);
+    crc = SwapCopyCrc32(crc, p, whole, dst, samples_size_);
     dst += whole;
     carried = n - whole;
     crc = Crc32(crc, p + whole, carried);
     std::memcpy(carry, p + whole, carried);
-  }
+  });
   return crc;
 }
 

@@ -36,9 +36,14 @@ grpc::ByteBuffer EncodeShotChunk(const v1::ShotChunk& meta, SampleBuffer samples
 // memory (a run) share one reference count, so a trace allocates nothing. `keep` holds the
 // memory (file mappings that may be closed once no one holds them): the slices hold it
 // until gRPC has written the last of them, which can be after the write's completion.
+// Traces that lie one after another in memory go as one slice. With `trace_gaps` (the
+// client set accept_trace_gaps), so do traces evenly spaced with a gap of at most
+// MaxTraceGap (wire/chunk_cut.h) between them (a file's traces in file order, their
+// headers between): one slice over the range they lie in, the message's trace_gap saying
+// the gap. REQUIRES: meta.trace_gap() is 0.
 grpc::ByteBuffer EncodeStoredChunk(const v1::ShotChunk& meta,
                                    absl::Span<const uint8_t* const> traces, size_t trace_bytes,
-                                   std::shared_ptr<const void> keep);
+                                   std::shared_ptr<const void> keep, bool trace_gaps = false);
 
 // A received ShotChunk, read straight from gRPC's slices. Reused for each chunk of a
 // stream, it keeps its buffers (the list of slices, the metadata's bytes and message)
@@ -48,10 +53,14 @@ class ReceivedChunk {
   // Splits `bb` into the metadata (parsed into meta()) and the place of the samples.
   absl::Status Parse(grpc::ByteBuffer* bb);
   const v1::ShotChunk& meta() const { return meta_; }
+  // The samples field's bytes, as sent.
+  uint64_t payload_size() const { return payload_size_; }
+  // The sample bytes in it: payload_size() less the gaps between traces (trace_gap).
   uint64_t samples_size() const { return samples_size_; }
   // Copies the samples to `dst` as float32 little-endian (byte-swapping them on the way
-  // when meta().big_endian()) and returns the CRC-32 of the bytes as received, continued
-  // from `crc`. REQUIRES: dst is 4-byte aligned; samples_size() is a multiple of 4.
+  // when meta().big_endian(), skipping the gaps between traces) and returns the CRC-32 of
+  // the sample bytes as received, continued from `crc`. REQUIRES: dst is 4-byte aligned;
+  // samples_size() is a multiple of 4.
   uint32_t CopySamples(uint8_t* dst, uint32_t crc) const;
   // Copies the samples field's bytes as they are (an encoded payload) to `dst`.
   void CopyPayload(uint8_t* dst) const;
@@ -65,7 +74,9 @@ class ReceivedChunk {
   v1::ShotChunk meta_;
   size_t samples_slice_ = 0;   // where the samples start
   size_t samples_offset_ = 0;
+  uint64_t payload_size_ = 0;
   uint64_t samples_size_ = 0;
+  uint64_t trace_bytes_ = 0;  // with a trace_gap: the bytes of each trace's samples
 };
 
 }  // namespace shotstream::wire

@@ -218,6 +218,106 @@ TEST(ChunkDecodeTest, BigEndianSamplesAreSwappedAcrossAnySliceSplit) {
   }
 }
 
+// A file's traces in file order, each behind its 240-byte header: to a client that takes
+// trace gaps they go as one slice over the range they lie in (headers between them), and
+// the client's copy skips the headers, swaps the samples and checks the samples' CRC-32
+// alone, wherever its slices are cut. Traces out of order, a gap over 1/32 of a trace, or
+// a client that does not take gaps: a slice a trace, as before.
+TEST(ChunkDecodeTest, TracesSentWithTheGapsBetweenThemAreCopiedWithoutThem) {
+  constexpr size_t kHeader = 240, kSamples = 2000, kTraceBytes = kSamples * 4, kTraces = 9;
+  std::string file(kTraces * (kHeader + kTraceBytes), '\0');
+  std::vector<float> want(kTraces * kSamples);
+  std::string sample_bytes;  // as stored, big-endian, without the headers
+  for (size_t t = 0; t < kTraces; ++t) {
+    char* header = file.data() + t * (kHeader + kTraceBytes);
+    for (size_t b = 0; b < kHeader; ++b) header[b] = static_cast<char>(0xF0 + t + b);
+    for (size_t i = 0; i < kSamples; ++i) {
+      const float v = static_cast<float>(t) * 100.0f - static_cast<float>(i) * 0.5f;
+      want[t * kSamples + i] = v;
+      uint32_t u;
+      std::memcpy(&u, &v, 4);
+      for (int b = 0; b < 4; ++b) header[kHeader + 4 * i + b] = static_cast<char>(u >> (24 - 8 * b));
+    }
+    sample_bytes.append(header + kHeader, kTraceBytes);
+  }
+  auto at = [&](size_t t) {
+    return reinterpret_cast<const uint8_t*>(file.data()) + t * (kHeader + kTraceBytes) + kHeader;
+  };
+  std::vector<const uint8_t*> traces;
+  for (size_t t = 0; t < kTraces; ++t) traces.push_back(at(t));
+  v1::ShotChunk meta;
+  meta.set_shot_id(5);
+  meta.set_n_traces(kTraces);
+  meta.set_n_samples(kSamples);
+  meta.set_total_bytes(kTraces * kTraceBytes);
+  meta.set_last(true);
+  meta.set_big_endian(true);
+  grpc::ByteBuffer sent = EncodeStoredChunk(meta, traces, kTraceBytes, nullptr, true);
+  std::vector<grpc::Slice> parts;
+  ASSERT_TRUE(sent.Dump(&parts).ok());
+  ASSERT_EQ(parts.size(), 2u);
+  EXPECT_EQ(parts[1].begin(), at(0));  // not copied
+  const size_t payload = kTraces * (kHeader + kTraceBytes) - kHeader;
+  EXPECT_EQ(parts[1].size(), payload);
+  const std::string bytes = Flatten(sent);
+  v1::ShotChunk parsed;  // what any protobuf client sees
+  ASSERT_TRUE(parsed.ParseFromString(bytes));
+  EXPECT_EQ(parsed.trace_gap(), kHeader);
+  EXPECT_EQ(parsed.samples(), file.substr(kHeader, payload));
+  const uint32_t want_crc = static_cast<uint32_t>(
+      crc32_z(0, reinterpret_cast<const Bytef*>(sample_bytes.data()), sample_bytes.size()));
+  for (size_t cut : {size_t{1}, size_t{7}, size_t{238}, size_t{4099}, size_t{8241},
+                     size_t{65537}, bytes.size()}) {
+    std::vector<grpc::Slice> received;
+    for (size_t i = 0; i < bytes.size(); i += cut) received.emplace_back(bytes.substr(i, cut));
+    grpc::ByteBuffer bb(received.data(), received.size());
+    ReceivedChunk raw;
+    ASSERT_TRUE(raw.Parse(&bb).ok()) << cut;
+    EXPECT_EQ(raw.payload_size(), payload);
+    ASSERT_EQ(raw.samples_size(), kTraces * kTraceBytes);
+    std::vector<float> out(want.size() + 16, -1.0f);  // and nothing written past the samples
+    EXPECT_EQ(raw.CopySamples(reinterpret_cast<uint8_t*>(out.data()), 0), want_crc) << cut;
+    ASSERT_EQ(std::memcmp(out.data(), want.data(), want.size() * 4), 0) << cut;
+    for (size_t i = want.size(); i < out.size(); ++i) ASSERT_EQ(out[i], -1.0f) << cut;
+  }
+  // Little-endian samples: copied as they are, the headers skipped all the same.
+  meta.set_big_endian(false);
+  grpc::ByteBuffer le = EncodeStoredChunk(meta, traces, kTraceBytes, nullptr, true);
+  ReceivedChunk raw;
+  ASSERT_TRUE(raw.Parse(&le).ok());
+  std::string out(sample_bytes.size(), '\0');
+  EXPECT_EQ(raw.CopySamples(reinterpret_cast<uint8_t*>(out.data()), 0), want_crc);
+  EXPECT_EQ(out, sample_bytes);
+  // A slice a trace where gaps are not taken, the traces are not evenly spaced, or the
+  // gap is over 1/32 of a trace.
+  auto slices_of = [&](const std::vector<const uint8_t*>& ts, size_t trace_bytes, bool gaps) {
+    std::vector<grpc::Slice> out_parts;
+    EXPECT_TRUE(EncodeStoredChunk(meta, ts, trace_bytes, nullptr, gaps).Dump(&out_parts).ok());
+    EXPECT_TRUE(parsed.ParseFromString(Flatten(EncodeStoredChunk(meta, ts, trace_bytes,
+                                                                 nullptr, gaps))));
+    EXPECT_EQ(parsed.trace_gap(), 0u);
+    return out_parts.size() - 1;
+  };
+  EXPECT_EQ(slices_of(traces, kTraceBytes, false), kTraces);
+  EXPECT_EQ(slices_of({at(0), at(1), at(3)}, kTraceBytes, true), 3u);
+  EXPECT_EQ(slices_of({at(0), at(1)}, kTraceBytes / 8, true), 2u);  // a gap of 7000 + 240
+  // Traces that follow one another (no header between: a NumPy file's) go as one slice
+  // with no gap, whatever the client takes.
+  const uint8_t* base = at(0);
+  for (bool gaps : {false, true}) {
+    std::vector<grpc::Slice> one;
+    grpc::ByteBuffer bb = EncodeStoredChunk(meta, {base, base + 400, base + 800}, 400, nullptr,
+                                            gaps);
+    ASSERT_TRUE(bb.Dump(&one).ok());
+    ASSERT_EQ(one.size(), 2u);
+    EXPECT_EQ(one[1].begin(), base);
+    EXPECT_EQ(one[1].size(), 1200u);
+    ASSERT_TRUE(parsed.ParseFromString(Flatten(bb)));
+    EXPECT_EQ(parsed.trace_gap(), 0u);
+    EXPECT_EQ(parsed.samples(), file.substr(kHeader, 1200));
+  }
+}
+
 TEST(ChunkDecodeTest, MalformedMessagesAreDataLoss) {
   for (const std::string& bad : {std::string("\x7a\xff", 2), std::string("\x08", 1),
                                 std::string("\x7a\x10" "abc", 5), std::string("\x0f", 1)}) {
@@ -226,6 +326,26 @@ TEST(ChunkDecodeTest, MalformedMessagesAreDataLoss) {
     ReceivedChunk raw;
     EXPECT_EQ(raw.Parse(&bb).code(), absl::StatusCode::kDataLoss);
   }
+  // A trace gap that does not fit the samples' length, or on an encoded payload.
+  v1::ShotChunk meta;
+  meta.set_n_samples(10);
+  meta.set_trace_gap(8);
+  meta.set_samples(std::string(2 * 40 + 8 - 4, 'x'));
+  v1::ShotChunk encoded = meta;
+  encoded.set_samples(std::string(2 * 40 + 8, 'x'));
+  encoded.set_encoding(v1::ENCODING_LOSSLESS);
+  for (const v1::ShotChunk& bad : {meta, encoded}) {
+    grpc::Slice s(bad.SerializeAsString());
+    grpc::ByteBuffer bb(&s, 1);
+    ReceivedChunk raw;
+    EXPECT_EQ(raw.Parse(&bb).code(), absl::StatusCode::kDataLoss) << bad.encoding();
+  }
+  meta.set_samples(std::string(2 * 40 + 8, 'x'));  // two traces and the gap: fits
+  grpc::Slice s(meta.SerializeAsString());
+  grpc::ByteBuffer bb(&s, 1);
+  ReceivedChunk raw;
+  ASSERT_TRUE(raw.Parse(&bb).ok());
+  EXPECT_EQ(raw.samples_size(), 80u);
 }
 
 }  // namespace

@@ -103,5 +103,22 @@ TEST(ChunkCutTest, WholeTracesAtLeastOne) {
   EXPECT_EQ(TracesPerChunk(100, 0), 100u);   // (no samples: never a division by zero)
 }
 
+// Traces that may go with gaps of up to 1/32 of a trace between them: the chunk, gaps
+// and all, stays within the limit, and is as large as that allows.
+TEST(ChunkCutTest, GappedChunksStayWithinTheLimit) {
+  EXPECT_EQ(MaxTraceGap(16000), 500u);
+  EXPECT_EQ(TracesPerGappedChunk(1 << 20, 16000), 63u);  // 63 x 16000 + 62 x 500 bytes
+  EXPECT_EQ(TracesPerGappedChunk(100, 4000), 1u);
+  EXPECT_EQ(TracesPerGappedChunk(100, 0), 100u);
+  for (uint64_t limit : {uint64_t{1} << 20, uint64_t{100000}, uint64_t{8191}}) {
+    for (uint64_t trace_bytes = 4; trace_bytes <= 40000; trace_bytes += 4) {
+      const uint64_t k = TracesPerGappedChunk(limit, trace_bytes);
+      const uint64_t gap = MaxTraceGap(trace_bytes);
+      if (k > 1) ASSERT_LE(k * trace_bytes + (k - 1) * gap, limit) << trace_bytes;
+      ASSERT_GT((k + 1) * trace_bytes + k * gap, limit) << trace_bytes;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace shotstream::wire

@@ -71,6 +71,36 @@ class WireTest(unittest.TestCase):
             wire.split_chunk(raw[:-10])
         self.assertEqual(e.exception.code(), grpc.StatusCode.DATA_LOSS)
 
+    def test_chunks_sent_with_the_gaps_between_traces_come_without_them(self):
+        # As the server sends a file's traces to a request with accept_trace_gaps: each
+        # chunk's samples with the (stored) bytes between two traces, skipped here; the
+        # CRC-32s are of the samples alone.
+        for big in (False, True):
+            raw = self.samples.astype(">f4" if big else "<f4").tobytes()
+            ts, gap = 33 * 4, 12
+            out = []
+            for k, first in enumerate(range(0, 5, 2)):
+                traces = [raw[t * ts:(t + 1) * ts] for t in range(first, min(first + 2, 5))]
+                data = (b"\xee" * gap).join(traces)
+                c = pb.ShotChunk(shot_id=7, n_traces=5, n_samples=33, offset=first * ts,
+                                 total_bytes=len(raw), last=first + 2 >= 5, big_endian=big,
+                                 trace_gap=gap if len(traces) > 1 else 0, samples=data,
+                                 chunk_crc32=zlib.crc32(b"".join(traces)))
+                if c.last:
+                    c.crc32 = zlib.crc32(raw)
+                out.append(c.SerializeToString())
+            asm = wire.Assembler()
+            shot = [asm.add(c) for c in out][-1]
+            np.testing.assert_array_equal(shot.samples, self.samples)
+            self.assertEqual(asm.wire_bytes, len(raw) + 2 * gap)
+        # A gap that does not fit the chunk's bytes.
+        bad = pb.ShotChunk(shot_id=7, n_traces=2, n_samples=33, total_bytes=264, last=True,
+                           trace_gap=5, samples=b"\0" * 264)
+        with self.assertRaises(ShotstreamError) as e:
+            wire.Assembler().add(bad.SerializeToString())
+        self.assertEqual(e.exception.code(), grpc.StatusCode.DATA_LOSS)
+        self.assertIn("trace_gap", e.exception.details())
+
     def test_the_crc_is_zlibs(self):
         data = np.random.default_rng(1).integers(0, 255, 100_001, dtype=np.uint8).tobytes()
         self.assertEqual(wire.crc32(data), zlib.crc32(data))

@@ -241,6 +241,20 @@ def decode_chunk(chunk, data, n_samples: int) -> np.ndarray:
     return np.asarray(out, dtype=np.float32).reshape(n_traces, n_samples)
 
 
+def _without_gaps(chunk, data) -> bytes:
+    """The samples of a FLOAT32 chunk sent with the stored header between each two of its
+    traces (ShotChunk.trace_gap, to requests that set accept_trace_gaps), without them."""
+    t, g = 4 * chunk.n_samples, chunk.trace_gap
+    if chunk.encoding != pb.ENCODING_FLOAT32 or t == 0 or (len(data) + g) % (t + g):
+        raise ShotstreamError(grpc.StatusCode.DATA_LOSS,
+                              f"shot {chunk.shot_id}: chunk at byte {chunk.offset}: trace_gap "
+                              f"{g} does not fit its {len(data)} bytes")
+    k = (len(data) + g) // (t + g)
+    a = np.frombuffer(data, dtype=np.uint8)
+    return np.lib.stride_tricks.as_strided(a, shape=(k, t), strides=(t + g, 1),
+                                           writeable=False).tobytes()
+
+
 def _dtype(chunk) -> str:
     """The samples' dtype on the wire: little-endian float32 unless the chunk says
     big_endian (sent as stored, only to requests that set accept_big_endian)."""
@@ -380,6 +394,8 @@ class Assembler:
         one, else None."""
         chunk, data = split_chunk(raw)
         self.wire_bytes += len(data)
+        if chunk.trace_gap:
+            data = _without_gaps(chunk, data)
         if chunk.encoding != pb.ENCODING_FLOAT32:
             return self._add_encoded(chunk, data)
         if self._first is None and chunk.last and chunk.offset == 0 and \
