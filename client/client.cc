@@ -108,6 +108,7 @@ absl::StatusOr<v1::ShotSelection> SelectionOf(const StreamOptions& options) {
   for (const std::string& h : options.headers) s.add_headers(h);
   s.set_max_chunk_bytes(options.max_chunk_bytes);
   s.set_accept_big_endian(options.accept_big_endian);
+  s.set_accept_trace_gaps(options.accept_trace_gaps);
   s.set_raw_trace_headers(options.raw_trace_headers);
   if (options.window.has_value()) {
     s.mutable_window()->set_start(options.window->first);

@@ -71,7 +71,7 @@ absl::StatusOr<bool> ShotAssembler::Add(const ReceivedChunk& raw, AssembledShot*
   } else {
     at = reinterpret_cast<uint8_t*>(shot_.samples.data()) + chunk.offset();
   }
-  wire_bytes_ += raw.samples_size();
+  wire_bytes_ += raw.payload_size();
   const Encoding encoding = FromProto(chunk.encoding());
   encoding_ = encoding;
   // The chunk's CRC-32 by its encoding's rule (chunk_plan.h).
@@ -80,7 +80,7 @@ absl::StatusOr<bool> ShotAssembler::Add(const ReceivedChunk& raw, AssembledShot*
     crc = raw.CopySamples(at, 0);
     SS_RETURN_IF_ERROR(CheckChunk(chunk, first_trace, traces, crc));
   } else if (encoding == Encoding::kZfp) {
-    std::string payload(raw.samples_size(), '\0');
+    std::string payload(raw.payload_size(), '\0');
     raw.CopyPayload(reinterpret_cast<uint8_t*>(payload.data()));
     crc = Crc32(0, payload.data(), payload.size());
     SS_RETURN_IF_ERROR(CheckChunk(chunk, first_trace, traces, crc));
@@ -96,16 +96,16 @@ absl::StatusOr<bool> ShotAssembler::Add(const ReceivedChunk& raw, AssembledShot*
     // after (their decoders, ours and c-blosc's, check every size and are fuzzed).
     const uint8_t* payload = raw.ContiguousPayload();
     if (payload == nullptr) {
-      if (scratch_.size() < raw.samples_size()) scratch_.resize(raw.samples_size());
+      if (scratch_.size() < raw.payload_size()) scratch_.resize(raw.payload_size());
       raw.CopyPayload(scratch_.data());
       payload = scratch_.data();
     }
     if (!IsExact(encoding)) {
-      crc = Crc32(0, payload, raw.samples_size());
+      crc = Crc32(0, payload, raw.payload_size());
       SS_RETURN_IF_ERROR(CheckChunk(chunk, first_trace, traces, crc));
-      SS_RETURN_IF_ERROR(Decode(chunk, payload, raw.samples_size(), at));
+      SS_RETURN_IF_ERROR(Decode(chunk, payload, raw.payload_size(), at));
     } else {
-      SS_RETURN_IF_ERROR(Decode(chunk, payload, raw.samples_size(), at));
+      SS_RETURN_IF_ERROR(Decode(chunk, payload, raw.payload_size(), at));
       crc = Crc32(0, at, out_bytes);
       SS_RETURN_IF_ERROR(CheckChunk(chunk, first_trace, traces, crc));
     }

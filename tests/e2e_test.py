@@ -220,6 +220,56 @@ class EndToEndTest(harness.LineOneTest):
                                         selection=pb.ShotSelection(accept_big_endian=True))
             self.assertEqual({wire.split_chunk(raw)[0].big_endian for raw in call(req)}, {False})
 
+    def test_traces_go_with_the_headers_between_them_to_clients_that_take_gaps(self):
+        # Traces of 2500 IEEE samples (10000 bytes): the 240-byte header between two is
+        # under 1/32 of a trace, so a request with accept_trace_gaps gets each chunk's
+        # traces as the range of the file they lie in, headers and all, within
+        # max_chunk_bytes (9 traces: 9 x 10000 + 8 x 240 bytes); one without, 10 traces
+        # of samples alone. Every client gets segyio's samples.
+        from shotstream import wire
+        from shotstream.v1 import shotstream_pb2 as pb
+        d = os.path.join(self.tmp, "gaps")
+        os.makedirs(d)
+        harness.write_survey(os.path.join(d, "a.sgy"), 5, [21, 22, 23], 40, 2500, seed=4)
+        oracle = harness.segyio_shots([os.path.join(d, "a.sgy")])
+        with harness.Server([f"--dataset=gaps={d}/*.sgy"]) as server, \
+                grpc.insecure_channel(server.target) as ch:
+            call = ch.unary_stream("/shotstream.v1.ShotStream/StreamShots",
+                                   request_serializer=pb.StreamShotsRequest.SerializeToString)
+            for accept in (True, False):
+                with self.subTest(accept_trace_gaps=accept):
+                    req = pb.StreamShotsRequest(
+                        dataset="gaps", shot_ids=[22, 21, 23, 22],
+                        selection=pb.ShotSelection(max_chunk_bytes=100_000,
+                                                   accept_big_endian=True,
+                                                   accept_trace_gaps=accept))
+                    asm, shots, sizes = wire.Assembler(), [], set()
+                    for raw in call(req):
+                        meta, data = wire.split_chunk(raw)
+                        sizes.add((meta.trace_gap, len(data)))
+                        shot = asm.add(raw)
+                        if shot is not None:
+                            shots.append(shot)
+                    for shot, sid in zip(shots, [22, 21, 23, 22]):
+                        self.assertEqual(shot.shot_id, sid)
+                        np.testing.assert_array_equal(shot.samples, oracle[sid][0])
+                    if accept:  # 40 traces: 9, 9, 9, 9, 4
+                        self.assertEqual(sizes, {(240, 9 * 10000 + 8 * 240),
+                                                 (240, 4 * 10000 + 3 * 240)})
+                    else:  # 10 traces a chunk
+                        self.assertEqual(sizes, {(0, 100_000)})
+            # The C++ client takes gaps unless told not to (--trace_gaps=false); it and
+            # the Python clients give segyio's samples either way.
+            for gaps, extra in ((True, 3 * 35 * 240), (False, 0)):
+                res = harness.cli_bench(server.target, "gaps", max_chunk_bytes=100_000,
+                                        trace_gaps=str(gaps).lower())
+                self.assertEqual(res["checksums_verified"], 3)
+                self.assertEqual(res["wire_bytes"], res["bytes"] + extra)
+            for native in harness.client_paths():
+                with shotstream.Client(server.target, native=native) as c:
+                    for shot in c.stream("gaps", [23, 21]):
+                        np.testing.assert_array_equal(shot.samples, oracle[shot.shot_id][0])
+
     def test_little_endian_file_written_with_numpy(self):
         # segyio 1.8.3 writes little-endian files wrongly, so numpy writes this one.
         d = os.path.join(self.tmp, "le")

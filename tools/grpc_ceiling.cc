@@ -8,8 +8,10 @@
 //     its CRC-32 computed once at start-up. With one buffer (the default) a shot of a few
 //     MB stays in the CPU's last-level cache; with as many as the dataset's shots the
 //     bytes come from memory, as a server's page cache gives them. With --trace_gap=240
-//     the traces lie as in a SEG-Y file (a header's room before each) and go out a slice a
-//     trace, as the server sends them: gRPC's cost for that layout, without our server.
+//     the traces lie as in a SEG-Y file (a header's room before each) and go out as the
+//     server sends them, a slice a trace or, to a client that takes trace gaps, one slice
+//     over a chunk's traces and the headers between: gRPC's cost for that layout, without
+//     our server.
 //     Messages are real ShotChunks (chunked as the request asks, 1 MiB
 //     by default like shotstream_server), so `shotstream bench --shots=1,2,...` streams
 //     from it and verifies every checksum. Prints "grpc_ceiling listening on HOST:PORT".
@@ -17,7 +19,8 @@
 //   grpc_ceiling receive --target=HOST:PORT --shots=N [--dataset=D --repeat=R --warmup_shots=W --copy]
 //     Streams shots 1..N R times after W untimed shots and drops every message unread:
 //     the client side of gRPC alone. With --copy, each chunk's samples are copied into one
-//     reused buffer with their CRC-32 checked, as the client library does. Prints a JSON
+//     reused buffer with their CRC-32 checked, as the client library does (trace gaps
+//     taken and skipped as it does). Prints a JSON
 //     line with "gbps" and "cpu_seconds" (this process's CPU over the timed passes) like
 //     `shotstream bench`.
 #include <algorithm>
@@ -41,6 +44,7 @@
 #include "common/malloc_tuning.h"
 #include "common/process_cpu.h"
 #include "wire/chunk_codec.h"
+#include "wire/chunk_cut.h"
 #include "shotstream/v1/shotstream.grpc.pb.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:0", "serve: address to listen on");
@@ -81,7 +85,12 @@ class CeilingReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
     const uint64_t trace_bytes = shots_->front().trace_bytes();
     const uint64_t asked = request_.selection().max_chunk_bytes();
     const uint64_t limit = asked > 0 ? asked : 1 << 20;
-    chunk_bytes_ = std::max<uint64_t>(1, limit / trace_bytes) * trace_bytes;
+    // As the server cuts them (a client that takes trace gaps gets the file's layout's
+    // chunks cut so that the gaps fit too).
+    const bool gapped = shots_->front().gap > 0 && request_.selection().accept_trace_gaps();
+    chunk_bytes_ = (gapped ? shotstream::wire::TracesPerGappedChunk(limit, trace_bytes)
+                           : shotstream::wire::TracesPerChunk(limit, trace_bytes)) *
+                   trace_bytes;
     Next();
   }
   void OnWriteDone(bool ok) override {
@@ -121,13 +130,15 @@ class CeilingReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
     if (shot->gap == 0) {  // one slice over the chunk's bytes
       const uint8_t* base = shot->bytes.data() + offset_;
       msg_ = shotstream::wire::EncodeStoredChunk(meta, {&base, 1}, n, nullptr);
-    } else {  // a slice a trace, as the server sends a file's (chunks are whole traces)
+    } else {  // as the server sends a file's traces (chunks are whole traces): a slice a
+              // trace, or one over the traces and their headers where the client takes gaps
       const size_t first = offset_ / shot->trace_bytes();
       traces_.clear();
       for (size_t i = first; i < first + n / shot->trace_bytes(); ++i) {
         traces_.push_back(shot->bytes.data() + shot->trace_at(i));
       }
-      msg_ = shotstream::wire::EncodeStoredChunk(meta, traces_, shot->trace_bytes(), nullptr);
+      msg_ = shotstream::wire::EncodeStoredChunk(meta, traces_, shot->trace_bytes(), nullptr,
+                                                 request_.selection().accept_trace_gaps());
     }
     offset_ = last ? 0 : offset_ + n;
     index_ += last;
@@ -209,6 +220,8 @@ bool StreamOnce(grpc::Channel* channel, const std::vector<int64_t>& ids, bool co
   StreamShotsRequest request;
   request.set_dataset(absl::GetFlag(FLAGS_dataset));
   request.mutable_selection()->set_accept_big_endian(true);  // ReceivedChunk swaps in its copy, as the client does
+  // and skips the gaps (a dropping client counts what came, so it takes none)
+  request.mutable_selection()->set_accept_trace_gaps(copy);
   for (int64_t id : ids) request.add_shot_ids(id);
   const std::string raw = request.SerializeAsString();
   grpc::Slice slice(raw);

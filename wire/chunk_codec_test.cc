@@ -236,7 +236,9 @@ TEST(ChunkDecodeTest, TracesSentWithTheGapsBetweenThemAreCopiedWithoutThem) {
       want[t * kSamples + i] = v;
       uint32_t u;
       std::memcpy(&u, &v, 4);
-      for (int b = 0; b < 4; ++b) header[kHeader + 4 * i + b] = static_cast<char>(u >> (24 - 8 * b));
+      for (int b = 0; b < 4; ++b) {
+        header[kHeader + 4 * i + b] = static_cast<char>(u >> (24 - 8 * b));
+      }
     }
     sample_bytes.append(header + kHeader, kTraceBytes);
   }

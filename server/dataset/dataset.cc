@@ -213,7 +213,13 @@ Dataset::TraceBytes Dataset::TraceBytesOf(const ReadPlan& plan,
                        : 0;
   t.out = count * sizeof(float);
   t.wire = t.native_width > 0 ? count * t.native_width : t.out;
-  t.per_chunk = wire::TracesPerChunk(plan.selection.max_chunk_bytes, t.wire);
+  // Stored IEEE traces that may go with the headers between them (ShotChunk.trace_gap)
+  // are cut so that the message, gaps and all, stays within the limit.
+  const bool gapped = plan.selection.accept_trace_gaps && t.native_width == 0 &&
+                      form.has_value() && form->mapped &&
+                      form->format == segy::SampleFormat::kIeeeFloat32;
+  t.per_chunk = gapped ? wire::TracesPerGappedChunk(plan.selection.max_chunk_bytes, t.wire)
+                       : wire::TracesPerChunk(plan.selection.max_chunk_bytes, t.wire);
   return t;
 }
 

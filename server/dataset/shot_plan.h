@@ -32,6 +32,7 @@ struct ShotSelection {
   std::vector<TraceCondition> where;  // only traces meeting every condition
   uint64_t max_chunk_bytes = 1 << 20;  // sample bytes a message holds (whole traces)
   bool accept_big_endian = false;      // the client takes big-endian IEEE samples as stored
+  bool accept_trace_gaps = false;      // the client skips bytes between traces (trace_gap)
   wire::Encoding encoding = wire::Encoding::kFloat32;  // as asked: kAuto too
   double tolerance = 0;  // lossy encodings' bound, relative to the shot's RMS (0: default)
 };
@@ -64,6 +65,9 @@ struct EncodePlan {
   // ENCODING_AUTO with a tolerance sent as INT16: a shot whose traces INT16 cannot carry
   // within the tolerance goes QUANTIZED (EncodeShot's bound_int16).
   bool bound_int16 = false;
+  // Stored float32 traces may go as the range of the file they lie in, the headers
+  // between them skipped by the client (ShotChunk.trace_gap): it set accept_trace_gaps.
+  bool trace_gaps = false;
 };
 
 // A stream's two plans, decided together once (stream/stream_plan): the read plan goes to

@@ -113,6 +113,7 @@ absl::StatusOr<ValidatedRequest> ValidateShots(const std::string& name,
                           : std::min<uint64_t>(r.max_chunk_bytes(), limits.max_chunk_bytes);
   s.raw_trace_headers = r.raw_trace_headers();
   s.accept_big_endian = r.accept_big_endian();
+  s.accept_trace_gaps = r.accept_trace_gaps();
   return v;
 }
 

@@ -24,7 +24,7 @@ void AddHeaders(dataset::ShotData& shot, v1::ShotChunk* meta) {
 
 }  // namespace
 
-uint32_t TakeChunk(dataset::ShotData& shot, const ChunkAt& at, bool last,
+uint32_t TakeChunk(dataset::ShotData& shot, const ChunkAt& at, bool last, bool trace_gaps,
                    wire::ChunkWriter* writer, OutgoingChunk* out) {
   const size_t c = at.chunk;
   out->samples = SampleBuffer();
@@ -32,6 +32,7 @@ uint32_t TakeChunk(dataset::ShotData& shot, const ChunkAt& at, bool last,
   out->stored_set.reset();
   out->trace_bytes = 0;
   out->stored_first = 0;
+  out->trace_gaps = false;
   uint32_t traces;
   if (shot.is_stored()) {
     const std::vector<const uint8_t*>& all = shot.stored->traces();
@@ -41,6 +42,7 @@ uint32_t TakeChunk(dataset::ShotData& shot, const ChunkAt& at, bool last,
     out->stored_set = shot.stored;
     out->stored_first = first;
     out->trace_bytes = shot.stored->trace_bytes();
+    out->trace_gaps = trace_gaps && shot.encoding == wire::Encoding::kFloat32;
     traces = static_cast<uint32_t>(n);
   } else {
     out->samples = std::move(shot.chunks[c]);

@@ -21,7 +21,8 @@ namespace shotstream::stream {
 // One chunk to send: `meta` is a ShotChunk without samples; the samples are either
 // decoded (`samples`) or stored traces (`stored`, `trace_bytes` each, in file mappings
 // that `stored_set` holds open, as the message's slices do until written: traces
-// [stored_first, + stored.size()) of `stored_set`).
+// [stored_first, + stored.size()) of `stored_set`; with `trace_gaps`, float32 traces
+// that lie evenly spaced may go with the gaps between them, wire::EncodeStoredChunk).
 struct OutgoingChunk {
   v1::ShotChunk meta;
   SampleBuffer samples;
@@ -29,6 +30,7 @@ struct OutgoingChunk {
   size_t trace_bytes = 0;
   std::shared_ptr<const io::StoredTraces> stored_set;
   size_t stored_first = 0;
+  bool trace_gaps = false;
   uint64_t sample_bytes() const {
     return stored.empty() ? samples.size() : uint64_t{trace_bytes} * stored.size();
   }
@@ -47,8 +49,9 @@ struct ChunkAt {
 // the shot has its chunks' (chunk_crc32: decoded chunks, and stored ones whose traces'
 // CRC-32s were all kept); else unsealed (the caller takes the CRC-32, then Seal).
 // A shot's first chunk carries its header columns (moved out of a shot read whole) and
-// raw trace headers. Returns the chunk's traces.
-uint32_t TakeChunk(dataset::ShotData& shot, const ChunkAt& at, bool last,
+// raw trace headers. `trace_gaps`: the stream's EncodePlan::trace_gaps. Returns the
+// chunk's traces.
+uint32_t TakeChunk(dataset::ShotData& shot, const ChunkAt& at, bool last, bool trace_gaps,
                    wire::ChunkWriter* writer, OutgoingChunk* out);
 
 }  // namespace shotstream::stream

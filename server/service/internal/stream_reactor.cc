@@ -42,7 +42,7 @@ WriteTurn::Step WriteTurn::Next(stream::ShotWindow* window, grpc::ByteBuffer* ms
   *msg = chunk.stored.empty()
              ? wire::EncodeShotChunk(chunk.meta, std::move(chunk.samples))
              : wire::EncodeStoredChunk(chunk.meta, chunk.stored, chunk.trace_bytes,
-                                                 chunk.stored_set);
+                                       chunk.stored_set, chunk.trace_gaps);
   return Step::kWrite;
 }
 
