@@ -164,7 +164,9 @@ def grpc_alone(server, ids, reps, traces, samples):
     sent as a slice over it: no file, no decode, no copy; and a second one holding as many
     distinct shots as the dataset, whose bytes come from memory as the server's page cache
     gives them, not from the CPU's cache; and a third whose traces lie as in a SEG-Y file,
-    a header's room before each, sent a slice a trace as the server sends them) and
+    a header's room before each, sent as the server sends them: to a client that takes
+    trace gaps, as `receive --copy` does, a chunk's traces and the headers between as one
+    slice) and
     `grpc_ceiling receive`
     (drops every message; with --copy, copies the samples out with their CRC-32 as the
     client does), crossed with the shotstream server and `shotstream bench`. Runs

@@ -91,7 +91,8 @@ def render(r):
             f" | not the issue's anchor: what is left when both read memory |")
         lines.append(
             f"| server CPU per byte against gRPC alone sending the traces as a SEG-Y file "
-            f"lays them out (`--shots_in_memory --trace_gap=240`: a slice a trace) | "
+            f"lays them out (`--shots_in_memory --trace_gap=240`: sent as the server sends "
+            f"them) | "
             f"{ratio(ga['server_to_copy']['server_ns'], ga['layout_to_copy']['server_ns']):.2f}x"
             f" | not the issue's anchor: what our server adds to the file's layout |")
         if "client_timed_ns" in ga["ceiling_to_copy"]:
@@ -206,7 +207,10 @@ def render(r):
                   "server's page cache gives them: one shot of a few MB stays in the CPU's "
                   "last-level cache, and the kernel's copy into the socket may cost less from "
                   "there; `--trace_gap=240` also lays each shot's traces out as a SEG-Y file "
-                  "does (240 bytes before each) and sends a slice a trace, as the server does. "
+                  "does (240 bytes before each) and sends them as the server does (to "
+                  "`receive --copy`, which takes trace gaps as the client does, a chunk's "
+                  "traces and the headers between them in one slice; to a client that does "
+                  "not, a slice a trace). "
                   "Server CPU from /proc; client CPU from rusage (the whole process, its start "
                   "included), and as each client reports its own over the timed passes "
                   "(`cpu_seconds`: start-up, connection and warm-up shots left out; "
