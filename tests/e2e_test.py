@@ -18,6 +18,23 @@ import shotstream  # noqa: E402
 import synth  # noqa: E402
 
 
+def raw_stream(channel, request):
+    """StreamShots through the generated stubs' raw bytes: each chunk's metadata with its
+    samples' size as sent, and the shots shotstream.wire assembles from them."""
+    from shotstream import wire
+    from shotstream.v1 import shotstream_pb2 as pb
+    call = channel.unary_stream("/shotstream.v1.ShotStream/StreamShots",
+                                request_serializer=pb.StreamShotsRequest.SerializeToString)
+    asm, chunks, shots = wire.Assembler(), [], []
+    for raw in call(request):
+        meta, data = wire.split_chunk(raw)
+        chunks.append((meta, len(data)))
+        shot = asm.add(raw)
+        if shot is not None:
+            shots.append(shot)
+    return chunks, shots
+
+
 class EndToEndTest(harness.LineOneTest):
 
     def test_list_and_info_match_segyio(self):
@@ -192,20 +209,15 @@ class EndToEndTest(harness.LineOneTest):
         from shotstream import wire
         from shotstream.v1 import shotstream_pb2 as pb
         with grpc.insecure_channel(self.server.target) as ch:
-            call = ch.unary_stream("/shotstream.v1.ShotStream/StreamShots",
-                                   request_serializer=pb.StreamShotsRequest.SerializeToString)
             for accept in (True, False):
                 with self.subTest(accept_big_endian=accept):
                     req = pb.StreamShotsRequest(
                         dataset="line1", shot_ids=[4, 10, 3, 4],
                         selection=pb.ShotSelection(headers=["offset"], accept_big_endian=accept))
-                    asm, shots, big = wire.Assembler(), [], {}
-                    for raw in call(req):
-                        meta, _ = wire.split_chunk(raw)
+                    chunks, shots = raw_stream(ch, req)
+                    big = {}
+                    for meta, _ in chunks:
                         big.setdefault(meta.shot_id, set()).add(meta.big_endian)
-                        shot = asm.add(raw)
-                        if shot is not None:
-                            shots.append(shot)
                     self.assertEqual([s.shot_id for s in shots], [4, 10, 3, 4])
                     for shot in shots:
                         self.assert_shot(shot, shot.shot_id)
@@ -226,7 +238,6 @@ class EndToEndTest(harness.LineOneTest):
         # traces as the range of the file they lie in, headers and all, within
         # max_chunk_bytes (9 traces: 9 x 10000 + 8 x 240 bytes); one without, 10 traces
         # of samples alone. Every client gets segyio's samples.
-        from shotstream import wire
         from shotstream.v1 import shotstream_pb2 as pb
         d = os.path.join(self.tmp, "gaps")
         os.makedirs(d)
@@ -234,8 +245,6 @@ class EndToEndTest(harness.LineOneTest):
         oracle = harness.segyio_shots([os.path.join(d, "a.sgy")])
         with harness.Server([f"--dataset=gaps={d}/*.sgy"]) as server, \
                 grpc.insecure_channel(server.target) as ch:
-            call = ch.unary_stream("/shotstream.v1.ShotStream/StreamShots",
-                                   request_serializer=pb.StreamShotsRequest.SerializeToString)
             for accept in (True, False):
                 with self.subTest(accept_trace_gaps=accept):
                     req = pb.StreamShotsRequest(
@@ -243,16 +252,11 @@ class EndToEndTest(harness.LineOneTest):
                         selection=pb.ShotSelection(max_chunk_bytes=100_000,
                                                    accept_big_endian=True,
                                                    accept_trace_gaps=accept))
-                    asm, shots, sizes = wire.Assembler(), [], set()
-                    for raw in call(req):
-                        meta, data = wire.split_chunk(raw)
-                        sizes.add((meta.trace_gap, len(data)))
-                        shot = asm.add(raw)
-                        if shot is not None:
-                            shots.append(shot)
-                    for shot, sid in zip(shots, [22, 21, 23, 22]):
-                        self.assertEqual(shot.shot_id, sid)
-                        np.testing.assert_array_equal(shot.samples, oracle[sid][0])
+                    chunks, shots = raw_stream(ch, req)
+                    sizes = {(meta.trace_gap, size) for meta, size in chunks}
+                    self.assertEqual([s.shot_id for s in shots], [22, 21, 23, 22])
+                    for shot in shots:
+                        np.testing.assert_array_equal(shot.samples, oracle[shot.shot_id][0])
                     if accept:  # 40 traces: 9, 9, 9, 9, 4
                         self.assertEqual(sizes, {(240, 9 * 10000 + 8 * 240),
                                                  (240, 4 * 10000 + 3 * 240)})
