@@ -114,7 +114,9 @@ TEST(ChunkCutTest, GappedChunksStayWithinTheLimit) {
     for (uint64_t trace_bytes = 4; trace_bytes <= 40000; trace_bytes += 4) {
       const uint64_t k = TracesPerGappedChunk(limit, trace_bytes);
       const uint64_t gap = MaxTraceGap(trace_bytes);
-      if (k > 1) ASSERT_LE(k * trace_bytes + (k - 1) * gap, limit) << trace_bytes;
+      if (k > 1) {
+        ASSERT_LE(k * trace_bytes + (k - 1) * gap, limit) << trace_bytes;
+      }
       ASSERT_GT((k + 1) * trace_bytes + k * gap, limit) << trace_bytes;
     }
   }
