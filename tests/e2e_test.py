@@ -269,10 +269,16 @@ class EndToEndTest(harness.LineOneTest):
                                         trace_gaps=str(gaps).lower())
                 self.assertEqual(res["checksums_verified"], 3)
                 self.assertEqual(res["wire_bytes"], res["bytes"] + extra)
+            # Python: natively as trace_gaps says (a shot of 40 traces in one message, 39
+            # headers), through grpcio the samples alone.
             for native in harness.client_paths():
-                with shotstream.Client(server.target, native=native) as c:
-                    for shot in c.stream("gaps", [23, 21]):
-                        np.testing.assert_array_equal(shot.samples, oracle[shot.shot_id][0])
+                for gaps in (True, False):
+                    with shotstream.Client(server.target, native=native) as c:
+                        for shot in c.stream("gaps", [23, 21], trace_gaps=gaps):
+                            np.testing.assert_array_equal(shot.samples,
+                                                          oracle[shot.shot_id][0])
+                        self.assertEqual(c.wire_bytes, 2 * 400_000 + (
+                            2 * 39 * 240 if gaps and native else 0), (native, gaps))
 
     def test_little_endian_file_written_with_numpy(self):
         # segyio 1.8.3 writes little-endian files wrongly, so numpy writes this one.

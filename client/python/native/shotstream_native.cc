@@ -10,7 +10,7 @@
 //     .stream(dataset, shot_ids, *, queue_depth=2, headers=[], max_chunk_bytes=0,
 //             trace_headers=False, window=None, where=[(header, low, high)],
 //             encoding="float32",
-//             tolerance=0.0, pieces=False) -> Reader
+//             tolerance=0.0, pieces=False, trace_gaps=True) -> Reader
 //     .stream_job(dataset, job, shot_ids, *, epoch=0, seed=0, and stream's options but
 //                 pieces) -> Reader
 //     .write(dataset, shots, *, sample_interval_us, sample_format=5,
@@ -229,7 +229,7 @@ StreamOptions Options(uint32_t queue_depth, std::vector<std::string> headers,
                       uint64_t max_chunk_bytes, bool trace_headers,
                       std::optional<std::pair<uint32_t, uint32_t>> window,
                       const std::vector<std::tuple<std::string, double, double>>& where,
-                      std::string encoding, double tolerance, bool pieces) {
+                      std::string encoding, double tolerance, bool pieces, bool trace_gaps) {
   StreamOptions o;
   o.queue_depth = std::max<uint32_t>(1, queue_depth);
   o.headers = std::move(headers);
@@ -240,6 +240,7 @@ StreamOptions Options(uint32_t queue_depth, std::vector<std::string> headers,
   o.encoding = std::move(encoding);
   o.tolerance = tolerance;
   o.pieces = pieces;
+  o.accept_trace_gaps = trace_gaps;
   return o;
 }
 
@@ -367,11 +368,11 @@ PYBIND11_MODULE(_native, m) {
              uint32_t queue_depth, std::vector<std::string> headers, uint64_t max_chunk_bytes,
              bool trace_headers, std::optional<std::pair<uint32_t, uint32_t>> window,
              const std::vector<std::tuple<std::string, double, double>>& where,
-             std::string encoding, double tolerance, bool pieces) {
+             std::string encoding, double tolerance, bool pieces, bool trace_gaps) {
             auto client = self.Get();
             StreamOptions o = Options(queue_depth, std::move(headers), max_chunk_bytes,
                                       trace_headers, window, where, std::move(encoding),
-                                      tolerance, pieces);
+                                      tolerance, pieces, trace_gaps);
             std::unique_ptr<ShotReader> reader;
             {
               py::gil_scoped_release nogil;
@@ -383,7 +384,8 @@ PYBIND11_MODULE(_native, m) {
           "headers"_a = std::vector<std::string>{}, "max_chunk_bytes"_a = 0,
           "trace_headers"_a = false, "window"_a = py::none(),
           "where"_a = std::vector<std::tuple<std::string, double, double>>{},
-          "encoding"_a = "float32", "tolerance"_a = 0.0, "pieces"_a = false)
+          "encoding"_a = "float32", "tolerance"_a = 0.0, "pieces"_a = false,
+          "trace_gaps"_a = true)
       .def(
           "stream_job",
           [](PyClient& self, const std::string& dataset, const std::string& job,
@@ -391,12 +393,14 @@ PYBIND11_MODULE(_native, m) {
              std::vector<std::string> headers, uint64_t max_chunk_bytes, bool trace_headers,
              std::optional<std::pair<uint32_t, uint32_t>> window,
              const std::vector<std::tuple<std::string, double, double>>& where,
-             std::string encoding, double tolerance, const py::bytes& resume, bool takeover) {
+             std::string encoding, double tolerance, const py::bytes& resume, bool takeover,
+             bool trace_gaps) {
             auto client = self.Get();
             shotstream::client::JobOptions o;
             static_cast<StreamOptions&>(o) =
                 Options(queue_depth, std::move(headers), max_chunk_bytes, trace_headers,
-                        window, where, std::move(encoding), tolerance, /*pieces=*/false);
+                        window, where, std::move(encoding), tolerance, /*pieces=*/false,
+                        trace_gaps);
             o.resume = resume;
             o.takeover = takeover;
             std::unique_ptr<shotstream::client::JobReader> reader;
@@ -411,7 +415,7 @@ PYBIND11_MODULE(_native, m) {
           "max_chunk_bytes"_a = 0, "trace_headers"_a = false, "window"_a = py::none(),
           "where"_a = std::vector<std::tuple<std::string, double, double>>{},
           "encoding"_a = "float32", "tolerance"_a = 0.0, "resume"_a = py::bytes(),
-          "takeover"_a = true)
+          "takeover"_a = true, "trace_gaps"_a = true)
       .def(
           "commit_job",
           [](PyClient& self, const std::string& dataset, const std::string& job,

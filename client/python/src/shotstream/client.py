@@ -107,11 +107,11 @@ def _bridged(method):
 
 class _Selection:
     """stream()'s and stream_job()'s selection (headers, window, where, encoding,
-    tolerance, message size, raw trace headers), checked, and as the request's
+    tolerance, message size, raw trace headers, trace gaps), checked, and as the request's
     ShotSelection has it."""
 
     def __init__(self, window, where, encoding, tolerance, headers=(), max_chunk_bytes=None,
-                 trace_headers=False):
+                 trace_headers=False, trace_gaps=True):
         self.window = None
         if window is not None:
             start, stop = window
@@ -126,6 +126,7 @@ class _Selection:
         self.headers = [str(h) for h in headers]
         self.max_chunk_bytes = int(max_chunk_bytes or 0)
         self.trace_headers = bool(trace_headers)
+        self.trace_gaps = bool(trace_gaps)  # the native client's; grpcio never asks
 
     def message(self):
         """The request's shotstream.v1.ShotSelection (the grpcio fallback)."""
@@ -145,7 +146,7 @@ class _Selection:
         return dict(queue_depth=max(1, int(queue_depth)), headers=self.headers,
                     max_chunk_bytes=self.max_chunk_bytes, trace_headers=self.trace_headers,
                     window=self.window, where=self.where, encoding=self.encoding,
-                    tolerance=self.tolerance)
+                    tolerance=self.tolerance, trace_gaps=self.trace_gaps)
 
     def limit_to_grpcio(self) -> None:
         """Through grpcio: an encoding this path cannot decode says which package it needs
@@ -302,7 +303,7 @@ class Client:
                trace_headers: bool = False, window: Optional[Tuple[int, int]] = None,
                where: Optional[Dict[str, Tuple[float, float]]] = None,
                encoding: str = "float32", tolerance: Optional[float] = None,
-               pieces: bool = False) -> Iterator[Shot]:
+               pieces: bool = False, trace_gaps: bool = True) -> Iterator[Shot]:
         """Yields Shot objects in the order of shot_ids (repeats allowed).
 
         Asking for less: window=(start, stop) gives samples [start, stop) of every trace
@@ -347,9 +348,15 @@ class Client:
         against 1.0-1.1 for 256 KiB, on loopback and on an emulated 10 Gbit/s link alike
         (docs/clients.md). A shot that fits one message is a view of the received bytes,
         without a copy; larger shots are reassembled with one copy.
+
+        trace_gaps=True (natively): the server may send a chunk of a file's traces as the
+        range they lie in, the stored headers between them skipped here (ShotChunk
+        .trace_gap): less of the server's CPU a byte for up to 1/32 more bytes on the link.
+        False where the link, not the server, is the limit (docs/server.md, "Zero copy").
+        Through grpcio the samples come alone.
         """
         shot_ids, sel = self._request(shot_ids, window, where, encoding, tolerance, headers,
-                                      max_chunk_bytes, trace_headers)
+                                      max_chunk_bytes, trace_headers, trace_gaps)
         if not self.native:
             return self._fallback.stream(name, shot_ids, queue_depth, sel, bool(pieces))
         return self._shots(lambda: self._core.stream(name, shot_ids, pieces=bool(pieces),
@@ -363,7 +370,8 @@ class Client:
                    encoding: str = "float32", tolerance: Optional[float] = None,
                    max_chunk_bytes: Optional[int] = None,
                    trace_headers: bool = False,
-                   resume: Optional[bytes] = None, takeover: bool = True) -> "JobStream":
+                   resume: Optional[bytes] = None, takeover: bool = True,
+                   trace_gaps: bool = True) -> "JobStream":
         """Yields shots of a job shared by every consumer that names the same (dataset,
         job, epoch): the epoch's permutation of shot_ids (shotstream.epoch_permutation of
         the ids and seed), each shot handed to one consumer at a time, faster consumers
@@ -393,9 +401,9 @@ class Client:
         that must not wait on their peers: ranks that step in lockstep (DDP: a rank
         waiting for shots another rank has prefetched while that rank waits for it in a
         collective hangs both) and a DataLoader's workers (its main process takes their
-        results in order). shotstream.torch.JobDataset sets it."""
+        results in order). shotstream.torch.JobDataset sets it. trace_gaps: as stream's."""
         shot_ids, sel = self._request(shot_ids, window, where, encoding, tolerance, headers,
-                                      max_chunk_bytes, trace_headers)
+                                      max_chunk_bytes, trace_headers, trace_gaps)
         job_key = dict(dataset=dataset, job=job, shot_ids=shot_ids, epoch=int(epoch),
                        seed=int(seed) % (1 << 64), resume=bytes(resume or b""))
         _check_resume(**job_key)
@@ -436,12 +444,12 @@ class Client:
                                      resume=key["resume"])
 
     def _request(self, shot_ids, window, where, encoding, tolerance, headers, max_chunk_bytes,
-                 trace_headers):
+                 trace_headers, trace_gaps=True):
         """A stream's or job's shot ids and checked selection (kept, on the fallback, to
         what it can decode)."""
         self._check_open()
         sel = _Selection(window, where, encoding, tolerance, headers, max_chunk_bytes,
-                         trace_headers)
+                         trace_headers, trace_gaps)
         if not self.native:
             sel.limit_to_grpcio()
         return [int(s) for s in shot_ids], sel
