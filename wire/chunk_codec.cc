@@ -202,7 +202,6 @@ absl::Status ReceivedChunk::Parse(grpc::ByteBuffer* bb) {
   meta_.Clear();
   payload_size_ = 0;
   samples_size_ = 0;
-  trace_bytes_ = 0;
   if (!bb->Dump(&slices_).ok()) return Malformed("cannot read the message");
   Cursor c(slices_);
   meta_bytes_.clear();  // kept: its capacity serves the next chunk
@@ -249,12 +248,12 @@ absl::Status ReceivedChunk::Parse(grpc::ByteBuffer* bb) {
   samples_size_ = payload_size_;
   if (const uint64_t gap = meta_.trace_gap(); gap > 0) {
     // k traces and the k - 1 gaps between them.
-    trace_bytes_ = uint64_t{meta_.n_samples()} * sizeof(float);
-    if (meta_.encoding() != v1::ENCODING_FLOAT32 || trace_bytes_ == 0 ||
-        (payload_size_ + gap) % (trace_bytes_ + gap) != 0) {
+    const uint64_t trace_bytes = TraceBytes();
+    if (meta_.encoding() != v1::ENCODING_FLOAT32 || trace_bytes == 0 ||
+        (payload_size_ + gap) % (trace_bytes + gap) != 0) {
       return Malformed("trace_gap does not fit the samples' length");
     }
-    samples_size_ = (payload_size_ + gap) / (trace_bytes_ + gap) * trace_bytes_;
+    samples_size_ = (payload_size_ + gap) / (trace_bytes + gap) * trace_bytes;
   }
   return absl::OkStatus();
 }
@@ -303,23 +302,18 @@ const uint8_t* ReceivedChunk::ContiguousPayload() const {
 }
 
 void ReceivedChunk::CopyPayload(uint8_t* dst) const {
-  uint64_t left = payload_size_;
-  size_t slice = samples_slice_, offset = samples_offset_;
-  while (left > 0 && slice < slices_.size()) {
-    const size_t n = std::min<uint64_t>(left, slices_[slice].size() - offset);
-    std::memcpy(dst, slices_[slice].begin() + offset, n);
-    dst += n;
-    left -= n;
-    ++slice;
-    offset = 0;
-  }
+  ForEachSamplePiece(slices_, samples_slice_, samples_offset_, payload_size_, 0, 0,
+                     [&](const uint8_t* p, size_t n) {
+                       std::memcpy(dst, p, n);
+                       dst += n;
+                     });
 }
 
 uint32_t ReceivedChunk::CopySamples(uint8_t* dst, uint32_t crc) const {
   const bool swap = meta_.big_endian();
   uint8_t carry[4];  // big-endian: a sample split between two slices
   size_t carried = 0;
-  ForEachSamplePiece(slices_, samples_slice_, samples_offset_, payload_size_, trace_bytes_,
+  ForEachSamplePiece(slices_, samples_slice_, samples_offset_, payload_size_, TraceBytes(),
                      meta_.trace_gap(), [&](const uint8_t* p, size_t n) {
     if (!swap) {  // one read of each byte: copied and checksummed together
       crc = CopyCrc32(crc, p, n, dst, samples_size_);

@@ -76,7 +76,8 @@ class ReceivedChunk {
   size_t samples_offset_ = 0;
   uint64_t payload_size_ = 0;
   uint64_t samples_size_ = 0;
-  uint64_t trace_bytes_ = 0;  // with a trace_gap: the bytes of each trace's samples
+  // A FLOAT32 trace's sample bytes (the runs between trace gaps).
+  uint64_t TraceBytes() const { return uint64_t{meta_.n_samples()} * sizeof(float); }
 };
 
 }  // namespace shotstream::wire

@@ -65,9 +65,6 @@ struct EncodePlan {
   // ENCODING_AUTO with a tolerance sent as INT16: a shot whose traces INT16 cannot carry
   // within the tolerance goes QUANTIZED (EncodeShot's bound_int16).
   bool bound_int16 = false;
-  // Stored float32 traces may go as the range of the file they lie in, the headers
-  // between them skipped by the client (ShotChunk.trace_gap): it set accept_trace_gaps.
-  bool trace_gaps = false;
 };
 
 // A stream's two plans, decided together once (stream/stream_plan): the read plan goes to

@@ -49,8 +49,8 @@ struct ChunkAt {
 // the shot has its chunks' (chunk_crc32: decoded chunks, and stored ones whose traces'
 // CRC-32s were all kept); else unsealed (the caller takes the CRC-32, then Seal).
 // A shot's first chunk carries its header columns (moved out of a shot read whole) and
-// raw trace headers. `trace_gaps`: the stream's EncodePlan::trace_gaps. Returns the
-// chunk's traces.
+// raw trace headers. `trace_gaps`: the client set accept_trace_gaps. Returns the chunk's
+// traces.
 uint32_t TakeChunk(dataset::ShotData& shot, const ChunkAt& at, bool last, bool trace_gaps,
                    wire::ChunkWriter* writer, OutgoingChunk* out);
 

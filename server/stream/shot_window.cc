@@ -219,7 +219,8 @@ void ShotWindow::FillChunkLocked(Slot& slot, OutgoingChunk* chunk) {
   at.sample_interval_us = plan_.source->sample_interval_us();
   const bool last_of_unit = slot.next_chunk == shot.n_chunks();
   const bool last = last_of_unit && (head == nullptr || slot.piece + 1 == head->n_pieces());
-  const uint32_t traces = TakeChunk(shot, at, last, plan_.shot.encode.trace_gaps, &chunks_, chunk);
+  const uint32_t traces = TakeChunk(shot, at, last, plan_.shot.read.selection.accept_trace_gaps,
+                                    &chunks_, chunk);
   const uint64_t size = chunk->sample_bytes();
   link_.ChunkOut(size, uint64_t{traces} * shot.n_samples * sizeof(float), absl::Now());
   bytes_sent_ += size;

@@ -11,7 +11,6 @@ dataset::ShotPlan PlanShots(const dataset::ShotSelection& selection, int sample_
   dataset::EncodePlan& encode = plan.encode;
   encode.encoding = selection.encoding;
   encode.tolerance = selection.tolerance;
-  encode.trace_gaps = selection.accept_trace_gaps;
   if (encode.encoding == wire::Encoding::kAuto) {
     const int native = wire::NativeBytesPerSample(sample_format);
     // A tolerance says the caller accepts that loss: QUANTIZED and INT16 become candidates.
